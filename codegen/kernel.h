@@ -1,0 +1,142 @@
+/* kernel.h — kernel descriptions: the one place that knows the format.
+ *
+ * hkc_file_parse() turns a kernel file (SPEC §1) into validated hkc_kernel
+ * descriptions and their concrete instances; every problem becomes a located
+ * diagnostic "PATH:LINE:COL: error: FIELD: what was expected". The emitters
+ * (emit.h) turn instances into C or CUDA; the build-time generator, the JIT
+ * and the hk command all go through here.
+ */
+#ifndef HKC_KERNEL_H
+#define HKC_KERNEL_H
+
+#include <stddef.h>
+
+#include "diag.h"
+#include "hk.h"
+#include "json.h"
+
+#define HKC_NAME_MAX 63
+
+/* A piece of C written by the kernel author (a body or an expression),
+ * joined into one text, with what is needed to point back into the file. */
+typedef struct hkc_seg {
+  const hkj_node *node; /* a string node holding part of the text */
+  size_t start;         /* where its decoded text begins in `text` */
+} hkc_seg;
+
+typedef struct hkc_src {
+  char *text; /* NULL when the field is absent */
+  size_t len;
+  char *field; /* "body", "kernels[1].map", ... */
+  hkc_seg *segs;
+  size_t nsegs;
+} hkc_src;
+
+typedef struct hkc_param {
+  char *name;
+  hk_dtype_t dtype; /* HK_DTYPE_INVALID when the type is a placeholder */
+  char placeholder; /* 'A'..'Z', or 0 */
+  hk_role_t role;
+  hkc_src len; /* raw kernels: the element count expression, if given */
+  char *doc;
+  const hkj_node *node;
+} hkc_param;
+
+typedef struct hkc_placeholder {
+  char letter;
+  hk_dtype_t types[HK_DTYPE_COUNT];
+  int ntypes;
+} hkc_placeholder;
+
+struct hkc_kernel;
+
+/* One concrete kernel: a kernel with every placeholder bound to a type. */
+typedef struct hkc_instance {
+  char *name; /* "add_f32"; the kernel's name when it has no placeholders */
+  const struct hkc_kernel *k;
+  hk_dtype_t bind[26]; /* placeholder letter - 'A' -> type */
+} hkc_instance;
+
+typedef struct hkc_kernel {
+  char *name;
+  char *doc; /* "" when absent */
+  hk_kind_t kind;
+  unsigned targets; /* HK_TARGET_* */
+  hkc_param *params;
+  int nparams;
+  hkc_placeholder holders[26]; /* in declaration order */
+  int nholders;
+  hkc_src body;                              /* elementwise */
+  hkc_src map, combine, identity, finalize; /* reduction */
+  hkc_src cpu, cuda;                         /* raw */
+  hkc_instance *inst;
+  int ninst;
+  char *prefix; /* "" or "kernels[2]." for field names in messages */
+  const hkj_node *node;
+} hkc_kernel;
+
+typedef struct hkc_file {
+  char *path;
+  hkj_doc *doc;
+  hkc_kernel *kernels;
+  int nkernels;
+} hkc_file;
+
+/* Parses and validates a kernel file held in memory. Returns 0 and *out, or
+ * -1 with at least one error in d (as many as could be found). */
+int hkc_file_parse(const char *path, const char *text, size_t len,
+                   hkc_file **out, hkc_diags *d);
+/* The same, reading the file. */
+int hkc_file_load(const char *path, hkc_file **out, hkc_diags *d);
+void hkc_file_free(hkc_file *f);
+
+/* The concrete type of parameter p in instance in. */
+hk_dtype_t hkc_param_type(const hkc_instance *in, const hkc_param *p);
+/* The accumulator type of a reduction instance (its out parameter's). */
+hk_dtype_t hkc_acc_type(const hkc_instance *in);
+/* The C type name of a dtype: "float", "int32_t", ... */
+const char *hkc_ctype(hk_dtype_t t);
+/* 1 when any of the instance's code calls a math function. */
+int hkc_is_heavy(const hkc_kernel *k);
+/* The file position of byte off of a source text. */
+void hkc_src_pos(const hkj_doc *doc, const hkc_src *s, size_t off, int *line,
+                 int *col);
+
+/* The public description of an instance, in one malloc'ed block that does
+ * not point into the file (free() it). NULL when out of memory. */
+hk_kernel_info_t *hkc_instance_info_new(const hkc_instance *in,
+                                        const char *origin,
+                                        const char *source);
+
+/* The lexical checks on author code (lex.c). */
+typedef enum hkc_code_mode {
+  HKC_CODE_BODY,     /* elementwise statements, run once per element */
+  HKC_CODE_RAW_CPU,  /* a raw kernel's C function body */
+  HKC_CODE_RAW_CUDA, /* a raw kernel's CUDA __global__ body */
+  HKC_CODE_EXPR      /* a reduction expression or a len */
+} hkc_code_mode;
+
+/* Checks src against the rules of its mode: no preprocessor lines, asm,
+ * digraphs, trigraphs or line continuations; balanced brackets; calls only
+ * to the allowed math functions (except CUDA bodies); for expressions, no
+ * statements, and (when idents is not NULL) no names other than idents, the
+ * math names and type names. `what` names the allowed names in messages.
+ * Reports into d; returns the number of errors. */
+int hkc_check_code(const hkj_doc *doc, const hkc_src *src, hkc_code_mode mode,
+                   const char *const *idents, const char *what, hkc_diags *d);
+/* The text with comments turned into spaces and newlines into spaces: an
+ * expression that can be emitted on one line. malloc'ed; NULL on OOM. */
+char *hkc_expr_oneline(const hkc_src *src);
+/* 1 when the code names identifier id outside comments and literals. */
+int hkc_code_uses(const hkc_src *src, const char *id);
+/* 1 when the code calls a math function (a hint to split work sooner). */
+int hkc_code_calls_math(const hkc_src *src);
+/* 1 when name is a math function, macro or constant bodies may use. */
+int hkc_is_math_name(const char *name);
+int hkc_is_math_function(const char *name);
+/* 1 when name is a C keyword (C11 and the GNU spellings). */
+int hkc_is_c_keyword(const char *name);
+int hkc_is_cxx_keyword(const char *name);
+int hkc_is_type_name(const char *name);
+
+#endif

@@ -1,0 +1,513 @@
+/* lex.c — lexical checks on the C that kernel authors write.
+ *
+ * Bodies and expressions are pasted into generated C, so anything that could
+ * escape that place is refused before any compiler sees it: preprocessor
+ * lines (also spelled %: or ??=), line continuations that could splice a
+ * comment into generated code, unterminated comments and literals,
+ * unbalanced brackets, asm, extern, and names reserved for generated code.
+ * Calls are limited to the math functions of mathfns.h, so a body cannot
+ * reach the C library even before the linker would refuse it. Each problem
+ * is reported at its position in the kernel file.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel.h"
+#include "mathfns.h"
+
+/* ---- Name tables -------------------------------------------------------- */
+
+static const char *const c_keywords[] = {
+    "auto", "break", "case", "char", "const", "continue", "default", "do",
+    "double", "else", "enum", "extern", "float", "for", "goto", "if",
+    "inline", "int", "long", "register", "restrict", "return", "short",
+    "signed", "sizeof", "static", "struct", "switch", "typedef", "union",
+    "unsigned", "void", "volatile", "while", "_Alignas", "_Alignof",
+    "_Atomic", "_Bool", "_Complex", "_Generic", "_Imaginary", "_Noreturn",
+    "_Static_assert", "_Thread_local", "asm", "__asm", "__asm__", "typeof",
+    "__typeof__", "__attribute__", "__extension__", "__inline", "__restrict",
+    "__thread", NULL};
+
+static const char *const cxx_keywords[] = {
+    "alignas", "alignof", "and", "and_eq", "bitand", "bitor", "bool",
+    "catch", "char16_t", "char32_t", "class", "compl", "const_cast",
+    "constexpr", "decltype", "delete", "dynamic_cast", "explicit", "export",
+    "false", "friend", "mutable", "namespace", "new", "noexcept", "not",
+    "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected",
+    "public", "reinterpret_cast", "static_assert", "static_cast", "template",
+    "this", "thread_local", "throw", "true", "try", "typeid", "typename",
+    "using", "virtual", "wchar_t", "xor", "xor_eq", NULL};
+
+/* Keywords that may appear in an expression (casts, sizeof, _Generic). */
+static const char *const expr_keywords[] = {
+    "char", "const", "double", "float", "int", "long", "short", "signed",
+    "sizeof", "unsigned", "void", "volatile", "_Alignof", "_Bool",
+    "_Generic", "default", NULL};
+
+#define NAME(n) #n,
+#define NAME2(n, sig) #n,
+static const char *const math_functions[] = {HKC_MATH_FUNCTIONS(NAME2) NULL};
+static const char *const math_macros[] = {HKC_MATH_MACROS(NAME) NULL};
+static const char *const math_constants[] = {HKC_MATH_CONSTANTS(NAME) NULL};
+static const char *const type_names[] = {HKC_TYPE_NAMES(NAME) NULL};
+#undef NAME
+#undef NAME2
+
+static int in_list(const char *const *list, const char *s, size_t n) {
+  for (; *list; list++)
+    if (strlen(*list) == n && memcmp(*list, s, n) == 0) return 1;
+  return 0;
+}
+
+/* name is a math function: a listed name, or a listed name + "f". */
+static int is_math_fn(const char *s, size_t n) {
+  if (in_list(math_functions, s, n) || in_list(math_macros, s, n)) return 1;
+  return n > 1 && s[n - 1] == 'f' && in_list(math_functions, s, n - 1);
+}
+
+int hkc_is_math_function(const char *name) {
+  return is_math_fn(name, strlen(name));
+}
+
+int hkc_is_math_name(const char *name) {
+  size_t n = strlen(name);
+  return is_math_fn(name, n) || in_list(math_constants, name, n);
+}
+
+int hkc_is_c_keyword(const char *name) {
+  return in_list(c_keywords, name, strlen(name));
+}
+
+int hkc_is_cxx_keyword(const char *name) {
+  return in_list(cxx_keywords, name, strlen(name));
+}
+
+int hkc_is_type_name(const char *name) {
+  return in_list(type_names, name, strlen(name));
+}
+
+/* ---- Positions ----------------------------------------------------------- */
+
+void hkc_src_pos(const hkj_doc *doc, const hkc_src *s, size_t off, int *line,
+                 int *col) {
+  if (!s->nsegs) {
+    *line = *col = 0;
+    return;
+  }
+  size_t k = 0;
+  while (k + 1 < s->nsegs && s->segs[k + 1].start <= off) k++;
+  const hkj_node *node = s->segs[k].node;
+  size_t local = off - s->segs[k].start;
+  if (local > node->str_len) local = node->str_len; /* the joining newline */
+  hkj_pos(doc, hkj_str_offset(doc, node, local), line, col);
+}
+
+/* ---- Tokens ---------------------------------------------------------------- */
+
+typedef enum { TK_IDENT, TK_NUMBER, TK_LITERAL, TK_PUNCT } tk_kind;
+
+typedef struct token {
+  tk_kind kind;
+  size_t off, len;
+} token;
+
+typedef struct checker {
+  const hkj_doc *doc;
+  const hkc_src *src;
+  hkc_diags *d;
+  int errors;
+  token *toks;
+  size_t ntoks, cap;
+} checker;
+
+/* Stop reporting after this many problems in one piece of code. */
+#define MAX_ERRORS_PER_SOURCE 8
+
+static void err(checker *c, size_t off, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void err(checker *c, size_t off, const char *fmt, ...) {
+  c->errors++;
+  if (c->errors > MAX_ERRORS_PER_SOURCE) return;
+  int line, col;
+  hkc_src_pos(c->doc, c->src, off, &line, &col);
+  hkc_buf m = HKC_BUF_INIT;
+  hkc_buf_printf(&m, "%s: ", c->src->field);
+  va_list ap;
+  va_start(ap, fmt);
+  hkc_buf_vprintf(&m, fmt, ap);
+  va_end(ap);
+  hkc_diag_add(c->d, HKC_ERROR, c->doc->path, line, col, "%s",
+               m.oom ? "out of memory" : hkc_buf_str(&m));
+  hkc_buf_free(&m);
+}
+
+static int push(checker *c, tk_kind kind, size_t off, size_t len) {
+  if (c->ntoks == c->cap) {
+    size_t cap = c->cap ? c->cap * 2 : 64;
+    token *t = realloc(c->toks, cap * sizeof *t);
+    if (!t) return -1;
+    c->toks = t;
+    c->cap = cap;
+  }
+  c->toks[c->ntoks++] = (token){kind, off, len};
+  return 0;
+}
+
+static int is_ident_start(char ch) {
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_';
+}
+
+static int is_ident_char(char ch) {
+  return is_ident_start(ch) || (ch >= '0' && ch <= '9');
+}
+
+/* Punctuators, longest first within each starting character. */
+static const char *const puncts[] = {
+    "<<=", ">>=", "...", "->", "++", "--", "<<", ">>", "<=", ">=", "==",
+    "!=", "&&", "||", "*=", "/=", "%=", "+=", "-=", "&=", "^=", "|=", "[",
+    "]", "(", ")", "{", "}", ".", "&", "*", "+", "-", "~", "!", "/", "%",
+    "<", ">", "^", "|", "?", ":", ";", "=", ",", NULL};
+
+/* Splits the text into tokens, reporting what may not appear at all.
+ * Returns 0 when the token list is usable for further checks. */
+static int tokenize(checker *c) {
+  const char *t = c->src->text;
+  size_t n = c->src->len, p = 0;
+  /* Trigraphs are replaced before anything else in C, even in literals. */
+  for (size_t i = 0; i + 2 < n; i++)
+    if (t[i] == '?' && t[i + 1] == '?' && strchr("=(/)'<!>-", t[i + 2]))
+      err(c, i, "trigraph '??%c' is not allowed", t[i + 2]);
+  while (p < n) {
+    char ch = t[p];
+    if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' ||
+        ch == '\f') {
+      p++;
+    } else if (ch == '\\') {
+      if (p + 1 < n && (t[p + 1] == '\n' || t[p + 1] == '\r'))
+        err(c, p, "%s",
+            "a backslash at the end of a line (line continuation) is not "
+            "allowed");
+      else
+        err(c, p, "%s", "stray '\\' outside a string or character literal");
+      p++;
+    } else if (ch == '/' && p + 1 < n && t[p + 1] == '/') {
+      while (p < n && t[p] != '\n') {
+        if (t[p] == '\\' && p + 1 < n && t[p + 1] == '\n')
+          err(c, p, "%s",
+              "a backslash at the end of a comment line would continue the "
+              "comment onto the next line");
+        p++;
+      }
+    } else if (ch == '/' && p + 1 < n && t[p + 1] == '*') {
+      const char *e = NULL;
+      for (size_t q = p + 2; q + 1 < n; q++)
+        if (t[q] == '*' && t[q + 1] == '/') {
+          e = t + q;
+          break;
+        }
+      if (!e) {
+        err(c, p, "%s", "this comment is never closed ('*/' is missing)");
+        return -1;
+      }
+      p = (size_t)(e - t) + 2;
+    } else if (ch == '"' || ch == '\'' ||
+               ((ch == 'L' || ch == 'u' || ch == 'U') && p + 1 < n &&
+                (t[p + 1] == '"' || t[p + 1] == '\'')) ||
+               (ch == 'u' && p + 2 < n && t[p + 1] == '8' && t[p + 2] == '"')) {
+      size_t start = p;
+      while (t[p] != '"' && t[p] != '\'') p++;
+      char q = t[p++];
+      while (p < n && t[p] != q && t[p] != '\n') {
+        if (t[p] == '\\') {
+          if (p + 1 < n && t[p + 1] == '\n') break; /* reported above */
+          p++;
+        }
+        p++;
+      }
+      if (p >= n || t[p] != q) {
+        err(c, start, "this %s literal is never closed",
+            q == '"' ? "string" : "character");
+        return -1;
+      }
+      p++;
+      if (push(c, TK_LITERAL, start, p - start)) return -2;
+    } else if (is_ident_start(ch)) {
+      size_t start = p;
+      while (p < n && is_ident_char(t[p])) p++;
+      if (push(c, TK_IDENT, start, p - start)) return -2;
+    } else if ((ch >= '0' && ch <= '9') ||
+               (ch == '.' && p + 1 < n && t[p + 1] >= '0' && t[p + 1] <= '9')) {
+      size_t start = p;
+      while (p < n) {
+        if ((t[p] == 'e' || t[p] == 'E' || t[p] == 'p' || t[p] == 'P') &&
+            p + 1 < n && (t[p + 1] == '+' || t[p + 1] == '-'))
+          p += 2;
+        else if (is_ident_char(t[p]) || t[p] == '.')
+          p++;
+        else
+          break;
+      }
+      if (push(c, TK_NUMBER, start, p - start)) return -2;
+    } else if (ch == '#' || (ch == '%' && p + 1 < n && t[p + 1] == ':')) {
+      size_t q = p + (ch == '#' ? 1 : 2);
+      while (q < n && (t[q] == ' ' || t[q] == '\t')) q++;
+      if (n - q >= 7 && memcmp(t + q, "include", 7) == 0)
+        err(c, p, "%s",
+            "#include is not allowed: the math functions are already "
+            "declared, and nothing else may be used");
+      else
+        err(c, p, "%s",
+            "preprocessor lines (#define, #if, #pragma, ...) are not "
+            "allowed");
+      while (p < n && t[p] != '\n') p++; /* skip the rest of the line */
+    } else if ((ch == '<' && p + 1 < n && (t[p + 1] == ':' || t[p + 1] == '%')) ||
+               (ch == ':' && p + 1 < n && t[p + 1] == '>') ||
+               (ch == '%' && p + 1 < n && t[p + 1] == '>')) {
+      err(c, p, "%s", "digraphs (<: :> <% %> %:) are not allowed");
+      p += 2;
+    } else {
+      const char *const *pp;
+      for (pp = puncts; *pp; pp++) {
+        size_t l = strlen(*pp);
+        if (n - p >= l && memcmp(t + p, *pp, l) == 0) break;
+      }
+      if (!*pp) {
+        if ((unsigned char)ch >= 0x80)
+          err(c, p, "%s",
+              "a non-ASCII character outside a string or comment");
+        else
+          err(c, p, "unexpected character '%c'", ch);
+        p++;
+        /* skip the rest of a multi-byte character */
+        while (p < n && ((unsigned char)t[p] & 0xC0) == 0x80) p++;
+        continue;
+      }
+      size_t l = strlen(*pp);
+      if (push(c, TK_PUNCT, p, l)) return -2;
+      p += l;
+    }
+  }
+  return 0;
+}
+
+static int tok_is(const checker *c, const token *k, const char *s) {
+  size_t l = strlen(s);
+  return k->len == l && memcmp(c->src->text + k->off, s, l) == 0;
+}
+
+static void check_balance(checker *c) {
+  size_t *stack = malloc((c->ntoks + 1) * sizeof *stack);
+  size_t depth = 0;
+  if (!stack) {
+    c->d->oom = 1;
+    return;
+  }
+  const char *t = c->src->text;
+  for (size_t i = 0; i < c->ntoks; i++) {
+    const token *k = &c->toks[i];
+    if (k->kind != TK_PUNCT || k->len != 1) continue;
+    char ch = t[k->off];
+    if (ch == '(' || ch == '[' || ch == '{') {
+      stack[depth++] = k->off;
+    } else if (ch == ')' || ch == ']' || ch == '}') {
+      char want = ch == ')' ? '(' : ch == ']' ? '[' : '{';
+      if (depth == 0) {
+        err(c, k->off, "'%c' has no matching opening bracket", ch);
+        break;
+      }
+      size_t open = stack[--depth];
+      if (t[open] != want) {
+        err(c, k->off, "'%c' closes the '%c' opened before it", ch, t[open]);
+        break;
+      }
+    }
+  }
+  if (depth)
+    err(c, stack[depth - 1], "'%c' is never closed", t[stack[depth - 1]]);
+  free(stack);
+}
+
+static const char *const statement_keywords[] = {
+    "if", "else", "for", "while", "do", "switch", "case", "return", "goto",
+    "break", "continue", "typedef", "static", "register", "auto", NULL};
+
+/* Checks each token against the rules of the mode. */
+static void check_tokens(checker *c, hkc_code_mode mode,
+                         const char *const *idents, const char *what) {
+  const char *t = c->src->text;
+  for (size_t i = 0; i < c->ntoks; i++) {
+    const token *k = &c->toks[i];
+    const char *s = t + k->off;
+    if (k->kind == TK_PUNCT) {
+      if (mode == HKC_CODE_EXPR && (tok_is(c, k, ";") || tok_is(c, k, "{") ||
+                                    tok_is(c, k, "}")))
+        err(c, k->off, "'%c' cannot appear in an expression", s[0]);
+      continue;
+    }
+    if (k->kind != TK_IDENT) continue;
+    char name[128];
+    size_t l = k->len < sizeof name - 1 ? k->len : sizeof name - 1;
+    memcpy(name, s, l);
+    name[l] = '\0';
+    const token *prev = i ? &c->toks[i - 1] : NULL;
+    const token *next = i + 1 < c->ntoks ? &c->toks[i + 1] : NULL;
+    int is_member = prev && (tok_is(c, prev, ".") || tok_is(c, prev, "->"));
+    if (is_member) continue;
+
+    if (!strcmp(name, "asm") || !strcmp(name, "__asm") ||
+        !strcmp(name, "__asm__")) {
+      err(c, k->off, "%s", "asm is not allowed");
+      continue;
+    }
+    if (!strcmp(name, "extern")) {
+      err(c, k->off, "%s",
+          "extern is not allowed: a body can use only its parameters and the "
+          "math functions");
+      continue;
+    }
+    if (!strncmp(name, "hk_", 3)) {
+      err(c, k->off, "'%s' is reserved: names beginning with hk_ belong to "
+                     "generated code", name);
+      continue;
+    }
+    if (mode == HKC_CODE_EXPR && in_list(statement_keywords, s, k->len)) {
+      err(c, k->off, "'%s' cannot appear in an expression", name);
+      continue;
+    }
+    if (mode == HKC_CODE_BODY) {
+      if (!strcmp(name, "return") || !strcmp(name, "goto")) {
+        err(c, k->off,
+            "'%s' is not allowed in an elementwise body, which runs once per "
+            "element (use 'break' to end this element early)",
+            name);
+        continue;
+      }
+      if (!strcmp(name, "static") || !strcmp(name, "_Thread_local") ||
+          !strcmp(name, "__thread")) {
+        err(c, k->off,
+            "'%s' variables are not allowed in an elementwise body: elements "
+            "run in any order, on any thread",
+            name);
+        continue;
+      }
+    }
+    int is_kw = in_list(c_keywords, s, k->len);
+    if (mode != HKC_CODE_RAW_CUDA && !is_kw && next &&
+        tok_is(c, next, "(") && !is_math_fn(s, k->len)) {
+      err(c, k->off,
+          "calls '%s', which is not allowed: kernel code may call only the "
+          "C99 <math.h> functions (see schemas/README.md)",
+          name);
+      continue;
+    }
+    if (mode == HKC_CODE_EXPR && idents) {
+      int ok = (is_kw && in_list(expr_keywords, s, k->len)) ||
+               is_math_fn(s, k->len) || in_list(math_constants, s, k->len) ||
+               in_list(type_names, s, k->len) || in_list(idents, s, k->len);
+      if (!ok) err(c, k->off, "'%s' is not one of %s", name, what);
+    }
+  }
+}
+
+int hkc_check_code(const hkj_doc *doc, const hkc_src *src, hkc_code_mode mode,
+                   const char *const *idents, const char *what,
+                   hkc_diags *d) {
+  checker c = {doc, src, d, 0, NULL, 0, 0};
+  int rc = tokenize(&c);
+  if (rc == -2) d->oom = 1;
+  if (rc == 0) {
+    check_balance(&c);
+    if (mode == HKC_CODE_EXPR && c.ntoks == 0)
+      err(&c, 0, "%s", "is empty: an expression is required");
+    check_tokens(&c, mode, idents, what);
+  }
+  free(c.toks);
+  return c.errors;
+}
+
+/* ---- Helpers for the emitters --------------------------------------------- */
+
+char *hkc_expr_oneline(const hkc_src *src) {
+  const char *t = src->text;
+  size_t n = src->len;
+  char *o = malloc(n + 1);
+  if (!o) return NULL;
+  size_t j = 0;
+  for (size_t p = 0; p < n;) {
+    if (t[p] == '"' || t[p] == '\'') {
+      char q = t[p];
+      o[j++] = t[p++];
+      while (p < n && t[p] != q) {
+        if (t[p] == '\\' && p + 1 < n) o[j++] = t[p++];
+        o[j++] = t[p++];
+      }
+      if (p < n) o[j++] = t[p++];
+    } else if (t[p] == '/' && p + 1 < n && t[p + 1] == '/') {
+      while (p < n && t[p] != '\n') p++;
+      o[j++] = ' ';
+    } else if (t[p] == '/' && p + 1 < n && t[p + 1] == '*') {
+      p += 2;
+      while (p + 1 < n && !(t[p] == '*' && t[p + 1] == '/')) p++;
+      p += 2;
+      o[j++] = ' ';
+    } else if (t[p] == '\n' || t[p] == '\r' || t[p] == '\t') {
+      o[j++] = ' ';
+      p++;
+    } else {
+      o[j++] = t[p++];
+    }
+  }
+  /* trim */
+  size_t a = 0;
+  while (a < j && o[a] == ' ') a++;
+  while (j > a && o[j - 1] == ' ') j--;
+  memmove(o, o + a, j - a);
+  o[j - a] = '\0';
+  return o;
+}
+
+/* Tokenizes already-checked code without reporting; returns the token count
+ * (0 on any failure) and the tokens in *out (free them). */
+static size_t quiet_tokens(const hkc_src *src, token **out) {
+  *out = NULL;
+  if (!src->text) return 0;
+  hkc_diags quiet = HKC_DIAGS_INIT;
+  hkj_doc none = {0};
+  hkc_src nopos = *src; /* no positions: nothing is reported */
+  nopos.nsegs = 0;
+  checker c = {&none, &nopos, &quiet, 0, NULL, 0, 0};
+  size_t n = 0;
+  if (tokenize(&c) == 0) {
+    *out = c.toks;
+    n = c.ntoks;
+  } else {
+    free(c.toks);
+  }
+  hkc_diags_free(&quiet);
+  return n;
+}
+
+int hkc_code_uses(const hkc_src *src, const char *id) {
+  token *t;
+  size_t n = quiet_tokens(src, &t), l = strlen(id);
+  int found = 0;
+  for (size_t i = 0; i < n && !found; i++)
+    found = t[i].kind == TK_IDENT && t[i].len == l &&
+            memcmp(src->text + t[i].off, id, l) == 0;
+  free(t);
+  return found;
+}
+
+int hkc_code_calls_math(const hkc_src *src) {
+  token *t;
+  size_t n = quiet_tokens(src, &t);
+  int found = 0;
+  for (size_t i = 0; i + 1 < n && !found; i++)
+    found = t[i].kind == TK_IDENT && is_math_fn(src->text + t[i].off, t[i].len) &&
+            t[i + 1].kind == TK_PUNCT && t[i + 1].len == 1 &&
+            src->text[t[i + 1].off] == '(';
+  free(t);
+  return found;
+}

@@ -1,0 +1,271 @@
+/* prelude.c — the text every generated C translation unit starts with.
+ *
+ * Generated kernels are compiled with no C library: by libtcc in memory, by
+ * cc into a shared object whose undefined symbols are checked, or into libhk.
+ * So the prelude declares what bodies may use itself: the fixed-width types,
+ * the math functions of mathfns.h (double and float), type-generic macros
+ * over them (exp on a float calls expf, as in <tgmath.h> and CUDA C++), the
+ * classification macros, and the constants. The same text works under tcc,
+ * gcc and clang.
+ */
+#include <string.h>
+
+#include "emit.h"
+#include "mathfns.h"
+
+static void put_types(hkc_buf *o) {
+  hkc_buf_put(o,
+              "typedef __SIZE_TYPE__ size_t;\n"
+              "typedef __PTRDIFF_TYPE__ ptrdiff_t;\n"
+              "typedef signed char int8_t;\n"
+              "typedef short int16_t;\n"
+              "typedef int int32_t;\n"
+              "typedef unsigned char uint8_t;\n"
+              "typedef unsigned short uint16_t;\n"
+              "typedef unsigned int uint32_t;\n"
+              "#ifdef __INT64_TYPE__\n"
+              "typedef __INT64_TYPE__ int64_t;\n"
+              "typedef __UINT64_TYPE__ uint64_t;\n"
+              "#else\n"
+              "typedef long int64_t;\n"
+              "typedef unsigned long uint64_t;\n"
+              "#endif\n"
+              "typedef char hk_check_int64_size[sizeof(int64_t) == 8 ? 1 : "
+              "-1];\n"
+              "typedef char hk_check_int32_size[sizeof(int32_t) == 4 ? 1 : "
+              "-1];\n\n");
+}
+
+static const char *sig_ret(const char *sig, int f) {
+  if (sig[0] == 'I') return "int";
+  if (sig[0] == 'L' && sig[1] == 'L') return "long long";
+  if (sig[0] == 'L') return "long";
+  return f ? "float" : "double";
+}
+
+static void put_decl(hkc_buf *o, const char *name, const char *sig) {
+  for (int f = 0; f < 2; f++) {
+    const char *t = f ? "float" : "double";
+    const char *args = sig + (sig[1] == 'L' ? 3 : 2); /* after "X_" */
+    hkc_buf_printf(o, "%s %s%s(", sig_ret(sig, f), name, f ? "f" : "");
+    for (const char *a = args; *a; a++) {
+      const char *at = *a == 'D' ? t : *a == 'I' ? "int" : "long";
+      hkc_buf_printf(o, "%s%s", a == args ? "" : ", ", at);
+    }
+    hkc_buf_put(o, ");\n");
+  }
+}
+
+static void put_generic(hkc_buf *o, const char *name, const char *sig) {
+  const char *args = sig + (sig[1] == 'L' ? 3 : 2);
+  size_t nd = 0;
+  for (const char *a = args; *a; a++) nd += *a == 'D';
+  /* The controlling expression is an rvalue (+x, x + y) so that a const
+   * float selects the float function under every compiler. */
+  if (nd == 1 && args[1] == '\0')
+    hkc_buf_printf(o,
+                   "#define %s(x) _Generic(+(x), float: %sf, default: %s)(x)\n",
+                   name, name, name);
+  else if (nd == 1)
+    hkc_buf_printf(
+        o, "#define %s(x, e) _Generic(+(x), float: %sf, default: %s)(x, e)\n",
+        name, name, name);
+  else if (nd == 2)
+    hkc_buf_printf(o,
+                   "#define %s(x, y) _Generic((x) + (y), float: %sf, default: "
+                   "%s)(x, y)\n",
+                   name, name, name);
+  else
+    hkc_buf_printf(o,
+                   "#define %s(x, y, z) _Generic((x) + (y) + (z), float: %sf, "
+                   "default: %s)(x, y, z)\n",
+                   name, name, name);
+}
+
+static void put_math(hkc_buf *o) {
+  hkc_buf_put(o, "/* The C99 math functions kernel code may call. */\n");
+#define DECL(name, sig) put_decl(o, #name, #sig);
+  HKC_MATH_FUNCTIONS(DECL)
+#undef DECL
+  hkc_buf_put(o, "\n/* Type generic, as in <tgmath.h> and CUDA C++. */\n");
+#define GEN(name, sig) put_generic(o, #name, #sig);
+  HKC_MATH_FUNCTIONS(GEN)
+#undef GEN
+  hkc_buf_put(
+      o,
+      "\n/* Classification, the same under every compiler. */\n"
+      "#define HK_MAYBE_UNUSED __attribute__((unused))\n"
+      "HK_MAYBE_UNUSED static inline int hk_isnanf(float x) { return x != x; }\n"
+      "HK_MAYBE_UNUSED static inline int hk_isnan(double x) { return x != x; }\n"
+      "HK_MAYBE_UNUSED static inline int hk_isinff(float x) { return x == x && x - x != x - x; "
+      "}\n"
+      "HK_MAYBE_UNUSED static inline int hk_isinf(double x) { return x == x && x - x != x - x; "
+      "}\n"
+      "HK_MAYBE_UNUSED static inline int hk_isfinitef(float x) { return x - x == x - x; }\n"
+      "HK_MAYBE_UNUSED static inline int hk_isfinite(double x) { return x - x == x - x; }\n"
+      "HK_MAYBE_UNUSED static inline int hk_isnormalf(float x) { float m = fabsf(x); "
+      "return m >= 1.17549435082228750797e-38F && m <= "
+      "3.40282346638528859812e+38F; }\n"
+      "HK_MAYBE_UNUSED static inline int hk_isnormal(double x) { double m = fabs(x); "
+      "return m >= 2.22507385850720138309e-308 && m <= "
+      "1.79769313486231570815e+308; }\n"
+      "HK_MAYBE_UNUSED static inline int hk_signbitf(float x) { union { float f; uint32_t u; "
+      "} v; v.f = x; return (int)(v.u >> 31); }\n"
+      "HK_MAYBE_UNUSED static inline int hk_signbit(double x) { union { double f; uint64_t u; "
+      "} v; v.f = x; return (int)(v.u >> 63); }\n"
+      "#define isnan(x) _Generic(+(x), float: hk_isnanf, default: "
+      "hk_isnan)(x)\n"
+      "#define isinf(x) _Generic(+(x), float: hk_isinff, default: "
+      "hk_isinf)(x)\n"
+      "#define isfinite(x) _Generic(+(x), float: hk_isfinitef, default: "
+      "hk_isfinite)(x)\n"
+      "#define isnormal(x) _Generic(+(x), float: hk_isnormalf, default: "
+      "hk_isnormal)(x)\n"
+      "#define signbit(x) _Generic(+(x), float: hk_signbitf, default: "
+      "hk_signbit)(x)\n\n");
+}
+
+static void put_constants(hkc_buf *o) {
+  hkc_buf_put(
+      o,
+      "/* Constants. */\n"
+      "#if defined(__GNUC__) && !defined(__TINYC__)\n"
+      "#define INFINITY (__builtin_inff())\n"
+      "#define NAN (__builtin_nanf(\"\"))\n"
+      "#define HUGE_VAL (__builtin_huge_val())\n"
+      "#else\n"
+      "#define INFINITY (1.0f / 0.0f)\n"
+      "#define NAN (0.0f / 0.0f)\n"
+      "#define HUGE_VAL (1.0 / 0.0)\n"
+      "#endif\n"
+      "#define HUGE_VALF INFINITY\n"
+      "#define M_E 2.7182818284590452354\n"
+      "#define M_LOG2E 1.4426950408889634074\n"
+      "#define M_LOG10E 0.43429448190325182765\n"
+      "#define M_LN2 0.69314718055994530942\n"
+      "#define M_LN10 2.30258509299404568402\n"
+      "#define M_PI 3.14159265358979323846\n"
+      "#define M_PI_2 1.57079632679489661923\n"
+      "#define M_PI_4 0.78539816339744830962\n"
+      "#define M_1_PI 0.31830988618379067154\n"
+      "#define M_2_PI 0.63661977236758134308\n"
+      "#define M_2_SQRTPI 1.12837916709551257390\n"
+      "#define M_SQRT2 1.41421356237309504880\n"
+      "#define M_SQRT1_2 0.70710678118654752440\n"
+      "#define FLT_MAX 3.40282346638528859812e+38F\n"
+      "#define FLT_MIN 1.17549435082228750797e-38F\n"
+      "#define FLT_EPSILON 1.1920928955078125e-07F\n"
+      "#define DBL_MAX 1.79769313486231570815e+308\n"
+      "#define DBL_MIN 2.22507385850720138309e-308\n"
+      "#define DBL_EPSILON 2.22044604925031308085e-16\n");
+}
+
+static void put_limits(hkc_buf *o) {
+  hkc_buf_put(o,
+              "#define INT8_MIN (-128)\n"
+              "#define INT8_MAX 127\n"
+              "#define INT16_MIN (-32767 - 1)\n"
+              "#define INT16_MAX 32767\n"
+              "#define INT32_MIN (-2147483647 - 1)\n"
+              "#define INT32_MAX 2147483647\n"
+              "#define INT64_MAX ((int64_t)0x7fffffffffffffffLL)\n"
+              "#define INT64_MIN (-INT64_MAX - 1)\n"
+              "#define UINT8_MAX 255\n"
+              "#define UINT16_MAX 65535\n"
+              "#define UINT32_MAX 4294967295U\n"
+              "#define UINT64_MAX ((uint64_t)0xffffffffffffffffULL)\n"
+              "#define SIZE_MAX ((size_t)-1)\n");
+}
+
+static void put_pragmas(hkc_buf *o) {
+  hkc_buf_put(
+      o,
+      "\n/* Elementwise loops have no dependence between iterations; saying so\n"
+      " * lets the compiler vectorize without assuming the buffers are\n"
+      " * disjoint, which keeps in-place calls (out == in) correct. */\n"
+      "#if defined(__clang__)\n"
+      "/* A loop that calls a libm function cannot vectorize; that is fine. */\n"
+      "#pragma clang diagnostic ignored \"-Wpass-failed\"\n"
+      "#define HK_IVDEP _Pragma(\"clang loop vectorize(assume_safety)\")\n"
+      "#elif defined(__GNUC__) && !defined(__TINYC__)\n"
+      "#define HK_IVDEP _Pragma(\"GCC ivdep\")\n"
+      "#else\n"
+      "#define HK_IVDEP\n"
+      "#endif\n\n");
+}
+
+void hkc_emit_prelude(hkc_emit_mode mode, hkc_buf *o) {
+  hkc_buf_put(o, "/* ---- hk prelude ---- */\n");
+  if (mode == HKC_EMIT_STDLIB) {
+    hkc_buf_put(o,
+                "#include <stddef.h>\n"
+                "#include <stdint.h>\n\n"
+                "#include \"abi.h\"\n"
+                "#include \"hk.h\"\n\n");
+  } else {
+    put_types(o);
+  }
+  put_math(o);
+  put_constants(o);
+  if (mode == HKC_EMIT_PLUGIN) put_limits(o);
+  put_pragmas(o);
+}
+
+void hkc_emit_cuda_prelude(hkc_buf *o) {
+  hkc_buf_put(
+      o,
+      "/* ---- hk CUDA prelude ---- */\n"
+      "#if defined(__CUDACC_RTC__)\n"
+      "typedef unsigned long long size_t;\n"
+      "typedef long long ptrdiff_t;\n"
+      "typedef signed char int8_t;\n"
+      "typedef short int16_t;\n"
+      "typedef int int32_t;\n"
+      "typedef long long int64_t;\n"
+      "typedef unsigned char uint8_t;\n"
+      "typedef unsigned short uint16_t;\n"
+      "typedef unsigned int uint32_t;\n"
+      "typedef unsigned long long uint64_t;\n"
+      "#else\n"
+      "#include <stddef.h>\n"
+      "#include <stdint.h>\n"
+      "#endif\n"
+      "#ifndef INFINITY\n"
+      "#define INFINITY __int_as_float(0x7f800000)\n"
+      "#endif\n"
+      "#ifndef NAN\n"
+      "#define NAN __int_as_float(0x7fffffff)\n"
+      "#endif\n"
+      "#ifndef HUGE_VAL\n"
+      "#define HUGE_VAL __longlong_as_double(0x7ff0000000000000LL)\n"
+      "#endif\n"
+      "#ifndef HUGE_VALF\n"
+      "#define HUGE_VALF INFINITY\n"
+      "#endif\n");
+  /* The M_, FLT_, DBL_ and integer limit constants, where the headers
+   * seen by this compiler did not define them. */
+  hkc_buf tmp = HKC_BUF_INIT;
+  put_constants(&tmp);
+  put_limits(&tmp);
+  const char *t = hkc_buf_str(&tmp);
+  const char *line = t;
+  int in_cond = 0;
+  while (*line) {
+    const char *nl = line;
+    while (*nl && *nl != '\n') nl++;
+    size_t len = (size_t)(nl - line);
+    if (len > 3 && line[0] == '#' && line[1] == 'i' && line[2] == 'f') in_cond = 1;
+    if (!in_cond && len > 8 && !memcmp(line, "#define ", 8)) {
+      const char *name = line + 8, *e = name;
+      while (*e && *e != ' ' && *e != '(') e++;
+      if ((size_t)(e - name) != 8 || memcmp(name, "INFINITY", 8)) {
+        hkc_buf_printf(o, "#ifndef %.*s\n%.*s\n#endif\n", (int)(e - name),
+                       name, (int)len, line);
+      }
+    }
+    if (len >= 6 && !memcmp(line, "#endif", 6)) in_cond = 0;
+    line = *nl ? nl + 1 : nl;
+  }
+  hkc_buf_free(&tmp);
+  hkc_buf_put(o, "\n");
+}

@@ -1,0 +1,92 @@
+/* abi.h — the contract between generated kernel code and the core of libhk.
+ *
+ * Every kernel instance the code generator emits (stdlib or plugin, C or tcc)
+ * exports the same uniform entry points, so the core can run any kernel
+ * without knowing its parameters:
+ *
+ *   range(args, n, begin, end, partial)
+ *       args holds one pointer per parameter, in parameter order: buffers as
+ *       their data pointer, scalars as a pointer to their value. n is the
+ *       whole element count.
+ *       elementwise: processes elements [begin, end); partial is unused.
+ *       reduction:   partial == NULL: reduces [begin, end), finalizes and
+ *                    stores into the out buffer (only used with 0, n);
+ *                    partial != NULL: stores the accumulator of
+ *                    [begin, end), not finalized, into *partial.
+ *       raw:         runs the author's body once; begin and end must be 0, n.
+ *   merge(args, n, partials, count)          reductions only
+ *       combines count accumulators left to right, finalizes, stores out[0].
+ *   lens(args, n, lens)
+ *       writes each parameter's element count (-1 for scalars) into
+ *       lens[0..nparams); returns 0, or -1 when a `len` expression is
+ *       negative.
+ *
+ * Reductions over more than HK_REDUCE_BLOCK elements are cut into blocks
+ * whose boundaries depend on n alone (hk__reduce_blocks), reduced block by
+ * block (on any threads) and merged in block order, so a result never
+ * depends on the thread count. The typed stdlib functions and the registry
+ * path both go through hk__par_reduce, so they agree bit for bit.
+ */
+#ifndef HK_ABI_H
+#define HK_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hk.h"
+
+#define HK_ABI_VERSION 1u
+
+/* A reduction of at most this many elements is one block. */
+#define HK_REDUCE_BLOCK 32768u
+/* Blocks grow (doubling) so that no reduction has more than this many. */
+#define HK_REDUCE_MAX_BLOCKS 1024u
+/* The largest accumulator the core keeps partials for, in bytes. */
+#define HK_REDUCE_ACC_MAX 16u
+
+/* Entry flags. */
+#define HK_ABI_HEAVY 1u /* the body calls math functions: split work sooner */
+
+typedef void (*hk_range_fn)(void *const *args, size_t n, size_t begin,
+                            size_t end, void *partial);
+typedef void (*hk_merge_fn)(void *const *args, size_t n, const void *partials,
+                            size_t count);
+typedef int (*hk_lens_fn)(void *const *args, size_t n, int64_t *lens);
+
+/* A stdlib kernel instance as the generator emits it into libhk. */
+typedef struct hk_stdlib_entry {
+  hk_kernel_info_t info;
+  hk_range_fn range;
+  hk_merge_fn merge; /* reductions, else NULL */
+  hk_lens_fn lens;
+  uint32_t acc_size; /* reductions: accumulator bytes, else 0 */
+  uint32_t flags;    /* HK_ABI_* */
+  void (*typed)(void); /* the typed function hk_NAME, cast */
+} hk_stdlib_entry_t;
+
+/* The stdlib table, generated from stdlib_kernels/ (hk_stdlib.c). */
+extern const hk_stdlib_entry_t hk__stdlib[];
+extern const size_t hk__stdlib_count;
+
+/* ---- Provided by the core (core/par.c), called by generated stdlib code -- */
+
+/* Element counts from which a call is shared among threads:
+ * [0] for cheap bodies, [1] for HK_ABI_HEAVY ones. Set from HK_PAR_MIN. */
+extern size_t hk__par_min[2];
+
+/* Runs range over [0, n) on the thread pool (or inline when the pool is
+ * busy, disabled, or n is small) and returns when every element is done. */
+void hk__par_elementwise(hk_range_fn range, void *const *args, size_t n,
+                         unsigned flags);
+
+/* Reduces [0, n) block by block (see above), merging in block order.
+ * acc_size must be at most HK_REDUCE_ACC_MAX. */
+void hk__par_reduce(hk_range_fn range, hk_merge_fn merge, size_t acc_size,
+                    void *const *args, size_t n, unsigned flags);
+
+/* The block layout of a reduction over n elements: returns the number of
+ * blocks and stores the block length in *block_len (the last block may be
+ * shorter). Depends on n only. */
+size_t hk__reduce_blocks(size_t n, size_t *block_len);
+
+#endif /* HK_ABI_H */

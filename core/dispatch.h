@@ -1,0 +1,28 @@
+/* dispatch.h — running any kernel through its uniform entry points. */
+#ifndef HK_DISPATCH_H
+#define HK_DISPATCH_H
+
+#include "abi.h"
+
+/* What the core needs to run one kernel instance on the CPU. */
+typedef struct hk_entry {
+  hk_kind_t kind;
+  hk_range_fn range;
+  hk_merge_fn merge; /* reductions */
+  hk_lens_fn lens;
+  uint32_t acc_size; /* reductions */
+  uint32_t flags;    /* HK_ABI_* */
+} hk_entry_t;
+
+/* Runs the kernel over n elements with args in parameter order (buffers as
+ * pointers, scalars as pointers to their value). Elementwise and reduction
+ * kernels are split over the thread pool as the typed stdlib functions do,
+ * so both paths give bit-identical results. Allocates nothing. */
+void hk__run(const hk_entry_t *e, void *const *args, size_t n);
+
+/* The stdlib instance named name ("add_f32"), or NULL. */
+const hk_stdlib_entry_t *hk__stdlib_find(const char *name);
+/* The entry of a stdlib instance. */
+hk_entry_t hk__stdlib_entry(const hk_stdlib_entry_t *s);
+
+#endif

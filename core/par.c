@@ -1,0 +1,161 @@
+/* par.c — cuts a kernel's [0, n) into tasks for the thread pool: contiguous
+ * chunks for elementwise kernels, fixed blocks for reductions (so that a sum
+ * never depends on the thread count); plus hk_set_threads / hk_get_threads.
+ *
+ * Generated stdlib code compares n with hk__par_min itself and calls in here
+ * only for large n; these functions check again because the registry path
+ * calls them for every n. Run inline, they take no lock and allocate nothing.
+ */
+#include <assert.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "abi.h"
+#include "hk.h"
+#include "pool.h"
+
+/* Elementwise chunks: boundaries on multiples of 64 elements (whole cache
+ * lines for any element size, so threads never write the same line), at
+ * least this long so a chunk outweighs the cost of handing it out, and about
+ * this many per thread so that a slow thread does not hold up the rest. */
+#define PAR_ALIGN 64u
+#define PAR_CHUNK_MIN 2048u
+#define PAR_TASKS_PER_THREAD 4u
+
+#define PAR_MIN_CHEAP 131072u
+#define PAR_MIN_HEAVY 16384u
+
+HK_INTERNAL size_t hk__par_min[2] = {PAR_MIN_CHEAP, PAR_MIN_HEAVY};
+
+HK_INTERNAL void hk__par_set_min(size_t cheap, size_t heavy) {
+  hk__par_min[0] = cheap;
+  hk__par_min[1] = heavy;
+}
+
+/* Parses a decimal size_t from *s up to the next ',' or the end; advances
+ * *s past it. Returns 0 on success, -1 for anything else (sign, space,
+ * empty, overflow). */
+static int parse_size(const char **s, size_t *out) {
+  const char *p = *s;
+  size_t v = 0;
+  if (*p < '0' || *p > '9') return -1;
+  for (; *p >= '0' && *p <= '9'; p++) {
+    size_t d = (size_t)(*p - '0');
+    if (v > (SIZE_MAX - d) / 10) return -1;
+    v = v * 10 + d;
+  }
+  if (*p != '\0' && *p != ',') return -1;
+  *s = p;
+  *out = v;
+  return 0;
+}
+
+/* HK_PAR_MIN = "N" (both thresholds) or "N,M" (cheap, heavy). Applied at
+ * load time because generated code reads hk__par_min without calling in
+ * first. A malformed value is ignored (the library never prints). */
+__attribute__((constructor)) static void par_init_from_env(void) {
+  const char *s = getenv("HK_PAR_MIN");
+  size_t cheap, heavy;
+  if (s == NULL || parse_size(&s, &cheap) != 0) return;
+  heavy = cheap;
+  if (*s == ',') {
+    s++;
+    if (parse_size(&s, &heavy) != 0 || *s != '\0') return;
+  }
+  hk__par_set_min(cheap, heavy);
+}
+
+static size_t div_up(size_t a, size_t b) { return a / b + (a % b != 0); }
+
+/* ---- elementwise ------------------------------------------------------- */
+
+typedef struct ew_job {
+  hk_range_fn range;
+  void *const *args;
+  size_t n, chunk;
+} ew_job;
+
+static void ew_task(void *ctx, size_t t) {
+  const ew_job *j = ctx;
+  size_t begin = t * j->chunk;
+  size_t end = j->n - begin > j->chunk ? begin + j->chunk : j->n;
+  j->range(j->args, j->n, begin, end, NULL);
+}
+
+HK_INTERNAL void hk__par_elementwise(hk_range_fn range, void *const *args,
+                                     size_t n, unsigned flags) {
+  int threads;
+  if (n < hk__par_min[(flags & HK_ABI_HEAVY) != 0] || n <= PAR_CHUNK_MIN ||
+      (threads = hk__pool_threads()) <= 1) {
+    range(args, n, 0, n, NULL);
+    return;
+  }
+  size_t chunk = div_up(n, (size_t)threads * PAR_TASKS_PER_THREAD);
+  chunk = (chunk + PAR_ALIGN - 1) & ~(size_t)(PAR_ALIGN - 1);
+  if (chunk < PAR_CHUNK_MIN) chunk = PAR_CHUNK_MIN;
+  ew_job j = {range, args, n, chunk};
+  hk__pool_run(ew_task, &j, div_up(n, chunk));
+}
+
+/* ---- reductions -------------------------------------------------------- */
+
+HK_INTERNAL size_t hk__reduce_blocks(size_t n, size_t *block_len) {
+  size_t len = HK_REDUCE_BLOCK;
+  while (div_up(n, len) > HK_REDUCE_MAX_BLOCKS) len *= 2;
+  *block_len = len;
+  return n <= len ? 1 : div_up(n, len);
+}
+
+typedef struct red_job {
+  hk_range_fn range;
+  void *const *args;
+  size_t n, block, nblocks, group, acc_size;
+  unsigned char *partials;
+} red_job;
+
+/* Task t reduces blocks [t * group, (t + 1) * group), each into its own
+ * partial slot. */
+static void red_task(void *ctx, size_t t) {
+  const red_job *j = ctx;
+  size_t k = t * j->group;
+  size_t kend = j->nblocks - k > j->group ? k + j->group : j->nblocks;
+  for (; k < kend; k++) {
+    size_t begin = k * j->block;
+    size_t end = j->n - begin > j->block ? begin + j->block : j->n;
+    j->range(j->args, j->n, begin, end, j->partials + k * j->acc_size);
+  }
+}
+
+HK_INTERNAL void hk__par_reduce(hk_range_fn range, hk_merge_fn merge,
+                                size_t acc_size, void *const *args, size_t n,
+                                unsigned flags) {
+  assert(acc_size <= HK_REDUCE_ACC_MAX);
+  size_t block, nblocks = hk__reduce_blocks(n, &block);
+  if (nblocks == 1) {
+    range(args, n, 0, n, NULL);
+    return;
+  }
+  _Alignas(16) unsigned char partials[HK_REDUCE_MAX_BLOCKS * HK_REDUCE_ACC_MAX];
+  red_job j = {range, args, n, block, nblocks, nblocks, acc_size, partials};
+  int threads;
+  if (n >= hk__par_min[(flags & HK_ABI_HEAVY) != 0] &&
+      (threads = hk__pool_threads()) > 1) {
+    /* Whole blocks per task; the grouping only decides who computes which
+     * partial, never what a partial is. */
+    j.group = div_up(nblocks, (size_t)threads * PAR_TASKS_PER_THREAD);
+    hk__pool_run(red_task, &j, div_up(nblocks, j.group));
+  } else {
+    red_task(&j, 0);
+  }
+  merge(args, n, partials, nblocks);
+}
+
+/* ---- public: thread count ---------------------------------------------- */
+
+HK_API int hk_set_threads(int n) {
+  if (n < 0 || n > HK_MAX_THREADS) return HK_EINVAL;
+  hk__pool_set_threads(n);
+  return HK_OK;
+}
+
+HK_API int hk_get_threads(void) { return hk__pool_threads(); }

@@ -1,0 +1,113 @@
+#!/bin/sh
+# cli_numpy_check.sh HK — hk run against NumPy on random data: results, dtypes
+# and shapes of --out files, and the JSON printed on stdout. Skipped (77)
+# when NumPy is not installed.
+set -eu
+HK=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+PY=${HK_NUMPY_PYTHON:-/usr/bin/python3}
+if ! "$PY" -c 'import numpy' 2>/dev/null; then
+  echo "SKIPPED: NumPy not available for $PY (Debian: python3-numpy)"
+  exit 77
+fi
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+cd "$T"
+"$PY" - "$HK" <<'PY'
+import json, subprocess, sys
+import numpy as np
+
+hk = sys.argv[1]
+rng = np.random.default_rng(7)
+fails = 0
+
+def run(*args):
+    p = subprocess.run([hk, "run", *args], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"hk run {' '.join(args)} failed: {p.stderr}")
+    return p.stdout
+
+def check(name, got, want, rtol=0.0, atol=0.0):
+    global fails
+    ok = got.shape == want.shape and got.dtype == want.dtype and (
+        np.array_equal(got, want, equal_nan=True) if rtol == 0 and atol == 0
+        else np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
+    if not ok:
+        fails += 1
+        err = np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))) \
+            if got.shape == want.shape else None
+        print(f"FAIL {name}: shape {got.shape} vs {want.shape}, dtype "
+              f"{got.dtype} vs {want.dtype}, max abs err {err}")
+
+for dt, sfx in ((np.float32, "f32"), (np.float64, "f64")):
+    a = rng.standard_normal((37, 29)).astype(dt)      # 2-D: shape kept
+    b = rng.standard_normal((37, 29)).astype(dt)
+    np.save("a.npy", a); np.save("b.npy", b)
+    for op, ref in (("add", a + b), ("sub", a - b), ("mul", a * b),
+                    ("div", a / b), ("maximum", np.maximum(a, b)),
+                    ("minimum", np.minimum(a, b))):
+        run(f"{op}_{sfx}", "x=a.npy", "y=b.npy", "--out", "out=o.npy")
+        check(f"{op}_{sfx}", np.load("o.npy"), ref)
+    for op, ref, tol in (("neg", -a, 0), ("abs", np.abs(a), 0),
+                         ("relu", np.where(a < 0, dt(0), a), 0),
+                         ("exp", np.exp(a), 4e-7), ("tanh", np.tanh(a), 4e-7),
+                         ("sigmoid", 1 / (1 + np.exp(-a)), 4e-7),
+                         ("sqrt", np.sqrt(np.abs(a)), 0),
+                         ("log", np.log(np.abs(a) + 1), 4e-7)):
+        x = np.abs(a) + 1 if op == "log" else np.abs(a) if op == "sqrt" else a
+        np.save("x.npy", x.astype(dt))
+        run(f"{op}_{sfx}", "x=x.npy", "--out", "out=o.npy")
+        check(f"{op}_{sfx}", np.load("o.npy"), ref.astype(dt), rtol=tol)
+    run(f"scale_{sfx}", "x=a.npy", "alpha=0.25", "--out", "out=o.npy")
+    check(f"scale_{sfx}", np.load("o.npy"), (a * dt(0.25)).astype(dt))
+    run(f"axpy_{sfx}", "alpha=3", "x=a.npy", "y=b.npy", "--out", "y=o.npy")
+    check(f"axpy_{sfx}", np.load("o.npy"), (dt(3) * a + b).astype(dt))
+    # reductions: printed on stdout, compared with float64 NumPy
+    flat = a.ravel()
+    for op, ref in (("sum", flat.astype(np.float64).sum()),
+                    ("mean", flat.astype(np.float64).mean()),
+                    ("max", flat.max()), ("min", flat.min()),
+                    ("norm2", np.sqrt((flat.astype(np.float64) ** 2).sum()))):
+        got = json.loads(run(f"{op}_{sfx}", "x=a.npy"))["out"]
+        if len(got) != 1 or not np.isclose(got[0], ref, rtol=1e-5 if sfx == "f32" else 1e-12):
+            fails += 1
+            print(f"FAIL {op}_{sfx}: {got} vs {ref}")
+    got = json.loads(run(f"dot_{sfx}", "x=a.npy", "y=b.npy"))["out"][0]
+    want = float(np.dot(a.ravel().astype(np.float64), b.ravel().astype(np.float64)))
+    if not np.isclose(got, want, rtol=1e-4 if sfx == "f32" else 1e-12):
+        fails += 1
+        print(f"FAIL dot_{sfx}: {got} vs {want}")
+    # softmax over rows of the 2-D array
+    run(f"softmax_{sfx}", "x=a.npy", "rows=37", "cols=29", "--out", "y=o.npy")
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    check(f"softmax_{sfx}", np.load("o.npy"), (e / e.sum(axis=1, keepdims=True)).astype(dt), rtol=2e-6)
+    run(f"log_softmax_{sfx}", "x=a.npy", "rows=37", "cols=29", "--out", "y=o.npy")
+    lse = np.log(np.exp(a - a.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True))
+    check(f"log_softmax_{sfx}", np.load("o.npy"),
+          (a - a.max(axis=1, keepdims=True) - lse).astype(dt), rtol=2e-6, atol=2e-6)
+
+for dt, sfx in ((np.int32, "i32"), (np.int64, "i64")):
+    a = rng.integers(-1000, 1000, 1001).astype(dt)
+    b = rng.integers(-1000, 1000, 1001).astype(dt)
+    np.save("a.npy", a); np.save("b.npy", b)
+    for op, ref in (("add", a + b), ("sub", a - b), ("mul", a * b)):
+        run(f"{op}_{sfx}", "x=a.npy", "y=b.npy", "--out", "out=o.npy")
+        check(f"{op}_{sfx}", np.load("o.npy"), ref)
+
+# a 0-d input stays 0-d; a Fortran-ordered 1-D array is accepted
+np.save("s.npy", np.array(2.5, dtype=np.float32))
+run("neg_f32", "x=s.npy", "--out", "out=o.npy")
+check("0-d", np.load("o.npy"), np.array(-2.5, dtype=np.float32))
+np.save("f.npy", np.asfortranarray(np.arange(5, dtype=np.float32)))
+run("neg_f32", "x=f.npy", "--out", "out=o.npy")
+check("fortran 1-d", np.load("o.npy"), -np.arange(5, dtype=np.float32))
+# a Fortran-ordered 2-D array is refused with a message
+np.save("f2.npy", np.asfortranarray(np.ones((3, 4), dtype=np.float32)))
+p = subprocess.run([hk, "run", "neg_f32", "x=f2.npy"], capture_output=True, text=True)
+if p.returncode != 1 or "Fortran order" not in p.stderr:
+    fails += 1
+    print("FAIL fortran 2-d not refused:", p.returncode, p.stderr)
+
+if fails:
+    raise SystemExit(f"{fails} comparisons with NumPy failed")
+print("hk run matches NumPy")
+PY

@@ -1,0 +1,279 @@
+#!/bin/sh
+# cli_test.sh HK SOURCE_DIR — the hk command end to end (SPEC §3): exit
+# codes, messages on stderr, JSON on stdout, .npy files from --out, and that
+# a failing run leaves existing files alone. Inputs are made with hk itself
+# (arange, fill), so no NumPy is needed; cli_numpy_check.sh compares with
+# NumPy where it is installed.
+set -u
+HK=$1
+SRC=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+checks=0
+
+# run EXPECTED_RC CMD...: runs the command, keeps stdout/stderr in $T/out,
+# $T/err, and checks the exit status.
+run() {
+  want=$1
+  shift
+  "$@" >"$T/out" 2>"$T/err"
+  got=$?
+  checks=$((checks + 1))
+  if [ "$got" -ne "$want" ]; then
+    echo "FAIL: exit $got, expected $want: $*"
+    sed 's/^/  stderr: /' "$T/err" | head -5
+    fails=$((fails + 1))
+  fi
+}
+# err_has TEXT / out_is TEXT / out_has TEXT / err_empty / out_empty
+err_has() {
+  checks=$((checks + 1))
+  grep -qF -- "$1" "$T/err" || {
+    echo "FAIL: stderr lacks '$1':"; sed 's/^/  /' "$T/err" | head -5
+    fails=$((fails + 1)); }
+}
+out_has() {
+  checks=$((checks + 1))
+  grep -qF -- "$1" "$T/out" || {
+    echo "FAIL: stdout lacks '$1':"; sed 's/^/  /' "$T/out" | head -5
+    fails=$((fails + 1)); }
+}
+out_is() {
+  checks=$((checks + 1))
+  [ "$(cat "$T/out")" = "$1" ] || {
+    echo "FAIL: stdout is '$(cat "$T/out")', expected '$1'"
+    fails=$((fails + 1)); }
+}
+err_empty() {
+  checks=$((checks + 1))
+  [ ! -s "$T/err" ] || { echo "FAIL: stderr not empty:"; cat "$T/err"; fails=$((fails + 1)); }
+}
+out_empty() {
+  checks=$((checks + 1))
+  [ ! -s "$T/out" ] || { echo "FAIL: stdout not empty:"; head -5 "$T/out"; fails=$((fails + 1)); }
+}
+
+# ---- the command itself --------------------------------------------------
+run 1 "$HK"
+err_has "usage: hk COMMAND"
+run 0 "$HK" --help
+out_has "Commands:"
+run 0 "$HK" --version
+out_has "hk "
+run 1 "$HK" frobnicate
+err_has "unknown command 'frobnicate'"
+for c in check gen list run; do
+  run 0 "$HK" "$c" --help
+  out_has "usage: hk $c"
+done
+
+# ---- hk check ---------------------------------------------------------------
+run 0 "$HK" check "$SRC"/stdlib_kernels/*.json
+out_empty
+err_empty
+run 0 "$HK" check "$SRC/stdlib_kernels"
+out_empty
+run 1 "$HK" check
+err_has "no kernel file or folder given"
+run 1 "$HK" check --frob x.json
+err_has "unknown option '--frob'"
+run 1 "$HK" check "$T/nope.json"
+err_has "$T/nope.json: error: cannot read"
+
+cat >"$T/bad.json" <<'EOF'
+{
+  "schema_version": 1,
+  "name": "k",
+  "kind": "elementwise",
+  "params": [
+    {"name": "x", "type": "f32", "role": "in"},
+    {"name": "y", "type": "float", "role": "out"}
+  ],
+  "body": "y = x;"
+}
+EOF
+run 1 "$HK" check "$T/bad.json"
+err_has "$T/bad.json:7:27: error: params[1].type: unknown type \"float\""
+out_empty
+
+mkdir "$T/dir"
+cat >"$T/dir/good.json" <<'EOF'
+{"schema_version": 1, "name": "twice", "doc": "out = 2 x", "kind": "elementwise",
+ "params": [{"name": "x", "type": "f32", "role": "in"},
+            {"name": "out", "type": "f32", "role": "out"}],
+ "body": "out = 2 * x;"}
+EOF
+cp "$T/bad.json" "$T/dir/bad.json"
+printf 'not json' >"$T/dir/notes.txt" # ignored: not a .json file
+run 1 "$HK" check "$T/dir"
+err_has "bad.json:7:27: error:"
+cp "$T/dir/good.json" "$T/again.json"
+run 1 "$HK" check "$T/dir/good.json" "$T/again.json"
+err_has "kernel \"twice\" is also defined in $T/dir/good.json:1:31"
+
+# ---- hk gen -----------------------------------------------------------------
+run 0 "$HK" gen "$T/dir/good.json"
+out_has "void hk_range__twice(void *const *hk_args"
+out_has "out = 2 * x;"
+run 0 "$HK" gen "$T/dir/good.json" --target cuda
+out_has "extern \"C\" __global__ void hk_cuda__twice("
+run 0 "$HK" gen "$T/dir/good.json" -o "$T/gen.c"
+out_empty
+checks=$((checks + 1))
+grep -q "hk_range__twice" "$T/gen.c" || { echo "FAIL: -o did not write"; fails=$((fails + 1)); }
+run 1 "$HK" gen "$T/bad.json"
+err_has "error: params[1].type"
+run 1 "$HK" gen "$T/dir/good.json" --target gpu
+err_has "unknown target 'gpu'"
+run 1 "$HK" gen
+err_has "no kernel file given"
+cat >"$T/rawcpu.json" <<'EOF'
+{"schema_version": 1, "name": "rev", "kind": "raw",
+ "params": [{"name": "x", "type": "f64", "role": "in"},
+            {"name": "y", "type": "f64", "role": "out"}],
+ "cpu": "for (size_t i = 0; i < n; i++) y[i] = x[n - 1 - i];"}
+EOF
+run 1 "$HK" gen "$T/rawcpu.json" --target cuda
+err_has "no kernel in this file targets cuda"
+
+# ---- hk list ------------------------------------------------------------------
+run 0 "$HK" list
+out_has "add_f32"
+out_has "stdlib"
+out_has "x:f32:in y:f32:in out:f32:out"
+run 0 "$HK" list --json
+out_has "\"name\": \"softmax_f32\""
+out_has "\"len\": \"rows * cols\""
+mkdir "$T/plug"
+cp "$T/dir/good.json" "$T/plug/"
+run 0 "$HK" list --plugins "$T/plug"
+out_has "twice"
+out_has "json"
+cp "$T/bad.json" "$T/plug/zbad.json"
+run 1 "$HK" list --plugins "$T/plug"
+out_has "twice"
+err_has "zbad.json:7:27: error:"
+HK_PLUGIN_PATH="$T/plug" run 1 "$HK" list
+out_has "twice"
+run 1 "$HK" list --plugins
+err_has "--plugins needs a folder"
+
+# ---- hk run: results ------------------------------------------------------------
+run 0 "$HK" run arange_f32 start=0 step=0.5 --n 6 --out "out=$T/x.npy"
+out_empty
+err_empty
+run 0 "$HK" run fill_f32 value=2 --n 6 --out "out=$T/y.npy"
+run 0 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy"
+out_is '{"out": [2, 2.5, 3, 3.5, 4, 4.5]}'
+run 0 "$HK" run mul_f32 "x=$T/x.npy" "y=$T/y.npy" --out "out=$T/m.npy"
+out_empty
+run 0 "$HK" run scale_f32 "x=$T/m.npy" alpha=1
+out_is '{"out": [0, 1, 2, 3, 4, 5]}'
+run 0 "$HK" run sum_f32 "x=$T/x.npy"
+out_is '{"out": [7.5]}'
+run 0 "$HK" run sum_f32 "x=$T/x.npy" --out "out=$T/s.npy"
+run 0 "$HK" run scale_f32 "x=$T/s.npy" alpha=2
+out_is '{"out": [15]}'
+run 0 "$HK" run softmax_f32 "x=$T/x.npy" rows=2 cols=3
+out_has '{"y": [0.186323'
+run 0 "$HK" run axpy_f32 alpha=2 "x=$T/x.npy" "y=$T/y.npy"
+out_is '{"y": [2, 3, 4, 5, 6, 7]}'
+run 0 "$HK" run arange_i32 start=-3 step=2 --n 4
+out_is '{"out": [-3, -1, 1, 3]}'
+run 0 "$HK" run arange_i64 start=9007199254740993 step=1 --n 2
+out_is '{"out": [9007199254740993, 9007199254740994]}'
+run 0 "$HK" run fill_f32 value=0 --n 2 --out "out=$T/z.npy"
+run 0 "$HK" run div_f32 "x=$T/z.npy" "y=$T/z.npy"
+out_is '{"out": [NaN, NaN]}'
+run 0 "$HK" run log_f32 "x=$T/z.npy"
+out_is '{"out": [-Infinity, -Infinity]}'
+run 0 "$HK" run fill_f64 value=0.1 --n 1
+out_is '{"out": [0.10000000000000001]}'
+run 0 "$HK" run sum_f32 "x=$T/x.npy" --threads 2
+out_is '{"out": [7.5]}'
+run 0 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --backend cpu --tier inline
+run 0 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --backend auto --tier auto
+# n = 0 works end to end
+run 0 "$HK" run arange_f32 start=0 step=1 --n 0 --out "out=$T/e.npy"
+run 0 "$HK" run sum_f32 "x=$T/e.npy"
+out_is '{"out": [0]}'
+
+# ---- hk run: errors (exit 1, a message, nothing written) ----------------------------
+run 1 "$HK" run
+err_has "no kernel given"
+run 1 "$HK" run nosuch_f32
+err_has "no kernel named 'nosuch_f32'"
+run 1 "$HK" run ad_f32 "x=$T/x.npy"
+err_has "did you mean 'add_f32'"
+run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" "z=$T/y.npy"
+err_has "add_f32 has no parameter 'z' (its parameters: x, y, out)"
+run 1 "$HK" run add_f32 "x=$T/x.npy"
+err_has "missing y, an in buffer of add_f32 (f32): give y=FILE.npy"
+run 1 "$HK" run add_f32 "x=$T/x.npy" "x=$T/y.npy" "y=$T/y.npy"
+err_has "x is given twice"
+run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" "out=$T/y.npy"
+err_has "out is an out buffer of add_f32"
+run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --out "x=$T/o.npy"
+err_has "x is an in buffer, not an output"
+run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --out "out"
+err_has "--out expects PARAM=FILE.npy"
+run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" junk
+err_has "unexpected argument 'junk'"
+run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --frob
+err_has "unknown option '--frob'"
+run 0 "$HK" run arange_f64 start=0 step=1 --n 6 --out "out=$T/d.npy"
+run 1 "$HK" run add_f32 "x=$T/d.npy" "y=$T/y.npy"
+err_has "parameter x of add_f32 has type f32, but the file holds float64 ('<f8')"
+run 0 "$HK" run arange_f32 start=0 step=1 --n 5 --out "out=$T/five.npy"
+run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/five.npy"
+err_has "has 5 elements, but add_f32 needs n = 6 (the element count of x)"
+run 1 "$HK" run softmax_f32 "x=$T/x.npy" rows=2 cols=2
+err_has "needs rows * cols = 4"
+run 1 "$HK" run softmax_f32 "x=$T/x.npy" rows=-2 cols=3
+err_has "the length of x, rows * cols, is -6"
+run 1 "$HK" run scale_f32 "x=$T/x.npy" alpha=abc
+err_has "alpha=abc: the value is not a number"
+run 1 "$HK" run scale_f32 "x=$T/x.npy" alpha=1e39
+err_has "too large for f32"
+run 1 "$HK" run fill_i32 value=3000000000 --n 1
+err_has "out of range"
+run 1 "$HK" run fill_i32 value=1.5 --n 1
+err_has "is not an integer"
+run 1 "$HK" run fill_f32 value=1
+err_has "has no in/inout buffer to take n from: give --n N"
+run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --n 7
+err_has "n is the element count of x (6)"
+run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --backend cuda
+err_has "--backend cuda"
+run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --backend gpu
+err_has "unknown backend 'gpu'"
+run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --tier jit
+err_has "stdlib kernel"
+run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --tier fast
+err_has "unknown tier 'fast'"
+run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --threads 0
+err_has "--threads"
+printf 'garbage, not an array' >"$T/garbage.npy"
+run 1 "$HK" run add_f32 "x=$T/garbage.npy" "y=$T/y.npy"
+err_has "garbage.npy"
+run 1 "$HK" run add_f32 "x=$T/missing.npy" "y=$T/y.npy"
+err_has "missing.npy"
+run 1 "$HK" run "$T/dir/good.json" "x=$T/x.npy"
+err_has "plugin JIT"
+# A failing run never destroys an existing output file, and a write into a
+# missing folder fails cleanly.
+cp "$T/x.npy" "$T/keep.npy"
+run 1 "$HK" run add_f32 "x=$T/x.npy" --out "out=$T/keep.npy"
+checks=$((checks + 1))
+cmp -s "$T/x.npy" "$T/keep.npy" || { echo "FAIL: keep.npy was changed"; fails=$((fails + 1)); }
+run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --out "out=$T/no/such/dir/o.npy"
+err_has "--out out:"
+checks=$((checks + 1))
+[ ! -e "$T/no" ] || { echo "FAIL: a folder was created"; fails=$((fails + 1)); }
+
+if [ "$fails" -ne 0 ]; then
+  echo "$fails of $checks checks failed"
+  exit 1
+fi
+echo "$checks checks passed"

@@ -1,0 +1,78 @@
+#!/bin/sh
+# gen_compile.sh HK SOURCE_DIR BINARY_DIR — the generated source compiles.
+#
+# For every kernel file of the stdlib, the example plugins and the schema
+# examples: `hk gen` C must compile with gcc and clang under -Wall -Wextra
+# -Werror (and -pedantic-errors), and with tcc, which is what the JIT uses.
+# With a CUDA toolkit, `hk gen --target cuda` and the stdlib's generated
+# CUDA must compile with nvcc for sm_80 and sm_90. Prints SKIPPED (exit 77)
+# only for what this machine cannot check.
+set -eu
+HK=$1
+SRC=$2
+BIN=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+files=$(ls "$SRC"/stdlib_kernels/*.json "$SRC"/plugins/*.json \
+          "$SRC"/schemas/examples/*.json 2>/dev/null | grep -v '/bad_' || true)
+[ -n "$files" ] || { echo "no kernel files found under $SRC"; exit 1; }
+
+count=0
+for f in $files; do
+  base=$(basename "$f" .json)
+  dir=$(basename "$(dirname "$f")")
+  out="$tmp/${dir}_$base.c"
+  "$HK" gen "$f" -o "$out" || { echo "FAIL: hk gen $f"; fail=1; continue; }
+  for cc in gcc clang; do
+    command -v $cc >/dev/null || continue
+    if ! $cc -std=c11 -pedantic-errors -Wall -Wextra -Werror -O2 -fPIC -c \
+        "$out" -o "$out.$cc.o" 2>"$out.$cc.log"; then
+      echo "FAIL: $cc rejects the C generated from $f:"; cat "$out.$cc.log"
+      fail=1
+    fi
+  done
+  if command -v tcc >/dev/null; then
+    if ! tcc -c "$out" -o "$out.tcc.o" 2>"$out.tcc.log" || [ -s "$out.tcc.log" ]; then
+      echo "FAIL: tcc rejects (or warns about) the C generated from $f:"
+      cat "$out.tcc.log"; fail=1
+    fi
+  fi
+  count=$((count + 1))
+done
+echo "generated C of $count kernel files compiles with gcc, clang and tcc"
+
+NVCC=${NVCC:-}
+[ -n "$NVCC" ] || NVCC=$(command -v nvcc || true)
+[ -n "$NVCC" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || NVCC=/usr/local/cuda/bin/nvcc
+if [ -z "$NVCC" ]; then
+  [ "$fail" -eq 0 ] || exit 1
+  echo "SKIPPED: no nvcc (CUDA toolkit) on this machine: CUDA source not compiled"
+  exit 77
+fi
+archs="-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90"
+ncu=0
+for f in $files; do
+  base=$(basename "$f" .json)
+  dir=$(basename "$(dirname "$f")")
+  out="$tmp/${dir}_$base.cu"
+  if ! "$HK" gen "$f" --target cuda -o "$out" 2>"$out.gen.log"; then
+    grep -q "no kernel in this file targets cuda" "$out.gen.log" && continue
+    echo "FAIL: hk gen --target cuda $f:"; cat "$out.gen.log"; fail=1; continue
+  fi
+  # shellcheck disable=SC2086
+  if ! "$NVCC" -std=c++17 $archs -Werror all-warnings -c "$out" -o "$out.o" \
+      >"$out.log" 2>&1; then
+    echo "FAIL: nvcc rejects the CUDA generated from $f:"; cat "$out.log"; fail=1
+  fi
+  ncu=$((ncu + 1))
+done
+# shellcheck disable=SC2086
+if ! "$NVCC" -std=c++17 $archs -Werror all-warnings -c "$BIN/generated/hk_stdlib.cu" \
+    -o "$tmp/stdlib_cu.o" >"$tmp/stdlib_cu.log" 2>&1; then
+  echo "FAIL: nvcc rejects the stdlib's generated CUDA:"; cat "$tmp/stdlib_cu.log"
+  fail=1
+fi
+echo "generated CUDA of $ncu kernel files and of the stdlib compiles with nvcc"
+exit $fail

@@ -1,0 +1,97 @@
+/* cmd_check.c — hk check: validate kernel files, report every problem. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "kernel.h"
+
+static const char *const help =
+    "usage: hk check FILE|DIR ...\n\n"
+    "Validates kernel files against the kernel format (schemas/README.md).\n"
+    "A DIR stands for every *.json file directly in it. Prints nothing and\n"
+    "exits 0 when every file is valid; otherwise prints each problem as\n"
+    "PATH:LINE:COL: error: FIELD: MESSAGE and exits 1. A kernel name defined\n"
+    "by two of the files is an error too, as it is in a plugin folder.\n";
+
+/* A registered name defined twice among the files is reported at the
+ * second definition, naming the first. */
+static void check_across(hkc_file **files, int n, hkc_diags *d) {
+  for (int a = 0; a < n; a++)
+    for (int ka = 0; ka < files[a]->nkernels; ka++)
+      for (int ia = 0; ia < files[a]->kernels[ka].ninst; ia++) {
+        const char *name = files[a]->kernels[ka].inst[ia].name;
+        for (int b = 0; b < a; b++)
+          for (int kb = 0; kb < files[b]->nkernels; kb++)
+            for (int ib = 0; ib < files[b]->kernels[kb].ninst; ib++) {
+              if (strcmp(name, files[b]->kernels[kb].inst[ib].name)) continue;
+              const hkc_kernel *x = &files[a]->kernels[ka];
+              const hkc_kernel *y = &files[b]->kernels[kb];
+              int l1, c1, l2, c2;
+              hkj_pos(files[a]->doc, hkj_get(x->node, "name")->off, &l1, &c1);
+              hkj_pos(files[b]->doc, hkj_get(y->node, "name")->off, &l2, &c2);
+              hkc_diag_add(d, HKC_ERROR, files[a]->path, l1, c1,
+                           "%sname: kernel \"%s\" is also defined in %s:%d:%d",
+                           x->prefix, name, files[b]->path, l2, c2);
+            }
+      }
+}
+
+int hk_cmd_check(int argc, char **argv) {
+  if (argc < 2) return hk_cli_usage("check", "no kernel file or folder given");
+  for (int i = 1; i < argc; i++) {
+    if (hk_cli_is_help(argv[i])) {
+      fputs(help, stdout);
+      return HK_EXIT_OK;
+    }
+    if (argv[i][0] == '-' && argv[i][1])
+      return hk_cli_usage("check", "unknown option '%s'", argv[i]);
+  }
+  hkc_diags d = HKC_DIAGS_INIT;
+  int cap = 16, nfiles = 0;
+  hkc_file **files = malloc((size_t)cap * sizeof *files);
+  int rc = HK_EXIT_OK;
+  if (!files) return hk_cli_internal("check", "out of memory");
+  for (int i = 1; i < argc; i++) {
+    char **paths = NULL;
+    int n = 1;
+    if (hk_cli_is_dir(argv[i])) {
+      n = hk_cli_list_dir(argv[i], 0, &paths);
+      if (n < 0) {
+        hkc_diag_add(&d, HKC_ERROR, argv[i], 0, 0, "cannot read folder: %s",
+                     strerror(errno));
+        continue;
+      }
+    }
+    for (int j = 0; j < n; j++) {
+      const char *p = paths ? paths[j] : argv[i];
+      hkc_file *f;
+      if (hkc_file_load(p, &f, &d) != 0) continue;
+      if (nfiles == cap) {
+        cap *= 2;
+        hkc_file **nf = realloc(files, (size_t)cap * sizeof *files);
+        if (!nf) {
+          hkc_file_free(f);
+          d.oom = 1;
+          break;
+        }
+        files = nf;
+      }
+      files[nfiles++] = f;
+    }
+    hk_cli_free_list(paths, paths ? n : 0);
+  }
+  check_across(files, nfiles, &d);
+  if (d.nerrors || d.oom) {
+    hkc_buf out = HKC_BUF_INIT;
+    hkc_diags_format(&d, &out);
+    fputs(hkc_buf_str(&out), stderr);
+    hkc_buf_free(&out);
+    rc = d.nerrors ? HK_EXIT_USER : HK_EXIT_INTERNAL;
+  }
+  for (int i = 0; i < nfiles; i++) hkc_file_free(files[i]);
+  free(files);
+  hkc_diags_free(&d);
+  return rc;
+}

@@ -1,0 +1,86 @@
+/* cmd_gen.c — hk gen: print the source generated from a kernel file. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "emit.h"
+#include "kernel.h"
+
+static const char *const help =
+    "usage: hk gen FILE [--target cpu|cuda] [-o OUT]\n\n"
+    "Prints (or writes to OUT) the source hk generates from a kernel file:\n"
+    "  --target cpu   C, self-contained (no #include, no C library): what the\n"
+    "                 JIT compiles; `cc -O3 -shared -fPIC OUT.c` builds it.\n"
+    "                 This is the default.\n"
+    "  --target cuda  CUDA C for nvcc or NVRTC.\n"
+    "Exits 1 when the file is invalid or has no kernel for the target.\n";
+
+int hk_cmd_gen(int argc, char **argv) {
+  const char *file = NULL, *out = NULL, *target = "cpu";
+  for (int i = 1; i < argc; i++) {
+    if (hk_cli_is_help(argv[i])) {
+      fputs(help, stdout);
+      return HK_EXIT_OK;
+    } else if (!strcmp(argv[i], "--target") || !strcmp(argv[i], "-o")) {
+      if (i + 1 >= argc)
+        return hk_cli_usage("gen", "%s needs a value", argv[i]);
+      if (!strcmp(argv[i], "-o"))
+        out = argv[++i];
+      else
+        target = argv[++i];
+    } else if (!strncmp(argv[i], "--target=", 9)) {
+      target = argv[i] + 9;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return hk_cli_usage("gen", "unknown option '%s'", argv[i]);
+    } else if (file) {
+      return hk_cli_usage("gen", "one kernel file at a time ('%s' and '%s')",
+                          file, argv[i]);
+    } else {
+      file = argv[i];
+    }
+  }
+  if (!file) return hk_cli_usage("gen", "no kernel file given");
+  int cuda = !strcmp(target, "cuda");
+  if (!cuda && strcmp(target, "cpu"))
+    return hk_cli_usage("gen", "unknown target '%s' (expected cpu or cuda)",
+                        target);
+
+  hkc_diags d = HKC_DIAGS_INIT;
+  hkc_file *f;
+  if (hkc_file_load(file, &f, &d) != 0) {
+    hkc_buf msg = HKC_BUF_INIT;
+    hkc_diags_format(&d, &msg);
+    fputs(hkc_buf_str(&msg), stderr);
+    hkc_buf_free(&msg);
+    int rc = d.oom && !d.nerrors ? HK_EXIT_INTERNAL : HK_EXIT_USER;
+    hkc_diags_free(&d);
+    return rc;
+  }
+  hkc_diags_free(&d);
+  unsigned bit = cuda ? HK_TARGET_CUDA : HK_TARGET_CPU;
+  int any = 0;
+  for (int i = 0; i < f->nkernels; i++) any |= (f->kernels[i].targets & bit) != 0;
+  int rc = HK_EXIT_OK;
+  if (!any) {
+    fprintf(stderr, "%s: error: no kernel in this file targets %s\n", file,
+            target);
+    hkc_file_free(f);
+    return HK_EXIT_USER;
+  }
+  hkc_buf src = HKC_BUF_INIT;
+  int erc = cuda ? hkc_emit_cuda(&f, 1, HKC_EMIT_PLUGIN, &src)
+                 : hkc_emit_c(&f, 1, HKC_EMIT_PLUGIN, &src);
+  if (erc) {
+    rc = hk_cli_internal("gen", "out of memory");
+  } else if (out) {
+    char err[512];
+    if (hk_cli_write_file(out, hkc_buf_str(&src), src.len, err, sizeof err))
+      rc = hk_cli_error("gen", "%s", err);
+  } else if (fwrite(hkc_buf_str(&src), 1, src.len, stdout) != src.len ||
+             fflush(stdout) != 0) {
+    rc = hk_cli_internal("gen", "cannot write to standard output");
+  }
+  hkc_buf_free(&src);
+  hkc_file_free(f);
+  return rc;
+}

@@ -1,0 +1,621 @@
+/* cmd_run.c — hk run: run one kernel on NumPy .npy files (SPEC §3).
+ *
+ * Everything the user gives is checked before the kernel runs: parameter
+ * names, dtypes against the kernel's types, C order and little-endian data,
+ * every buffer's element count against n (or its len expression), scalars
+ * against their type's range. Outputs named with --out are written as .npy
+ * (atomically); the others are printed as one JSON object on stdout.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "cli.h"
+#include "dispatch.h"
+#include "npy.h"
+
+static const char *const help =
+    "usage: hk run KERNEL [PARAM=VALUE ...] [--out PARAM=FILE.npy ...]\n"
+    "              [--n N] [--backend cpu|cuda|auto] [--tier "
+    "inline|jit|opt|auto]\n"
+    "              [--threads N] [--plugins DIR]...\n\n"
+    "Runs one kernel. KERNEL is a kernel name (see hk list).\n"
+    "  PARAM=FILE.npy   a buffer parameter (in or inout): a NumPy .npy file,\n"
+    "                   little-endian, C order, any shape, whose dtype is the\n"
+    "                   parameter's type (f32 = float32, i64 = int64, ...)\n"
+    "  PARAM=NUMBER     a scalar parameter\n"
+    "  --out PARAM=FILE write out/inout PARAM to FILE.npy (shape of the first\n"
+    "                   in/inout buffer; 1 element for a reduction's result);\n"
+    "                   outputs not named are printed to stdout as one JSON\n"
+    "                   object {\"param\": [values...]} (NaN and Infinity as\n"
+    "                   in Python's json module)\n"
+    "  --n N            the element count, for a kernel with no in/inout\n"
+    "                   buffer (otherwise n is the first one's element count)\n"
+    "  --backend B      cpu, cuda or auto (the default: cpu for host data)\n"
+    "  --tier T         inline, jit, opt or auto (stdlib kernels are inline)\n"
+    "  --threads N      threads to share large calls (default: all CPUs)\n"
+    "Every in/inout buffer and every scalar must be given. Exit status: 0\n"
+    "success, 1 a user error (named on stderr), 2 an internal failure.\n";
+
+typedef union scalar {
+  float f32;
+  double f64;
+  int8_t i8;
+  int16_t i16;
+  int32_t i32;
+  int64_t i64;
+  uint8_t u8;
+  uint16_t u16;
+  uint32_t u32;
+  uint64_t u64;
+} scalar;
+
+typedef struct run_param {
+  const hk_param_info_t *info;
+  const char *value;    /* PARAM=VALUE, or NULL */
+  const char *out_path; /* --out PARAM=FILE, or NULL */
+  hk_npy_t npy;         /* in/inout: the file */
+  void *owned;          /* out: the buffer hk allocated */
+  size_t count;         /* buffers: element count */
+  scalar s;
+} run_param;
+
+/* A non-NULL address for empty buffers: kernels never read it, and pointer
+ * arithmetic on NULL is undefined even by zero. */
+static _Alignas(64) unsigned char empty_buffer[64];
+
+static size_t edit_distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 63 || lb > 63) return 99;
+  size_t row[64];
+  for (size_t j = 0; j <= lb; j++) row[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return row[lb];
+}
+
+/* ---- Scalars -------------------------------------------------------------- */
+
+/* Parses text as a value of type t into *out. Returns 0, or -1 with the
+ * reason in why. */
+static int parse_scalar(const char *text, hk_dtype_t t, scalar *out,
+                        const char **why) {
+  char *end;
+  errno = 0;
+  if (!*text) {
+    *why = "is empty";
+    return -1;
+  }
+  if (t == HK_F32 || t == HK_F64) {
+    double v = strtod(text, &end);
+    if (*end || end == text) {
+      *why = "is not a number";
+      return -1;
+    }
+    if (errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL)) {
+      *why = "is too large for f64";
+      return -1;
+    }
+    if (t == HK_F64) {
+      out->f64 = v;
+      return 0;
+    }
+    float f = strtof(text, &end);
+    if (isinf(f) && !isinf(v)) {
+      *why = "is too large for f32";
+      return -1;
+    }
+    out->f32 = f;
+    return 0;
+  }
+  /* integers: decimal only, so that 010 is ten and not eight */
+  const char *p = text;
+  if (*p == '+' || *p == '-') p++;
+  if (*p < '0' || *p > '9') {
+    *why = "is not an integer";
+    return -1;
+  }
+  for (const char *q = p; *q; q++)
+    if (*q < '0' || *q > '9') {
+      *why = "is not an integer (decimal digits only)";
+      return -1;
+    }
+  int is_unsigned = t == HK_U8 || t == HK_U16 || t == HK_U32 || t == HK_U64;
+  if (is_unsigned) {
+    if (text[0] == '-') {
+      *why = "is negative, and the type is unsigned";
+      return -1;
+    }
+    unsigned long long v = strtoull(text, &end, 10);
+    unsigned long long max = t == HK_U8    ? UINT8_MAX
+                             : t == HK_U16 ? UINT16_MAX
+                             : t == HK_U32 ? UINT32_MAX
+                                           : UINT64_MAX;
+    if (errno == ERANGE || v > max) {
+      *why = "is out of range for its type";
+      return -1;
+    }
+    if (t == HK_U8) out->u8 = (uint8_t)v;
+    if (t == HK_U16) out->u16 = (uint16_t)v;
+    if (t == HK_U32) out->u32 = (uint32_t)v;
+    if (t == HK_U64) out->u64 = (uint64_t)v;
+    return 0;
+  }
+  long long v = strtoll(text, &end, 10);
+  long long lo = t == HK_I8 ? INT8_MIN : t == HK_I16 ? INT16_MIN
+                 : t == HK_I32 ? INT32_MIN : INT64_MIN;
+  long long hi = t == HK_I8 ? INT8_MAX : t == HK_I16 ? INT16_MAX
+                 : t == HK_I32 ? INT32_MAX : INT64_MAX;
+  if (errno == ERANGE || v < lo || v > hi) {
+    *why = "is out of range for its type";
+    return -1;
+  }
+  if (t == HK_I8) out->i8 = (int8_t)v;
+  if (t == HK_I16) out->i16 = (int16_t)v;
+  if (t == HK_I32) out->i32 = (int32_t)v;
+  if (t == HK_I64) out->i64 = (int64_t)v;
+  return 0;
+}
+
+/* ---- Output --------------------------------------------------------------- */
+
+static void print_float(double v, int digits) {
+  if (isnan(v))
+    fputs("NaN", stdout);
+  else if (isinf(v))
+    fputs(v > 0 ? "Infinity" : "-Infinity", stdout);
+  else
+    printf("%.*g", digits, v);
+}
+
+static void print_values(const void *data, hk_dtype_t t, size_t count) {
+  putchar('[');
+  for (size_t i = 0; i < count; i++) {
+    if (i) fputs(", ", stdout);
+    switch (t) {
+      case HK_F32: print_float(((const float *)data)[i], 9); break;
+      case HK_F64: print_float(((const double *)data)[i], 17); break;
+      case HK_I8: printf("%d", ((const int8_t *)data)[i]); break;
+      case HK_I16: printf("%d", ((const int16_t *)data)[i]); break;
+      case HK_I32: printf("%" PRId32, ((const int32_t *)data)[i]); break;
+      case HK_I64: printf("%" PRId64, ((const int64_t *)data)[i]); break;
+      case HK_U8: printf("%u", ((const uint8_t *)data)[i]); break;
+      case HK_U16: printf("%u", ((const uint16_t *)data)[i]); break;
+      case HK_U32: printf("%" PRIu32, ((const uint32_t *)data)[i]); break;
+      case HK_U64: printf("%" PRIu64, ((const uint64_t *)data)[i]); break;
+      default: break;
+    }
+  }
+  putchar(']');
+}
+
+/* ---- The command ------------------------------------------------------------ */
+
+typedef struct run_opts {
+  const char *kernel;
+  const char *backend, *tier;
+  const char *n_text, *threads_text;
+  const char **assigns; /* PARAM=VALUE */
+  int nassigns;
+  const char **outs; /* PARAM=FILE */
+  int nouts;
+} run_opts;
+
+static int parse_args(int argc, char **argv, run_opts *o, int *help_shown) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char **slot = NULL;
+    if (hk_cli_is_help(a)) {
+      fputs(help, stdout);
+      *help_shown = 1;
+      return 0;
+    }
+    if (!strcmp(a, "--out")) {
+      if (i + 1 >= argc) return hk_cli_usage("run", "--out needs PARAM=FILE.npy");
+      o->outs[o->nouts++] = argv[++i];
+      continue;
+    }
+    if (!strcmp(a, "--backend")) slot = &o->backend;
+    if (!strcmp(a, "--tier")) slot = &o->tier;
+    if (!strcmp(a, "--n")) slot = &o->n_text;
+    if (!strcmp(a, "--threads")) slot = &o->threads_text;
+    if (!strcmp(a, "--plugins")) {
+      if (i + 1 >= argc) return hk_cli_usage("run", "--plugins needs a folder");
+      i++;
+      return hk_cli_error(
+          "run", "--plugins: plugin kernels are not supported by this hk yet "
+                 "(stdlib kernels run by name; see hk list)");
+    }
+    if (slot) {
+      if (i + 1 >= argc) return hk_cli_usage("run", "%s needs a value", a);
+      *slot = argv[++i];
+      continue;
+    }
+    if (a[0] == '-' && a[1] == '-') {
+      const char *eq = strchr(a, '=');
+      if (eq && (!strncmp(a, "--out=", 6))) {
+        o->outs[o->nouts++] = eq + 1;
+        continue;
+      }
+      return hk_cli_usage("run", "unknown option '%s'", a);
+    }
+    if (!o->kernel) {
+      o->kernel = a;
+    } else if (strchr(a, '=')) {
+      o->assigns[o->nassigns++] = a;
+    } else {
+      return hk_cli_usage("run",
+                          "unexpected argument '%s' (parameters are given as "
+                          "PARAM=VALUE)",
+                          a);
+    }
+  }
+  return 0;
+}
+
+/* The stdlib kernel named name, or NULL after an error naming the closest
+ * existing name. */
+static const hk_stdlib_entry_t *find_kernel(const char *name) {
+  const hk_stdlib_entry_t *s = hk__stdlib_find(name);
+  if (s) return s;
+  size_t len = strlen(name);
+  if (strchr(name, '/') || (len > 5 && !strcmp(name + len - 5, ".json"))) {
+    hk_cli_error("run",
+                 "%s: running a kernel file needs the plugin JIT, which this "
+                 "hk does not have yet; stdlib kernels run by name (see hk "
+                 "list)",
+                 name);
+    return NULL;
+  }
+  const char *best = NULL;
+  size_t bestd = 4;
+  for (size_t i = 0; i < hk__stdlib_count; i++) {
+    size_t d = edit_distance(name, hk__stdlib[i].info.name);
+    if (d < bestd) bestd = d, best = hk__stdlib[i].info.name;
+  }
+  if (best)
+    hk_cli_error("run", "no kernel named '%s' (did you mean '%s'? hk list "
+                        "shows them all)",
+                 name, best);
+  else
+    hk_cli_error("run", "no kernel named '%s' (hk list shows them all)", name);
+  return NULL;
+}
+
+static int param_index(const hk_kernel_info_t *k, const char *name,
+                       size_t len) {
+  for (int i = 0; i < k->nparams; i++)
+    if (strlen(k->params[i].name) == len &&
+        !strncmp(k->params[i].name, name, len))
+      return i;
+  return -1;
+}
+
+static int no_such_param(const hk_kernel_info_t *k, const char *name,
+                         size_t len) {
+  hkc_buf names = HKC_BUF_INIT;
+  for (int i = 0; i < k->nparams; i++)
+    hkc_buf_printf(&names, "%s%s", i ? ", " : "", k->params[i].name);
+  int rc = hk_cli_error("run", "%s has no parameter '%.*s' (its parameters: %s)",
+                        k->name, (int)len, name, hkc_buf_str(&names));
+  hkc_buf_free(&names);
+  return rc;
+}
+
+static const char *role_word(hk_role_t r) {
+  return r == HK_ROLE_IN      ? "an in buffer"
+         : r == HK_ROLE_INOUT ? "an inout buffer"
+         : r == HK_ROLE_OUT   ? "an out buffer"
+                              : "a scalar";
+}
+
+/* Loads a buffer parameter's .npy and checks its dtype and layout. */
+static int load_buffer(const hk_kernel_info_t *k, run_param *p) {
+  char err[1024], what[128];
+  if (hk_npy_read(p->value, &p->npy, err, sizeof err))
+    return hk_cli_error("run", "%s=%s: %s", p->info->name, p->value, err);
+  if (p->npy.dtype != p->info->dtype)
+    return hk_cli_error(
+        "run", "%s=%s: parameter %s of %s has type %s, but the file holds %s "
+               "('%s')",
+        p->info->name, p->value, p->info->name, k->name,
+        hk_dtype_name(p->info->dtype),
+        hk_npy_describe(&p->npy, what, sizeof what), p->npy.descr);
+  if (p->npy.fortran_order) {
+    int big = 0;
+    for (int d = 0; d < p->npy.ndim; d++) big += p->npy.shape[d] > 1;
+    if (big > 1)
+      return hk_cli_error("run",
+                          "%s=%s: the array is in Fortran order; hk needs C "
+                          "order (save np.ascontiguousarray(a))",
+                          p->info->name, p->value);
+  }
+  p->count = p->npy.count;
+  return 0;
+}
+
+static int run_kernel(const run_opts *o) {
+  const hk_stdlib_entry_t *s = find_kernel(o->kernel);
+  if (!s) return HK_EXIT_USER;
+  const hk_kernel_info_t *k = &s->info;
+  const char *backend = o->backend ? o->backend : "auto";
+  const char *tier = o->tier ? o->tier : "auto";
+  if (strcmp(backend, "cpu") && strcmp(backend, "cuda") &&
+      strcmp(backend, "auto"))
+    return hk_cli_usage("run", "--backend: unknown backend '%s' (cpu, cuda "
+                               "or auto)",
+                        backend);
+  if (!strcmp(backend, "cuda"))
+    return hk_cli_error("run", "--backend cuda: this hk has no CUDA backend "
+                               "yet (use cpu or auto)");
+  if (strcmp(tier, "inline") && strcmp(tier, "jit") && strcmp(tier, "opt") &&
+      strcmp(tier, "auto"))
+    return hk_cli_usage("run", "--tier: unknown tier '%s' (inline, jit, opt "
+                               "or auto)",
+                        tier);
+  if (!strcmp(tier, "jit") || !strcmp(tier, "opt"))
+    return hk_cli_error("run",
+                        "--tier %s: %s is a stdlib kernel compiled into "
+                        "libhk; it runs on tier inline (jit and opt are "
+                        "tiers of plugin kernels)",
+                        tier, k->name);
+  if (o->threads_text) {
+    char *end;
+    long t = strtol(o->threads_text, &end, 10);
+    if (*end || end == o->threads_text || hk_set_threads((int)t) != HK_OK ||
+        t < 1)
+      return hk_cli_usage("run", "--threads: expected a number from 1 to 256, "
+                                 "got '%s'",
+                          o->threads_text);
+  }
+
+  run_param *ps = calloc((size_t)k->nparams, sizeof *ps);
+  void **args = calloc((size_t)k->nparams + 1, sizeof *args);
+  int64_t *lens = calloc((size_t)k->nparams + 1, sizeof *lens);
+  int rc = HK_EXIT_OK;
+  if (!ps || !args || !lens) {
+    rc = hk_cli_internal("run", "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < k->nparams; i++) ps[i].info = &k->params[i];
+
+  /* PARAM=VALUE */
+  for (int a = 0; a < o->nassigns; a++) {
+    const char *eq = strchr(o->assigns[a], '=');
+    size_t nlen = (size_t)(eq - o->assigns[a]);
+    int i = param_index(k, o->assigns[a], nlen);
+    if (i < 0) {
+      rc = no_such_param(k, o->assigns[a], nlen);
+      goto done;
+    }
+    run_param *p = &ps[i];
+    if (p->value) {
+      rc = hk_cli_error("run", "%s is given twice", p->info->name);
+      goto done;
+    }
+    if (p->info->role == HK_ROLE_OUT) {
+      rc = hk_cli_error("run",
+                        "%s is an out buffer of %s: it takes no input; name "
+                        "its output file with --out %s=FILE.npy",
+                        p->info->name, k->name, p->info->name);
+      goto done;
+    }
+    p->value = eq + 1;
+  }
+  /* --out PARAM=FILE */
+  for (int a = 0; a < o->nouts; a++) {
+    const char *eq = strchr(o->outs[a], '=');
+    if (!eq || eq == o->outs[a] || !eq[1]) {
+      rc = hk_cli_usage("run", "--out expects PARAM=FILE.npy, got '%s'",
+                        o->outs[a]);
+      goto done;
+    }
+    size_t nlen = (size_t)(eq - o->outs[a]);
+    int i = param_index(k, o->outs[a], nlen);
+    if (i < 0) {
+      rc = no_such_param(k, o->outs[a], nlen);
+      goto done;
+    }
+    run_param *p = &ps[i];
+    if (p->info->role != HK_ROLE_OUT && p->info->role != HK_ROLE_INOUT) {
+      rc = hk_cli_error("run", "--out %s: %s is %s, not an output", o->outs[a],
+                        p->info->name, role_word(p->info->role));
+      goto done;
+    }
+    if (p->out_path) {
+      rc = hk_cli_error("run", "--out %s is given twice", p->info->name);
+      goto done;
+    }
+    p->out_path = eq + 1;
+  }
+  /* every in, inout and scalar must be given */
+  for (int i = 0; i < k->nparams; i++) {
+    const hk_param_info_t *pi = ps[i].info;
+    if (pi->role != HK_ROLE_OUT && !ps[i].value) {
+      rc = hk_cli_error("run", "missing %s, %s of %s (%s): give %s=%s",
+                        pi->name, role_word(pi->role), k->name,
+                        hk_dtype_name(pi->dtype), pi->name,
+                        pi->role == HK_ROLE_SCALAR ? "NUMBER" : "FILE.npy");
+      goto done;
+    }
+  }
+  /* load buffers, parse scalars */
+  int first = -1;
+  for (int i = 0; i < k->nparams; i++) {
+    run_param *p = &ps[i];
+    if (p->info->role == HK_ROLE_SCALAR) {
+      const char *why;
+      if (parse_scalar(p->value, p->info->dtype, &p->s, &why)) {
+        rc = hk_cli_error("run", "%s=%s: the value %s (%s is a %s scalar)",
+                          p->info->name, p->value, why, p->info->name,
+                          hk_dtype_name(p->info->dtype));
+        goto done;
+      }
+      args[i] = &p->s;
+    } else if (p->info->role != HK_ROLE_OUT) {
+      if ((rc = load_buffer(k, p))) goto done;
+      args[i] = p->npy.data ? p->npy.data : empty_buffer;
+      if (first < 0) first = i;
+    }
+  }
+  /* n */
+  size_t n;
+  if (first >= 0) {
+    n = ps[first].count;
+    if (o->n_text) {
+      char *end;
+      unsigned long long v = strtoull(o->n_text, &end, 10);
+      if (*end || end == o->n_text || v != n) {
+        rc = hk_cli_error("run",
+                          "--n %s: n is the element count of %s (%zu); --n is "
+                          "only for kernels without an in/inout buffer",
+                          o->n_text, ps[first].info->name, n);
+        goto done;
+      }
+    }
+  } else {
+    if (!o->n_text) {
+      rc = hk_cli_error("run", "%s has no in/inout buffer to take n from: give "
+                               "--n N",
+                        k->name);
+      goto done;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(o->n_text, &end, 10);
+    if (*end || end == o->n_text || o->n_text[0] == '-' || errno == ERANGE) {
+      rc = hk_cli_usage("run", "--n: expected a count, got '%s'", o->n_text);
+      goto done;
+    }
+    n = (size_t)v;
+  }
+  /* every buffer's element count */
+  for (int i = 0; i < k->nparams; i++) lens[i] = 0;
+  if (s->lens((void *const *)args, n, lens) != 0) {
+    /* lens stops at the first negative length, after storing it */
+    int bad = 0;
+    while (bad < k->nparams && !(lens[bad] < 0 && k->params[bad].len)) bad++;
+    if (bad < k->nparams)
+      rc = hk_cli_error("run", "the length of %s, %s, is %" PRId64
+                               " for these scalars: it must not be negative",
+                        k->params[bad].name, k->params[bad].len, lens[bad]);
+    else
+      rc = hk_cli_error("run", "%s: a buffer length is negative", k->name);
+    goto done;
+  }
+  for (int i = 0; i < k->nparams; i++) {
+    run_param *p = &ps[i];
+    if (p->info->role == HK_ROLE_SCALAR) continue;
+    size_t want = (size_t)lens[i];
+    if (p->info->role == HK_ROLE_OUT) {
+      p->count = want;
+      size_t bytes = want * hk_dtype_size(p->info->dtype);
+      if (want && bytes / want != hk_dtype_size(p->info->dtype)) {
+        rc = hk_cli_error("run", "%s: %zu elements is too many", p->info->name,
+                          want);
+        goto done;
+      }
+      if (bytes) {
+        if (posix_memalign(&p->owned, 64, bytes)) {
+          rc = hk_cli_internal("run", "out of memory for %s (%zu bytes)",
+                               p->info->name, bytes);
+          goto done;
+        }
+        memset(p->owned, 0, bytes);
+      }
+      args[i] = p->owned ? p->owned : empty_buffer;
+    } else if (p->count != want) {
+      if (p->info->len)
+        rc = hk_cli_error("run", "%s=%s has %zu elements, but %s needs %s = "
+                                 "%zu",
+                          p->info->name, p->value, p->count, k->name,
+                          p->info->len, want);
+      else
+        rc = hk_cli_error("run", "%s=%s has %zu elements, but %s needs n = "
+                                 "%zu (the element count of %s)",
+                          p->info->name, p->value, p->count, k->name, want,
+                          ps[first].info->name);
+      goto done;
+    }
+  }
+
+  hk_entry_t e = hk__stdlib_entry(s);
+  hk__run(&e, (void *const *)args, n);
+
+  /* outputs */
+  int printed = 0;
+  for (int i = 0; i < k->nparams; i++) {
+    run_param *p = &ps[i];
+    if (p->info->role != HK_ROLE_OUT && p->info->role != HK_ROLE_INOUT)
+      continue;
+    const void *data = args[i];
+    if (p->out_path) {
+      size_t shape[HK_NPY_MAXDIM];
+      int ndim = 1;
+      shape[0] = p->count;
+      if (first >= 0 && p->count == n && k->kind != HK_KIND_REDUCTION) {
+        ndim = ps[first].npy.ndim;
+        memcpy(shape, ps[first].npy.shape, sizeof shape);
+      }
+      char err[1024];
+      if (hk_npy_write(p->out_path, p->info->dtype, ndim, shape, data, err,
+                       sizeof err)) {
+        rc = hk_cli_error("run", "--out %s: %s", p->info->name, err);
+        goto done;
+      }
+    } else {
+      printf(printed ? ", \"%s\": " : "{\"%s\": ", p->info->name);
+      print_values(data, p->info->dtype, p->count);
+      printed = 1;
+    }
+  }
+  if (printed) puts("}");
+  if (fflush(stdout) != 0)
+    rc = hk_cli_internal("run", "cannot write to standard output");
+
+done:
+  if (ps)
+    for (int i = 0; i < k->nparams; i++) {
+      hk_npy_free(&ps[i].npy);
+      free(ps[i].owned);
+    }
+  free(ps);
+  free(args);
+  free(lens);
+  return rc;
+}
+
+int hk_cmd_run(int argc, char **argv) {
+  run_opts o = {0};
+  o.assigns = calloc((size_t)argc, sizeof *o.assigns);
+  o.outs = calloc((size_t)argc, sizeof *o.outs);
+  if (!o.assigns || !o.outs) {
+    free(o.assigns);
+    free(o.outs);
+    return hk_cli_internal("run", "out of memory");
+  }
+  int help_shown = 0;
+  int rc = parse_args(argc, argv, &o, &help_shown);
+  if (!rc && !help_shown) {
+    if (!o.kernel)
+      rc = hk_cli_usage("run", "no kernel given");
+    else
+      rc = run_kernel(&o);
+  }
+  free(o.assigns);
+  free(o.outs);
+  return rc;
+}

@@ -1,0 +1,58 @@
+#!/bin/sh
+# test.sh — the whole test suite: the README's test command, and what CI runs.
+#
+# Installs what is missing (tools/setup.sh), then builds and runs every test
+# twice: with gcc (Release), and with clang under AddressSanitizer and
+# UndefinedBehaviorSanitizer. Tests that cannot run on this machine (no GPU,
+# no NumPy) are reported as skipped, with the reason. Exits non-zero when
+# any build or test fails.
+set -eu
+cd "$(dirname "$0")/.."
+tools/setup.sh
+
+JOBS=$(nproc 2>/dev/null || echo 2)
+status=0
+
+# suite NAME DIR CMAKE-ARGS...: configure, build and test one build tree.
+suite() {
+  name=$1
+  dir=$2
+  shift 2
+  echo "==== $name ($dir)"
+  mkdir -p "$dir"
+  if ! cmake -S . -B "$dir" "$@" >"$dir/configure.log" 2>&1; then
+    cat "$dir/configure.log"
+    echo "==== $name: configure FAILED"
+    status=1
+    return
+  fi
+  if ! cmake --build "$dir" -j "$JOBS" >"$dir/build.log" 2>&1; then
+    grep -E "error|warning" "$dir/build.log" | head -50 || true
+    tail -20 "$dir/build.log"
+    echo "==== $name: build FAILED (full log: $dir/build.log)"
+    status=1
+    return
+  fi
+  if ! (cd "$dir" && ctest --output-on-failure -j "$JOBS"); then
+    echo "==== $name: tests FAILED"
+    status=1
+  fi
+  # Say why each skipped test was skipped.
+  log="$dir/Testing/Temporary/LastTest.log"
+  if [ -f "$log" ]; then
+    awk '/^[0-9]+\/[0-9]+ Test: /{t=$3} /^SKIPPED: /{print "  skipped " t ": " substr($0, 10)}' "$log"
+  fi
+}
+
+suite "gcc, Release" build-test \
+  -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release
+suite "clang, AddressSanitizer + UndefinedBehaviorSanitizer" build-asan \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
+  -DHK_SANITIZE=address,undefined
+
+if [ "$status" -eq 0 ]; then
+  echo "==== all test suites passed"
+else
+  echo "==== SOME TEST SUITES FAILED"
+fi
+exit "$status"
