@@ -10,6 +10,8 @@ void hkc_buf_free(hkc_buf *b) {
   b->data = NULL;
   b->len = b->cap = 0;
   b->oom = 0;
+  b->counted = 0;
+  b->line = 1;
 }
 
 /* Makes room for extra more bytes plus the NUL; 0 on success. */
@@ -70,6 +72,8 @@ char *hkc_buf_take(hkc_buf *b) {
   b->data = NULL;
   b->len = b->cap = 0;
   b->oom = 0;
+  b->counted = 0;
+  b->line = 1;
   return s;
 }
 

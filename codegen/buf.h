@@ -8,14 +8,20 @@
 /* A NUL-terminated string that grows as text is appended. A failed
  * allocation sets oom and turns every later append into a no-op, so callers
  * check once at the end instead of after every append. */
+struct hkc_linemap;
+
 typedef struct hkc_buf {
   char *data; /* NULL until the first append */
   size_t len;
   size_t cap;
   int oom;
+  /* Emitters only: where author code lands (see emit.h). */
+  struct hkc_linemap *map;
+  size_t counted; /* bytes scanned for newlines so far */
+  unsigned line;  /* 1-based line number at byte `counted` */
 } hkc_buf;
 
-#define HKC_BUF_INIT {NULL, 0, 0, 0}
+#define HKC_BUF_INIT {NULL, 0, 0, 0, NULL, 0, 1}
 
 void hkc_buf_free(hkc_buf *b);
 void hkc_buf_putn(hkc_buf *b, const char *s, size_t n);

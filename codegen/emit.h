@@ -15,6 +15,29 @@
 
 typedef enum hkc_emit_mode { HKC_EMIT_PLUGIN, HKC_EMIT_STDLIB } hkc_emit_mode;
 
+/* Where the author's code landed in generated source, so that a compiler's
+ * "LINE:COL: error" in generated code can be reported in the kernel file.
+ * One entry per generated line that holds author code. */
+typedef struct hkc_line_entry {
+  unsigned gen_line;  /* 1-based line in the generated source */
+  unsigned gen_col;   /* 1-based column where the author's text starts */
+  const hkc_src *src; /* the body or expression it came from */
+  size_t src_off;     /* offset in src->text of that text */
+} hkc_line_entry;
+
+typedef struct hkc_linemap {
+  hkc_line_entry *v;
+  size_t n, cap;
+} hkc_linemap;
+
+void hkc_linemap_free(hkc_linemap *m);
+/* The author-code entry for generated line gen_line, or NULL. */
+const hkc_line_entry *hkc_linemap_find(const hkc_linemap *m, unsigned gen_line);
+/* Records that src text at src_off starts at the buffer's current end,
+ * which is on a line after `col - 1` other characters (emitters only). */
+void hkc_linemap_note(hkc_buf *o, const hkc_src *src, size_t src_off,
+                      unsigned col);
+
 /* Lanes of a reduction's inner loop for an accumulator of this many bytes:
  * independent partial sums that the compiler turns into vector registers.
  * Part of the result's definition (it fixes the order of combination). */
@@ -24,6 +47,10 @@ int hkc_reduce_lanes(size_t acc_size);
  * -1 when out of memory (the files are already valid). */
 int hkc_emit_c(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
                hkc_buf *out);
+/* The same, recording where author code lands in map (which must be
+ * empty; free it with hkc_linemap_free). */
+int hkc_emit_c_mapped(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
+                      hkc_buf *out, hkc_linemap *map);
 /* Appends CUDA C for every instance with the cuda target. */
 int hkc_emit_cuda(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
                   hkc_buf *out);
@@ -52,6 +79,15 @@ void hkc_put_holders(hkc_buf *o, const hkc_instance *in,
 /* "const float *PREFIXx" for a buffer, "float alpha" for a scalar. */
 void hkc_put_param(hkc_buf *o, const hkc_instance *in, const hkc_param *p,
                    const char *ptr_prefix);
+
+/* Reports the error lines of a C compiler's output about the generated
+ * source of f (emitted with line map m) as diagnostics located in f's
+ * kernel file: "NAME:LINE[:COL]: error: MSG" lines are mapped through m,
+ * "undefined symbol 'X'" to the first use of X. compiler names the
+ * compiler in the messages. Returns the number of errors reported. */
+int hkc_report_compiler_output(const char *out, const hkc_linemap *m,
+                               const hkc_file *f, const char *compiler,
+                               hkc_diags *d);
 
 /* Appends s as a C string literal. */
 void hkc_emit_c_string(hkc_buf *out, const char *s);

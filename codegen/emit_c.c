@@ -61,13 +61,62 @@ static void put_comment_text(hkc_buf *o, const char *s) {
 }
 
 /* Appends the author's code, each line indented by ind spaces. */
+/* ---- Line maps -------------------------------------------------------------- */
+
+void hkc_linemap_free(hkc_linemap *m) {
+  free(m->v);
+  m->v = NULL;
+  m->n = m->cap = 0;
+}
+
+const hkc_line_entry *hkc_linemap_find(const hkc_linemap *m, unsigned gen_line) {
+  size_t lo = 0, hi = m->n; /* entries are in increasing gen_line order */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (m->v[mid].gen_line < gen_line)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < m->n && m->v[lo].gen_line == gen_line ? &m->v[lo] : NULL;
+}
+
+void hkc_linemap_note(hkc_buf *o, const hkc_src *src, size_t src_off,
+                      unsigned col) {
+  hkc_linemap *m = o->map;
+  if (!m || o->oom) return;
+  for (; o->counted < o->len; o->counted++)
+    if (o->data[o->counted] == '\n') o->line++;
+  if (m->n == m->cap) {
+    size_t cap = m->cap ? m->cap * 2 : 64;
+    hkc_line_entry *v = realloc(m->v, cap * sizeof *v);
+    if (!v) {
+      o->oom = 1;
+      return;
+    }
+    m->v = v;
+    m->cap = cap;
+  }
+  m->v[m->n++] = (hkc_line_entry){o->line, col, src, src_off};
+}
+
+/* The column the next character appended to o will have (1-based). */
+static unsigned next_col(const hkc_buf *o) {
+  size_t i = o->len;
+  while (i > 0 && o->data[i - 1] != '\n') i--;
+  return (unsigned)(o->len - i) + 1;
+}
+
 void hkc_put_code(hkc_buf *o, const hkc_src *s, int ind) {
   const char *t = s->text, *e = t + s->len;
   while (t < e) {
     const char *nl = memchr(t, '\n', (size_t)(e - t));
     size_t n = nl ? (size_t)(nl - t) : (size_t)(e - t);
     while (n && (t[n - 1] == ' ' || t[n - 1] == '\t' || t[n - 1] == '\r')) n--;
-    if (n) hkc_buf_printf(o, "%*s%.*s", ind, "", (int)n, t);
+    if (n) {
+      hkc_linemap_note(o, s, (size_t)(t - s->text), (unsigned)ind + 1);
+      hkc_buf_printf(o, "%*s%.*s", ind, "", (int)n, t);
+    }
     hkc_buf_putc(o, '\n');
     t += (nl ? (size_t)(nl - t) + 1 : (size_t)(e - t));
   }
@@ -80,6 +129,7 @@ void hkc_put_expr(hkc_buf *o, const hkc_src *s) {
     o->oom = 1;
     return;
   }
+  hkc_linemap_note(o, s, 0, next_col(o) + 1);
   hkc_buf_printf(o, "(%s)", e);
   free(e);
 }
@@ -558,6 +608,18 @@ static void emit_table(hkc_buf *o, hkc_file *const *files, int nfiles) {
       }
     }
   hkc_buf_printf(o, "};\n\nconst size_t hk__stdlib_count = %zu;\n", count);
+}
+
+int hkc_emit_c_mapped(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
+                      hkc_buf *o, hkc_linemap *map) {
+  o->map = map;
+  o->counted = o->len;
+  o->line = 1;
+  for (size_t i = 0; i < o->len; i++)
+    if (o->data[i] == '\n') o->line++;
+  int rc = hkc_emit_c(files, nfiles, mode, o);
+  o->map = NULL;
+  return rc;
 }
 
 int hkc_emit_c(hkc_file *const *files, int nfiles, hkc_emit_mode mode,

@@ -2,6 +2,7 @@
 #include "json.h"
 
 #include <cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -290,56 +291,273 @@ static const hkj_node *find_nul_escape(const hkj_doc *doc, const hkj_node *n,
   return NULL;
 }
 
-/* ---- Syntax errors ------------------------------------------------------ */
+/* ---- Syntax: a strict RFC 8259 scanner ------------------------------------ */
 
-/* Words for what is wrong at offset p, where cJSON gave up. */
-static void syntax_message(const hkj_doc *doc, size_t p, hkc_buf *m) {
-  const char *t = doc->text;
-  size_t q = p;
-  while (q < doc->len && (unsigned char)t[q] <= 32) q++;
-  if (q >= doc->len) {
-    hkc_buf_put(m,
-                "invalid JSON: unexpected end of file (an object, array or "
-                "string is not closed)");
-    return;
+/* cJSON builds the tree, but its error offsets are approximate and it lets
+ * raw control characters through in strings. This scanner runs first and is
+ * the authority on syntax: it finds the first error, exactly where it is,
+ * and says what was expected there. */
+typedef struct syntax {
+  const char *t;
+  size_t len, p;
+  size_t err_at;
+  char msg[256];
+  int depth;
+} syntax;
+
+static int fail(syntax *s, size_t at, const char *msg) {
+  s->err_at = at;
+  snprintf(s->msg, sizeof s->msg, "invalid JSON: %s", msg);
+  return -1;
+}
+
+static void ws(syntax *s) {
+  while (s->p < s->len && (s->t[s->p] == ' ' || s->t[s->p] == '\t' ||
+                           s->t[s->p] == '\n' || s->t[s->p] == '\r'))
+    s->p++;
+}
+
+static int is_word(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '_';
+}
+
+/* What is wrong with the byte at s->p where `expected` was wanted. */
+static int unexpected(syntax *s, const char *expected) {
+  size_t p = s->p;
+  char m[200];
+  if (p >= s->len)
+    return fail(s, p, "unexpected end of file (an object, array or string "
+                      "is not closed)");
+  char c = s->t[p];
+  size_t back = p;
+  while (back > 0 && strchr(" \t\r\n", s->t[back - 1])) back--;
+  if ((c == '}' || c == ']') && back > 0 && s->t[back - 1] == ',') {
+    snprintf(m, sizeof m, "trailing comma before '%c'", c);
+    return fail(s, p, m);
   }
-  char c = t[q];
-  size_t back = q;
-  while (back > 0 && (unsigned char)t[back - 1] <= 32) back--;
-  if ((c == '}' || c == ']') && back > 0 && t[back - 1] == ',') {
-    hkc_buf_printf(m, "invalid JSON: trailing comma before '%c'", c);
-  } else if (c == '\'') {
-    hkc_buf_put(m, "invalid JSON: strings must use double quotes");
-  } else if (c == '/' && q + 1 < doc->len &&
-             (t[q + 1] == '/' || t[q + 1] == '*')) {
-    hkc_buf_put(m, "invalid JSON: comments are not allowed (use a \"doc\" "
-                   "field or a key starting with '_')");
-  } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') {
-    size_t e = q;
-    while (e < doc->len && e - q < 40 &&
-           ((t[e] >= 'a' && t[e] <= 'z') || (t[e] >= 'A' && t[e] <= 'Z') ||
-            (t[e] >= '0' && t[e] <= '9') || t[e] == '_'))
-      e++;
-    hkc_buf_printf(m,
-                   "invalid JSON: unexpected '%.*s' (strings need double "
-                   "quotes; the literals are true, false and null)",
-                   (int)(e - q), t + q);
-  } else if (c == '"' && back > 0 && strchr("\"0123456789el]}", t[back - 1])) {
-    hkc_buf_put(m, "invalid JSON: missing ',' before this value");
-  } else if ((unsigned char)c >= 32 && (unsigned char)c < 127) {
-    hkc_buf_printf(m, "invalid JSON: unexpected '%c'", c);
+  if (c == '\'') return fail(s, p, "strings must use double quotes");
+  if (c == '/' && p + 1 < s->len && (s->t[p + 1] == '/' || s->t[p + 1] == '*'))
+    return fail(s, p, "comments are not allowed (use a \"doc\" field or a key "
+                      "starting with '_')");
+  if (is_word(c)) {
+    size_t e = p;
+    while (e < s->len && e - p < 40 && is_word(s->t[e])) e++;
+    snprintf(m, sizeof m,
+             "unexpected '%.*s' (strings need double quotes; the literals "
+             "are true, false and null)",
+             (int)(e - p), s->t + p);
+    return fail(s, p, m);
+  }
+  if ((unsigned char)c < 32)
+    snprintf(m, sizeof m, "unexpected control character 0x%02x; expected %s",
+             (unsigned char)c, expected);
+  else if ((unsigned char)c < 127)
+    snprintf(m, sizeof m, "unexpected '%c'; expected %s", c, expected);
+  else
+    snprintf(m, sizeof m, "unexpected character; expected %s", expected);
+  return fail(s, p, m);
+}
+
+static int hex4_ok(const char *t, size_t len, size_t p) {
+  if (p + 4 > len) return 0;
+  for (int i = 0; i < 4; i++)
+    if (!isxdigit((unsigned char)t[p + i])) return 0;
+  return 1;
+}
+
+static int scan_string(syntax *s) {
+  size_t open = s->p++;
+  while (s->p < s->len) {
+    unsigned char c = (unsigned char)s->t[s->p];
+    if (c == '"') {
+      s->p++;
+      return 0;
+    }
+    if (c < 32) {
+      char m[160];
+      snprintf(m, sizeof m,
+               "control character 0x%02x inside a string (write it as an "
+               "escape: \\n, \\t, \\u00%02x)",
+               c, c);
+      return fail(s, s->p, m);
+    }
+    if (c != '\\') {
+      s->p++;
+      continue;
+    }
+    size_t esc = s->p++;
+    if (s->p >= s->len) break;
+    char e = s->t[s->p];
+    if (strchr("\"\\/bfnrt", e)) {
+      s->p++;
+      continue;
+    }
+    if (e != 'u') return fail(s, esc, "invalid escape in a string");
+    if (!hex4_ok(s->t, s->len, s->p + 1))
+      return fail(s, esc, "\\u must be followed by four hexadecimal digits");
+    unsigned cp = (unsigned)strtoul((char[5]){s->t[s->p + 1], s->t[s->p + 2],
+                                              s->t[s->p + 3], s->t[s->p + 4], 0},
+                                    NULL, 16);
+    s->p += 5;
+    if (cp >= 0xDC00 && cp <= 0xDFFF)
+      return fail(s, esc, "a low surrogate \\u escape without a high one");
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+      if (s->p + 1 < s->len && s->t[s->p] == '\\' && s->t[s->p + 1] == 'u' &&
+          hex4_ok(s->t, s->len, s->p + 2)) {
+        unsigned lo = (unsigned)strtoul(
+            (char[5]){s->t[s->p + 2], s->t[s->p + 3], s->t[s->p + 4],
+                      s->t[s->p + 5], 0},
+            NULL, 16);
+        if (lo >= 0xDC00 && lo <= 0xDFFF) {
+          s->p += 6;
+          continue;
+        }
+      }
+      return fail(s, esc, "a high surrogate \\u escape without a low one");
+    }
+  }
+  char m[160];
+  int line = 1, col = 1;
+  for (size_t i = 0; i < open; i++) {
+    if (s->t[i] == '\n') line++, col = 1;
+    else if (((unsigned char)s->t[i] & 0xC0) != 0x80) col++;
+  }
+  snprintf(m, sizeof m,
+           "unexpected end of file: the string that starts at line %d, "
+           "column %d is not closed",
+           line, col);
+  return fail(s, s->len, m);
+}
+
+static int scan_number(syntax *s) {
+  size_t start = s->p;
+  const char *t = s->t;
+  if (t[s->p] == '-') s->p++;
+  if (s->p >= s->len || !isdigit((unsigned char)t[s->p]))
+    return fail(s, start, "invalid number");
+  if (t[s->p] == '0') {
+    s->p++;
+    if (s->p < s->len && isdigit((unsigned char)t[s->p]))
+      return fail(s, start, "invalid number (no leading zeros in JSON)");
   } else {
-    hkc_buf_printf(m, "invalid JSON: unexpected byte 0x%02x",
-                   (unsigned char)c);
+    while (s->p < s->len && isdigit((unsigned char)t[s->p])) s->p++;
+  }
+  if (s->p < s->len && t[s->p] == '.') {
+    s->p++;
+    if (s->p >= s->len || !isdigit((unsigned char)t[s->p]))
+      return fail(s, start, "invalid number (a digit must follow '.')");
+    while (s->p < s->len && isdigit((unsigned char)t[s->p])) s->p++;
+  }
+  if (s->p < s->len && (t[s->p] == 'e' || t[s->p] == 'E')) {
+    s->p++;
+    if (s->p < s->len && (t[s->p] == '+' || t[s->p] == '-')) s->p++;
+    if (s->p >= s->len || !isdigit((unsigned char)t[s->p]))
+      return fail(s, start, "invalid number (a digit must follow the exponent)");
+    while (s->p < s->len && isdigit((unsigned char)t[s->p])) s->p++;
+  }
+  if (s->p < s->len && (is_word(t[s->p]) || t[s->p] == '.'))
+    return fail(s, start, "invalid number");
+  return 0;
+}
+
+static int scan_value(syntax *s);
+
+static int scan_object(syntax *s) {
+  s->p++;
+  ws(s);
+  if (s->p < s->len && s->t[s->p] == '}') {
+    s->p++;
+    return 0;
+  }
+  for (;;) {
+    ws(s);
+    if (s->p >= s->len || s->t[s->p] != '"')
+      return unexpected(s, "a member name in double quotes");
+    if (scan_string(s)) return -1;
+    ws(s);
+    if (s->p >= s->len || s->t[s->p] != ':') return unexpected(s, "':'");
+    s->p++;
+    if (scan_value(s)) return -1;
+    ws(s);
+    if (s->p < s->len && s->t[s->p] == ',') {
+      s->p++;
+      continue;
+    }
+    if (s->p < s->len && s->t[s->p] == '}') {
+      s->p++;
+      return 0;
+    }
+    if (s->p < s->len && s->t[s->p] == '"')
+      return fail(s, s->p, "missing ',' before this member");
+    return unexpected(s, "',' or '}'");
   }
 }
 
-/* Where cJSON stops is sometimes inside the token it could not read (a bad
- * escape, a control character in a string): the error is reported there. */
-static size_t syntax_offset(const hkj_doc *doc, const char *end) {
-  if (!end || end < doc->text) return 0;
-  size_t p = (size_t)(end - doc->text);
-  return p > doc->len ? doc->len : p;
+static int scan_array(syntax *s) {
+  s->p++;
+  ws(s);
+  if (s->p < s->len && s->t[s->p] == ']') {
+    s->p++;
+    return 0;
+  }
+  for (;;) {
+    if (scan_value(s)) return -1;
+    ws(s);
+    if (s->p < s->len && s->t[s->p] == ',') {
+      s->p++;
+      continue;
+    }
+    if (s->p < s->len && s->t[s->p] == ']') {
+      s->p++;
+      return 0;
+    }
+    if (s->p < s->len && strchr("\"[{-0123456789tfn", s->t[s->p]))
+      return fail(s, s->p, "missing ',' before this value");
+    return unexpected(s, "',' or ']'");
+  }
+}
+
+static int scan_value(syntax *s) {
+  ws(s);
+  if (s->p >= s->len) return unexpected(s, "a value");
+  char c = s->t[s->p];
+  if (c == '{' || c == '[') {
+    if (++s->depth > 500) return fail(s, s->p, "nested more than 500 deep");
+    int rc = c == '{' ? scan_object(s) : scan_array(s);
+    s->depth--;
+    return rc;
+  }
+  if (c == '"') return scan_string(s);
+  if (c == '-' || isdigit((unsigned char)c)) return scan_number(s);
+  static const char *const lits[] = {"true", "false", "null"};
+  for (int i = 0; i < 3; i++) {
+    size_t n = strlen(lits[i]);
+    if (s->len - s->p >= n && !memcmp(s->t + s->p, lits[i], n) &&
+        (s->p + n == s->len || !is_word(s->t[s->p + n]))) {
+      s->p += n;
+      return 0;
+    }
+  }
+  return unexpected(s, "a value");
+}
+
+/* 0 when text[start, len) is one JSON value; else -1 with the offset and
+ * message of the first error. */
+static int check_syntax(const char *text, size_t len, size_t start,
+                        size_t *at, char *msg, size_t msglen) {
+  syntax s = {text, len, start, 0, "", 0};
+  int rc = scan_value(&s);
+  if (rc == 0) {
+    ws(&s);
+    if (s.p < s.len) rc = fail(&s, s.p, "unexpected text after the end of the "
+                                         "top-level value");
+  }
+  if (rc) {
+    *at = s.err_at;
+    snprintf(msg, msglen, "%s", s.msg);
+  }
+  return rc;
 }
 
 /* ---- Entry points -------------------------------------------------------- */
@@ -390,29 +608,25 @@ int hkj_parse(const char *path, const char *text, size_t len, hkj_doc **out,
   size_t start = 0;
   if (len >= 3 && memcmp(doc->text, "\xEF\xBB\xBF", 3) == 0) start = 3;
 
+  size_t err_at;
+  char msg[256];
+  if (check_syntax(doc->text, len, start, &err_at, msg, sizeof msg)) {
+    at(d, doc, err_at, msg);
+    goto fail;
+  }
   const char *end = NULL;
   pthread_mutex_lock(&cjson_lock);
   cJSON *c = cJSON_ParseWithLengthOpts(doc->text + start, len - start, &end, 0);
   pthread_mutex_unlock(&cjson_lock);
-  if (!c) {
-    hkc_buf m = HKC_BUF_INIT;
-    size_t off = syntax_offset(doc, end);
-    syntax_message(doc, off, &m);
-    at(d, doc, off, m.oom ? "invalid JSON" : hkc_buf_str(&m));
-    hkc_buf_free(&m);
+  if (!c) { /* valid JSON that cJSON cannot take: too deep, out of memory */
+    at(d, doc, end && end >= doc->text ? (size_t)(end - doc->text) : 0,
+       "cannot parse this JSON (nested too deeply, or out of memory)");
     goto fail;
   }
-  /* cJSON accepts and ignores text after the first value; JSON does not. */
   walker w = {doc->text, len, start, 0};
   doc->root = build(&w, c);
   cJSON_Delete(c);
   if (!doc->root) goto oom;
-  skip_ws(&w);
-  if (w.p < len) {
-    at(d, doc, w.p,
-       "invalid JSON: unexpected text after the end of the top-level value");
-    goto fail;
-  }
   size_t nul_at;
   if (find_nul_escape(doc, doc->root, &nul_at)) {
     at(d, doc, nul_at, "\\u0000 is not allowed in a string");

@@ -329,6 +329,55 @@ static void check_balance(checker *c) {
   free(stack);
 }
 
+/* Words a cast's type name may hold. */
+static const char *const type_words[] = {
+    "char", "const", "double", "float", "int", "long", "short", "signed",
+    "unsigned", "void", "volatile", "_Bool", "restrict", NULL};
+
+/* Token i is a '(' that follows ')' or ']': unless the parenthesised group
+ * before it is a cast's type name, or a math function's name, the code
+ * calls something through an expression, e.g. (system)("ls") or (*f)(x).
+ * Such calls could reach any function, so they are refused. */
+static void check_indirect_call(checker *c, size_t i) {
+  const token *prev = &c->toks[i - 1];
+  if (tok_is(c, prev, "]")) {
+    err(c, prev->off, "%s",
+        "calls through an array element, which is not allowed");
+    return;
+  }
+  if (!tok_is(c, prev, ")")) return;
+  size_t depth = 0, j = i - 1;
+  for (;; j--) { /* the '(' that opens the group before token i */
+    if (tok_is(c, &c->toks[j], ")")) depth++;
+    if (tok_is(c, &c->toks[j], "(") && --depth == 0) break;
+    if (j == 0) return; /* unbalanced: reported elsewhere */
+  }
+  int is_type = j + 1 < i - 1;
+  for (size_t q = j + 1; q < i - 1 && is_type; q++) {
+    const token *t = &c->toks[q];
+    const char *ts = c->src->text + t->off;
+    is_type = (t->kind == TK_IDENT &&
+               (in_list(type_words, ts, t->len) ||
+                in_list(type_names, ts, t->len) ||
+                (t->len == 1 && ts[0] >= 'A' && ts[0] <= 'Z'))) ||
+              tok_is(c, t, "*");
+  }
+  if (is_type) return;
+  if (j + 2 == i - 1 && c->toks[j + 1].kind == TK_IDENT &&
+      is_math_fn(c->src->text + c->toks[j + 1].off, c->toks[j + 1].len))
+    return;
+  if (j + 2 == i - 1 && c->toks[j + 1].kind == TK_IDENT) {
+    const token *t = &c->toks[j + 1];
+    err(c, t->off,
+        "calls '%.*s', which is not allowed: kernel code may call only the "
+        "C99 <math.h> functions (see schemas/README.md)",
+        (int)t->len, c->src->text + t->off);
+    return;
+  }
+  err(c, c->toks[j].off, "%s",
+      "calls a function through an expression, which is not allowed");
+}
+
 static const char *const statement_keywords[] = {
     "if", "else", "for", "while", "do", "switch", "case", "return", "goto",
     "break", "continue", "typedef", "static", "register", "auto", NULL};
@@ -344,6 +393,8 @@ static void check_tokens(checker *c, hkc_code_mode mode,
       if (mode == HKC_CODE_EXPR && (tok_is(c, k, ";") || tok_is(c, k, "{") ||
                                     tok_is(c, k, "}")))
         err(c, k->off, "'%c' cannot appear in an expression", s[0]);
+      if (mode != HKC_CODE_RAW_CUDA && tok_is(c, k, "(") && i > 0)
+        check_indirect_call(c, i);
       continue;
     }
     if (k->kind != TK_IDENT) continue;
@@ -354,7 +405,12 @@ static void check_tokens(checker *c, hkc_code_mode mode,
     const token *prev = i ? &c->toks[i - 1] : NULL;
     const token *next = i + 1 < c->ntoks ? &c->toks[i + 1] : NULL;
     int is_member = prev && (tok_is(c, prev, ".") || tok_is(c, prev, "->"));
-    if (is_member) continue;
+    if (is_member) {
+      if (mode != HKC_CODE_RAW_CUDA && next && tok_is(c, next, "("))
+        err(c, k->off, "calls '%s' through a member, which is not allowed",
+            name);
+      continue;
+    }
 
     if (!strcmp(name, "asm") || !strcmp(name, "__asm") ||
         !strcmp(name, "__asm__")) {
@@ -489,15 +545,20 @@ static size_t quiet_tokens(const hkc_src *src, token **out) {
   return n;
 }
 
-int hkc_code_uses(const hkc_src *src, const char *id) {
+long hkc_code_find(const hkc_src *src, const char *id) {
   token *t;
   size_t n = quiet_tokens(src, &t), l = strlen(id);
-  int found = 0;
-  for (size_t i = 0; i < n && !found; i++)
-    found = t[i].kind == TK_IDENT && t[i].len == l &&
-            memcmp(src->text + t[i].off, id, l) == 0;
+  long at = -1;
+  for (size_t i = 0; i < n && at < 0; i++)
+    if (t[i].kind == TK_IDENT && t[i].len == l &&
+        memcmp(src->text + t[i].off, id, l) == 0)
+      at = (long)t[i].off;
   free(t);
-  return found;
+  return at;
+}
+
+int hkc_code_uses(const hkc_src *src, const char *id) {
+  return hkc_code_find(src, id) >= 0;
 }
 
 int hkc_code_calls_math(const hkc_src *src) {

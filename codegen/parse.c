@@ -5,6 +5,7 @@
  * it is about ("params[1].type: ...", "kernels[2].map: ...") and is placed at
  * the offending value; a missing field is placed at its object's '{'.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,7 +187,8 @@ static void check_version(parser *P, const hkj_node *obj, const char *prefix,
   size_t n;
   hkj_raw(P->doc, v, &raw, &n);
   if (n == 1 && raw[0] == '1') return;
-  if (v->num == (double)(long long)v->num && v->num > 1)
+  /* no cast of an arbitrary double to an integer: 1e300 is a number too */
+  if (v->num > 1 && v->num < 1e9 && v->num == floor(v->num))
     err(P, v, f,
         "unsupported schema_version %.*s: this hk reads version 1 (a newer hk "
         "is needed)",
@@ -894,12 +896,14 @@ void hkc_file_free(hkc_file *f) {
   free(f);
 }
 
-/* Instance names must be unique in a file (they are registry names). */
+/* Instance names must be unique in a file (they are registry names). Each
+ * kernel that repeats an earlier name is reported once, at its name. */
 static void check_unique(parser *P, hkc_file *f) {
-  for (int a = 0; a < f->nkernels; a++)
-    for (int i = 0; i < f->kernels[a].ninst; i++) {
+  for (int a = 0; a < f->nkernels; a++) {
+    int reported = 0;
+    for (int i = 0; i < f->kernels[a].ninst && !reported; i++) {
       const hkc_instance *x = &f->kernels[a].inst[i];
-      for (int b = 0; b <= a; b++)
+      for (int b = 0; b <= a && !reported; b++)
         for (int j = 0; j < (b == a ? i : f->kernels[b].ninst); j++) {
           const hkc_instance *y = &f->kernels[b].inst[j];
           if (strcmp(x->name, y->name)) continue;
@@ -911,9 +915,11 @@ static void check_unique(parser *P, hkc_file *f) {
               "kernel \"%s\" is defined twice in this file (also by the "
               "kernel named at line %d, column %d)",
               x->name, line, col);
-          return;
+          reported = 1;
+          break;
         }
     }
+  }
 }
 
 /* Puts the diagnostics from index first on in file order (stable, so a
@@ -959,6 +965,12 @@ int hkc_file_parse(const char *path, const char *text, size_t len,
                                        NULL};
     check_keys(&P, root, "", keys);
     check_version(&P, root, "", 1);
+    const hkj_node *fdoc = hkj_get(root, "doc");
+    if (fdoc) {
+      const char *fs = want_string(&P, fdoc, "doc", "a one-line string");
+      if (fs && strpbrk(fs, "\n\r"))
+        err(&P, fdoc, "doc", "must be one line");
+    }
     const hkj_node *ks = hkj_get(root, "kernels");
     if (ks->type != HKJ_ARRAY || ks->nkids == 0) {
       err(&P, ks, "kernels", "expected a non-empty array of kernel objects");
