@@ -76,9 +76,11 @@ void hkc_put_expr(hkc_buf *o, const hkc_src *s);
 /* "typedef float T;" for each placeholder the given code uses. */
 void hkc_put_holders(hkc_buf *o, const hkc_instance *in,
                      const hkc_src *const *srcs, int nsrcs, int ind);
-/* "const float *PREFIXx" for a buffer, "float alpha" for a scalar. */
+/* "const float *PREFIXx" for a buffer, "float alpha" for a scalar
+ * ("const float alpha" with const_scalar: code that runs per element must
+ * not change a scalar, or results would depend on the thread count). */
 void hkc_put_param(hkc_buf *o, const hkc_instance *in, const hkc_param *p,
-                   const char *ptr_prefix);
+                   const char *ptr_prefix, int const_scalar);
 
 /* Reports the error lines of a C compiler's output about the generated
  * source of f (emitted with line map m) as diagnostics located in f's

@@ -160,9 +160,10 @@ void hkc_put_holders(hkc_buf *o, const hkc_instance *in,
 
 /* "const float *hk_p_x" / "float alpha": a parameter of a loop function. */
 void hkc_put_param(hkc_buf *o, const hkc_instance *in, const hkc_param *p,
-                   const char *ptr_prefix) {
+                   const char *ptr_prefix, int const_scalar) {
   if (!is_buffer(p))
-    hkc_buf_printf(o, "%s %s", ct(in, p), p->name);
+    hkc_buf_printf(o, "%s%s %s", const_scalar ? "const " : "", ct(in, p),
+                   p->name);
   else
     hkc_buf_printf(o, "%s%s *%s%s", p->role == HK_ROLE_IN ? "const " : "",
                    ct(in, p), ptr_prefix, p->name);
@@ -194,7 +195,7 @@ static void put_args_call(hkc_buf *o, const hkc_instance *in, unsigned skip_out)
 static void put_typed_params(hkc_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   for (int i = 0; i < k->nparams; i++) {
-    hkc_put_param(o, in, &k->params[i], "");
+    hkc_put_param(o, in, &k->params[i], "", 0);
     hkc_buf_put(o, ", ");
   }
   hkc_buf_put(o, "size_t n");
@@ -230,7 +231,7 @@ static void emit_elementwise(hkc_buf *o, const hkc_instance *in,
 
   hkc_buf_printf(o, "static inline void hk_loop__%s(", nm);
   for (int i = 0; i < k->nparams; i++) {
-    hkc_put_param(o, in, &k->params[i], "hk_p_");
+    hkc_put_param(o, in, &k->params[i], "hk_p_", 1);
     hkc_buf_put(o, ", ");
   }
   hkc_buf_put(o, "size_t n, size_t hk_begin, size_t hk_end)\n{\n");
@@ -310,7 +311,7 @@ static void put_part_params(hkc_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   for (int i = 0; i < k->nparams; i++) {
     if (k->params[i].role == HK_ROLE_OUT) continue;
-    hkc_put_param(o, in, &k->params[i], "hk_p_");
+    hkc_put_param(o, in, &k->params[i], "hk_p_", 1);
     hkc_buf_put(o, ", ");
   }
 }
@@ -319,7 +320,8 @@ static void put_scalar_params(hkc_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_SCALAR)
-      hkc_buf_printf(o, ", %s %s", ct(in, &k->params[i]), k->params[i].name);
+      hkc_buf_printf(o, ", const %s %s", ct(in, &k->params[i]),
+                     k->params[i].name);
 }
 
 static void put_scalar_voids(hkc_buf *o, const hkc_instance *in, int ind) {
@@ -347,15 +349,15 @@ static void emit_reduction(hkc_buf *o, const hkc_instance *in,
 
   /* combine and finalize as functions: used by the lanes, the tail, merge */
   hkc_buf_printf(o,
-                 "static inline %s hk_combine__%s(%s a, %s b)\n{\n", acc, nm,
-                 acc, acc);
+                 "static inline %s hk_combine__%s(const %s a, const %s b)\n{\n",
+                 acc, nm, acc, acc);
   hkc_put_holders(o, in, srcs + 1, 1, 4);
   hkc_buf_printf(o, "    return (%s)", acc);
   hkc_put_expr(o, &k->combine);
   hkc_buf_put(o, ";\n}\n\n");
 
-  hkc_buf_printf(o, "static inline %s hk_final__%s(%s acc, size_t n", acc, nm,
-                 acc);
+  hkc_buf_printf(o, "static inline %s hk_final__%s(const %s acc, size_t n", acc,
+                 nm, acc);
   put_scalar_params(o, in);
   hkc_buf_put(o, ")\n{\n");
   hkc_put_holders(o, in, srcs + 3, 1, 4);
@@ -478,7 +480,7 @@ static void emit_raw(hkc_buf *o, const hkc_instance *in, hkc_emit_mode mode,
 
   hkc_buf_printf(o, "static void hk_raw__%s(", nm);
   for (int i = 0; i < k->nparams; i++) {
-    hkc_put_param(o, in, &k->params[i], "");
+    hkc_put_param(o, in, &k->params[i], "", 0);
     hkc_buf_put(o, ", ");
   }
   hkc_buf_put(o, "size_t n)\n{\n");

@@ -51,7 +51,7 @@ static void emit_elementwise(hkc_buf *o, const hkc_instance *in) {
   const hkc_src *srcs[] = {&k->body};
   hkc_buf_printf(o, "extern \"C\" __global__ void hk_cuda__%s(", in->name);
   for (int i = 0; i < k->nparams; i++) {
-    hkc_put_param(o, in, &k->params[i], "hk_p_");
+    hkc_put_param(o, in, &k->params[i], "hk_p_", 1);
     hkc_buf_put(o, ", ");
   }
   hkc_buf_put(o, "size_t n)\n{\n");
@@ -79,8 +79,8 @@ static void emit_reduction(hkc_buf *o, const hkc_instance *in) {
     if (k->params[i].role == HK_ROLE_OUT) oi = i;
 
   hkc_buf_printf(o,
-                 "static __device__ __forceinline__ %s hk_combine__%s(%s a, %s "
-                 "b)\n{\n",
+                 "static __device__ __forceinline__ %s hk_combine__%s(const %s a, "
+                 "const %s b)\n{\n",
                  acc, nm, acc, acc);
   hkc_put_holders(o, in, srcs + 1, 1, 4);
   hkc_buf_printf(o, "    return (%s)", acc);
@@ -91,7 +91,7 @@ static void emit_reduction(hkc_buf *o, const hkc_instance *in) {
   hkc_buf_printf(o, "extern \"C\" __global__ void hk_cuda_part__%s(", nm);
   for (int i = 0; i < k->nparams; i++) {
     if (k->params[i].role == HK_ROLE_OUT) continue;
-    hkc_put_param(o, in, &k->params[i], "hk_p_");
+    hkc_put_param(o, in, &k->params[i], "hk_p_", 1);
     hkc_buf_put(o, ", ");
   }
   hkc_buf_printf(o, "%s *hk_partials, size_t n)\n{\n", acc);
@@ -130,7 +130,7 @@ static void emit_reduction(hkc_buf *o, const hkc_instance *in) {
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_SCALAR) {
       hkc_buf_put(o, ", ");
-      hkc_put_param(o, in, &k->params[i], "");
+      hkc_put_param(o, in, &k->params[i], "", 1);
     }
   hkc_buf_put(o, ", size_t n)\n{\n");
   hkc_put_holders(o, in, srcs, 4, 4);
@@ -170,7 +170,7 @@ static void emit_raw(hkc_buf *o, const hkc_instance *in) {
   const hkc_src *srcs[] = {&k->cuda};
   hkc_buf_printf(o, "extern \"C\" __global__ void hk_cuda__%s(", in->name);
   for (int i = 0; i < k->nparams; i++) {
-    hkc_put_param(o, in, &k->params[i], "");
+    hkc_put_param(o, in, &k->params[i], "", 0);
     hkc_buf_put(o, ", ");
   }
   hkc_buf_put(o, "size_t n)\n{\n");

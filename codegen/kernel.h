@@ -16,6 +16,8 @@
 #include "json.h"
 
 #define HKC_NAME_MAX 63
+/* Instance names add "_TYPE" per placeholder to the kernel's name. */
+#define HKC_INSTANCE_NAME_MAX 127
 
 /* A piece of C written by the kernel author (a body or an expression),
  * joined into one text, with what is needed to point back into the file. */
@@ -121,9 +123,12 @@ typedef enum hkc_code_mode {
  * to the allowed math functions (except CUDA bodies); for expressions, no
  * statements, and (when idents is not NULL) no names other than idents, the
  * math names and type names. `what` names the allowed names in messages.
+ * Code shared by C and CUDA (bodies and expressions of kernels whose targets
+ * include cuda) may not use C++ keywords as names.
  * Reports into d; returns the number of errors. */
 int hkc_check_code(const hkj_doc *doc, const hkc_src *src, hkc_code_mode mode,
-                   const char *const *idents, const char *what, hkc_diags *d);
+                   const char *const *idents, const char *what,
+                   unsigned targets, hkc_diags *d);
 /* The text with comments turned into spaces and newlines into spaces: an
  * expression that can be emitted on one line. malloc'ed; NULL on OOM. */
 char *hkc_expr_oneline(const hkc_src *src);

@@ -119,6 +119,7 @@ typedef struct checker {
   int errors;
   token *toks;
   size_t ntoks, cap;
+  int cuda_shared; /* the code is compiled as CUDA C++ too */
 } checker;
 
 /* Stop reporting after this many problems in one piece of code. */
@@ -423,9 +424,15 @@ static void check_tokens(checker *c, hkc_code_mode mode,
           "math functions");
       continue;
     }
-    if (!strncmp(name, "hk_", 3)) {
-      err(c, k->off, "'%s' is reserved: names beginning with hk_ belong to "
-                     "generated code", name);
+    if (!strncmp(name, "hk_", 3) || !strncmp(name, "HK_", 3)) {
+      err(c, k->off, "'%s' is reserved: names beginning with hk_ or HK_ "
+                     "belong to generated code", name);
+      continue;
+    }
+    if (c->cuda_shared && in_list(cxx_keywords, s, k->len) &&
+        !in_list(c_keywords, s, k->len)) {
+      err(c, k->off, "'%s' is a C++ keyword, and this code is compiled as "
+                     "CUDA C++ too (the kernel targets cuda)", name);
       continue;
     }
     if (mode == HKC_CODE_EXPR && in_list(statement_keywords, s, k->len)) {
@@ -469,8 +476,10 @@ static void check_tokens(checker *c, hkc_code_mode mode,
 
 int hkc_check_code(const hkj_doc *doc, const hkc_src *src, hkc_code_mode mode,
                    const char *const *idents, const char *what,
-                   hkc_diags *d) {
-  checker c = {doc, src, d, 0, NULL, 0, 0};
+                   unsigned targets, hkc_diags *d) {
+  checker c = {doc, src, d, 0, NULL, 0, 0, 0};
+  c.cuda_shared = (targets & HK_TARGET_CUDA) &&
+                  (mode == HKC_CODE_BODY || mode == HKC_CODE_EXPR);
   int rc = tokenize(&c);
   if (rc == -2) d->oom = 1;
   if (rc == 0) {
@@ -533,7 +542,7 @@ static size_t quiet_tokens(const hkc_src *src, token **out) {
   hkj_doc none = {0};
   hkc_src nopos = *src; /* no positions: nothing is reported */
   nopos.nsegs = 0;
-  checker c = {&none, &nopos, &quiet, 0, NULL, 0, 0};
+  checker c = {&none, &nopos, &quiet, 0, NULL, 0, 0, 0};
   size_t n = 0;
   if (tokenize(&c) == 0) {
     *out = c.toks;

@@ -107,8 +107,19 @@ static size_t edit_distance(const char *a, const char *b) {
 
 /* Reports duplicate keys and keys not in allowed (keys starting with '_'
  * are the author's annotations and are ignored). */
+static void check_keys_as(parser *P, const hkj_node *obj, const char *prefix,
+                          const char *const *allowed, const char *objname);
+
 static void check_keys(parser *P, const hkj_node *obj, const char *prefix,
                        const char *const *allowed) {
+  check_keys_as(P, obj, prefix, allowed, obj_name(prefix));
+}
+
+/* check_keys, naming the object objname in messages. */
+static void check_keys_as(parser *P, const hkj_node *obj, const char *prefix,
+                          const char *const *allowed, const char *objname_in) {
+  char objname[256]; /* fld()'s buffers rotate: keep a copy */
+  snprintf(objname, sizeof objname, "%s", objname_in);
   for (size_t i = 0; i < obj->nkids; i++) {
     const hkj_node *m = obj->kids[i];
     for (size_t j = 0; j < i; j++)
@@ -135,10 +146,10 @@ static void check_keys(parser *P, const hkj_node *obj, const char *prefix,
     for (a = allowed; *a; a++)
       hkc_buf_printf(&list, "%s%s", a == allowed ? "" : ", ", *a);
     if (best)
-      err_key(P, m, obj_name(prefix),
+      err_key(P, m, objname,
               "unknown field \"%s\" (did you mean \"%s\"?)", m->key, best);
     else
-      err_key(P, m, obj_name(prefix),
+      err_key(P, m, objname,
               "unknown field \"%s\"; the fields are %s (and any starting "
               "with '_', which are ignored)",
               m->key, hkc_buf_str(&list));
@@ -282,8 +293,9 @@ static const char *bad_param_name(const char *name, unsigned targets,
   if (hkc_is_c_keyword(name)) return "is a C keyword";
   if ((targets & HK_TARGET_CUDA) && hkc_is_cxx_keyword(name))
     return "is a C++ keyword, and the kernel targets cuda (CUDA is C++)";
-  if (!strncmp(name, "hk_", 3))
-    return "is reserved: names beginning with hk_ belong to generated code";
+  if (!strncmp(name, "hk_", 3) || !strncmp(name, "HK_", 3))
+    return "is reserved: names beginning with hk_ or HK_ belong to generated "
+           "code";
   if (hkc_is_math_name(name))
     return "is a math function or constant that kernel code may use";
   if (hkc_is_type_name(name)) return "is a type name";
@@ -467,8 +479,8 @@ static void check_expr(parser *P, hkc_kernel *k, hkc_src *s, unsigned roles,
     P->d->oom = 1;
     return;
   }
-  P->errors +=
-      hkc_check_code(P->doc, s, HKC_CODE_EXPR, names, what, P->d);
+  P->errors += hkc_check_code(P->doc, s, HKC_CODE_EXPR, names, what,
+                              k->targets, P->d);
   free(names);
 }
 
@@ -741,7 +753,14 @@ static void make_instances(parser *P, const hkj_node *obj, const char *prefix,
       hkc_buf_printf(&name, "_%s", hk_dtype_name(t));
     }
     in->name = hkc_buf_take(&name);
-    if (!in->name) P->d->oom = 1;
+    if (!in->name) {
+      P->d->oom = 1;
+    } else if (strlen(in->name) > HKC_INSTANCE_NAME_MAX) {
+      err(P, hkj_get(obj, "name"), fld(prefix, "name"),
+          "the instance name \"%s\" is longer than %d characters",
+          in->name, HKC_INSTANCE_NAME_MAX);
+      return;
+    }
   }
 }
 
@@ -822,15 +841,20 @@ static void parse_kernel(parser *P, const hkj_node *obj, const char *prefix,
   }
 
   parse_types(P, obj, prefix, k);
+  int before_targets = P->errors;
   parse_targets(P, obj, prefix, k);
+  int targets_ok = P->errors == before_targets;
   if (kind_ok) {
     parse_kind_fields(P, obj, prefix, k);
-    if (k->kind == HK_KIND_RAW)
+    /* with a broken "targets", comparing it to the bodies says nothing */
+    if (k->kind == HK_KIND_RAW && targets_ok)
       settle_raw_targets(P, obj, prefix, k, hkj_get(obj, "targets") != NULL);
   }
+  int before_params = P->errors;
   parse_params(P, obj, prefix, k);
   if (!kind_ok || !k->params) return;
-  check_roles(P, obj, prefix, k);
+  /* a parameter whose role could not be read would mislead the role rules */
+  if (P->errors == before_params) check_roles(P, obj, prefix, k);
 
   /* Author code, now that every name is known. */
   static const char *const map_extra[] = {"i", "n", NULL};
@@ -842,7 +866,7 @@ static void parse_kernel(parser *P, const hkj_node *obj, const char *prefix,
     case HK_KIND_ELEMENTWISE:
       if (k->body.text)
         P->errors += hkc_check_code(P->doc, &k->body, HKC_CODE_BODY, NULL,
-                                    NULL, P->d);
+                                    NULL, k->targets, P->d);
       break;
     case HK_KIND_REDUCTION:
       check_expr(P, k, &k->map, IN | SC, map_extra,
@@ -854,12 +878,17 @@ static void parse_kernel(parser *P, const hkj_node *obj, const char *prefix,
                  "acc, n and the kernel's scalars");
       break;
     case HK_KIND_RAW:
-      if (k->cpu.text)
+      if (k->cpu.text && blank(&k->cpu))
+        err(P, src_node(&k->cpu), k->cpu.field, "is empty: expected C code");
+      else if (k->cpu.text)
         P->errors += hkc_check_code(P->doc, &k->cpu, HKC_CODE_RAW_CPU, NULL,
-                                    NULL, P->d);
-      if (k->cuda.text)
+                                    NULL, k->targets, P->d);
+      if (k->cuda.text && blank(&k->cuda))
+        err(P, src_node(&k->cuda), k->cuda.field,
+            "is empty: expected CUDA C code");
+      else if (k->cuda.text)
         P->errors += hkc_check_code(P->doc, &k->cuda, HKC_CODE_RAW_CUDA, NULL,
-                                    NULL, P->d);
+                                    NULL, k->targets, P->d);
       for (int i = 0; i < k->nparams; i++)
         check_expr(P, k, &k->params[i].len, SC, len_extra,
                    "the kernel's scalars and n");
@@ -963,7 +992,7 @@ int hkc_file_parse(const char *path, const char *text, size_t len,
   } else if (hkj_get(root, "kernels")) {
     static const char *const keys[] = {"schema_version", "kernels", "doc",
                                        NULL};
-    check_keys(&P, root, "", keys);
+    check_keys_as(&P, root, "", keys, "file");
     check_version(&P, root, "", 1);
     const hkj_node *fdoc = hkj_get(root, "doc");
     if (fdoc) {

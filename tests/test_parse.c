@@ -569,7 +569,7 @@ static const pcase param_cases[] = {
      HEAD "  \"targets\": [\"cuda\"],\n  \"params\": [{\"name\": \"new\", "
           "\"type\": \"f32\", \"role\": \"in\"}, " PY
           "],\n  \"body\": \"y = new;\"\n}",
-     1, "\"new\"", 0, 3, 23, "\"new\" is a C++ keyword", NULL},
+     2, "\"new\"", 0, 3, 23, "\"new\" is a C++ keyword", NULL},
     {"param name hk_x", PNAME("\"hk_x\""), 1, NULL, 0, 2, 23,
      "\"hk_x\" is reserved", "hk_"},
     {"param name exp", PNAME("\"exp\""), 1, NULL, 0, 2, 23,

@@ -16,6 +16,7 @@ libcjson-dev:/usr/include/cjson/cJSON.h
 libtcc-dev:/usr/include/libtcc.h
 tcc:/usr/bin/tcc
 python3-numpy:/usr/lib/python3/dist-packages/numpy/__init__.py
+python3-jsonschema:/usr/lib/python3/dist-packages/jsonschema/__init__.py
 "
 
 missing=""
