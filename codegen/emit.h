@@ -91,6 +91,12 @@ int hkc_report_compiler_output(const char *out, const hkc_linemap *m,
                                const hkc_file *f, const char *compiler,
                                hkc_diags *d);
 
+/* Appends a checked len expression of instance in (it needs `int hk_bad`
+ * in scope, set on overflow); 0 or -1 (invalid: validated files never
+ * are). And the helpers it calls (part of every prelude). */
+int hkc_emit_len(const hkc_src *src, const hkc_instance *in, hkc_buf *out);
+void hkc_emit_len_helpers(hkc_buf *o);
+
 /* Appends s as a C string literal. */
 void hkc_emit_c_string(hkc_buf *out, const char *s);
 

@@ -229,7 +229,7 @@ static void emit_elementwise(hkc_buf *o, const hkc_instance *in,
   const char *nm = in->name;
   const hkc_src *srcs[] = {&k->body};
 
-  hkc_buf_printf(o, "static inline void hk_loop__%s(", nm);
+  hkc_buf_printf(o, "HK_INLINE void hk_loop__%s(", nm);
   for (int i = 0; i < k->nparams; i++) {
     hkc_put_param(o, in, &k->params[i], "hk_p_", 1);
     hkc_buf_put(o, ", ");
@@ -349,14 +349,14 @@ static void emit_reduction(hkc_buf *o, const hkc_instance *in,
 
   /* combine and finalize as functions: used by the lanes, the tail, merge */
   hkc_buf_printf(o,
-                 "static inline %s hk_combine__%s(const %s a, const %s b)\n{\n",
+                 "HK_INLINE %s hk_combine__%s(const %s a, const %s b)\n{\n",
                  acc, nm, acc, acc);
   hkc_put_holders(o, in, srcs + 1, 1, 4);
   hkc_buf_printf(o, "    return (%s)", acc);
   hkc_put_expr(o, &k->combine);
   hkc_buf_put(o, ";\n}\n\n");
 
-  hkc_buf_printf(o, "static inline %s hk_final__%s(const %s acc, size_t n", acc,
+  hkc_buf_printf(o, "HK_INLINE %s hk_final__%s(const %s acc, size_t n", acc,
                  nm, acc);
   put_scalar_params(o, in);
   hkc_buf_put(o, ")\n{\n");
@@ -372,7 +372,7 @@ static void emit_reduction(hkc_buf *o, const hkc_instance *in,
   }
 
   /* the block reducer */
-  hkc_buf_printf(o, "static inline %s hk_part__%s(", acc, nm);
+  hkc_buf_printf(o, "HK_INLINE %s hk_part__%s(", acc, nm);
   put_part_params(o, in);
   hkc_buf_put(o, "size_t n, size_t hk_begin, size_t hk_end)\n{\n");
   hkc_put_holders(o, in, srcs, 3, 4);
@@ -521,7 +521,8 @@ static void emit_lens(hkc_buf *o, const hkc_instance *in, const char *link) {
                  link, in->name);
   int any_len = 0;
   for (int i = 0; i < k->nparams; i++) any_len |= k->params[i].len.text != NULL;
-  if (any_len)
+  if (any_len) {
+    hkc_buf_put(o, "    int hk_bad = 0;\n");
     for (int i = 0; i < k->nparams; i++)
       if (!is_buffer(&k->params[i])) {
         hkc_buf_printf(o, "    const %s %s = ", ct(in, &k->params[i]),
@@ -529,7 +530,9 @@ static void emit_lens(hkc_buf *o, const hkc_instance *in, const char *link) {
         put_arg(o, in, &k->params[i], i);
         hkc_buf_printf(o, ";\n    (void)%s;\n", k->params[i].name);
       }
-  if (!any_len) hkc_buf_put(o, "    (void)hk_args;\n");
+  } else {
+    hkc_buf_put(o, "    (void)hk_args;\n");
+  }
   hkc_buf_put(o, "    (void)n;\n");
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
@@ -539,9 +542,12 @@ static void emit_lens(hkc_buf *o, const hkc_instance *in, const char *link) {
     else if (k->kind == HK_KIND_REDUCTION && p->role == HK_ROLE_OUT)
       hkc_buf_put(o, "1;\n");
     else if (p->len.text) {
-      hkc_buf_put(o, "(int64_t)");
-      hkc_put_expr(o, &p->len);
-      hkc_buf_printf(o, ";\n    if (hk_lens[%d] < 0)\n        return -1;\n", i);
+      /* checked: overflow, division by zero or a negative count fail */
+      if (hkc_emit_len(&p->len, in, o)) o->oom = 1;
+      hkc_buf_printf(o,
+                     ";\n    if (hk_bad || hk_lens[%d] < 0)\n        return "
+                     "-1;\n",
+                     i);
     } else
       hkc_buf_put(o, "(int64_t)n;\n");
   }

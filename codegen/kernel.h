@@ -132,6 +132,11 @@ int hkc_check_code(const hkj_doc *doc, const hkc_src *src, hkc_code_mode mode,
 /* The text with comments turned into spaces and newlines into spaces: an
  * expression that can be emitted on one line. malloc'ed; NULL on OOM. */
 char *hkc_expr_oneline(const hkc_src *src);
+/* Checks a raw kernel's len expression: integer arithmetic over integer
+ * literals, integer scalars and n (lenexpr.c). Reports into d; 0 or -1. */
+int hkc_check_len(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
+                  hkc_diags *d);
+
 /* The offset of the first use of identifier id in the code, or -1. */
 long hkc_code_find(const hkc_src *src, const char *id);
 /* 1 when the code names identifier id outside comments and literals. */

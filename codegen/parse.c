@@ -860,7 +860,6 @@ static void parse_kernel(parser *P, const hkj_node *obj, const char *prefix,
   static const char *const map_extra[] = {"i", "n", NULL};
   static const char *const combine_extra[] = {"a", "b", NULL};
   static const char *const finalize_extra[] = {"acc", "n", NULL};
-  static const char *const len_extra[] = {"n", NULL};
   const unsigned IN = ROLE_BIT(HK_ROLE_IN), SC = ROLE_BIT(HK_ROLE_SCALAR);
   switch (k->kind) {
     case HK_KIND_ELEMENTWISE:
@@ -890,8 +889,9 @@ static void parse_kernel(parser *P, const hkj_node *obj, const char *prefix,
         P->errors += hkc_check_code(P->doc, &k->cuda, HKC_CODE_RAW_CUDA, NULL,
                                     NULL, k->targets, P->d);
       for (int i = 0; i < k->nparams; i++)
-        check_expr(P, k, &k->params[i].len, SC, len_extra,
-                   "the kernel's scalars and n");
+        if (k->params[i].len.text &&
+            hkc_check_len(P->doc, &k->params[i].len, k, P->d))
+          P->errors++;
       break;
   }
   if (P->errors == start_errors && k->name) make_instances(P, obj, prefix, k);

@@ -191,6 +191,15 @@ static void put_pragmas(hkc_buf *o) {
       "#define HK_IVDEP _Pragma(\"GCC ivdep\")\n"
       "#else\n"
       "#define HK_IVDEP\n"
+      "#endif\n"
+      "/* Functions holding author code. tcc compiles an inline function only\n"
+      " * when it is first used, replaying its tokens with line numbers one\n"
+      " * too low, which would misplace compile errors; it inlines nothing\n"
+      " * anyway. */\n"
+      "#if defined(__TINYC__)\n"
+      "#define HK_INLINE static\n"
+      "#else\n"
+      "#define HK_INLINE static inline\n"
       "#endif\n\n");
 }
 
@@ -209,6 +218,7 @@ void hkc_emit_prelude(hkc_emit_mode mode, hkc_buf *o) {
   put_constants(o);
   if (mode == HKC_EMIT_PLUGIN) put_limits(o);
   put_pragmas(o);
+  hkc_emit_len_helpers(o);
 }
 
 void hkc_emit_cuda_prelude(hkc_buf *o) {

@@ -130,6 +130,148 @@ typedef struct hk_kernel_info {
   const char *source;            /* the kernel file it was described in */
 } hk_kernel_info_t;
 
+/* ---- Contexts: the registry of kernels ------------------------------------
+ *
+ * A context is a registry of kernels by name: the stdlib (origin "stdlib",
+ * tier inline) and user kernels loaded from plugin folders, files or
+ * strings. Kernel files (.json) are compiled at run time: first by libtcc
+ * (tier jit, ready in about a millisecond), then by the system compiler in
+ * the background (tier opt, -O3 -march=native), whose result is cached on
+ * disk and swapped into the kernel's handle when ready. Prebuilt plugins
+ * (.so, made by `hk build`) are loaded as they are (tier so).
+ *
+ *     hk_context_t *ctx;
+ *     hk_kernel_t *k;
+ *     if (hk_context_create(&ctx, NULL) != HK_OK) ... hk_last_error() ...
+ *     if (hk_kernel_find(ctx, "saxpy", &k) != HK_OK) ...
+ *     float alpha = 2;
+ *     void *args[] = {&alpha, x, y};           // parameter order
+ *     hk_call(k, n, args);
+ *     hk_context_destroy(ctx);
+ *
+ * Thread safety: any number of threads may find and call kernels at once,
+ * also while another thread loads or reloads; hk_call takes no lock,
+ * allocates nothing and looks nothing up. A handle stays valid until its
+ * context is destroyed, and the code it runs is never freed before then. */
+
+typedef struct hk_context hk_context_t;
+typedef struct hk_kernel hk_kernel_t;
+
+typedef enum hk_tier {
+  HK_TIER_AUTO = 0, /* options: jit at once, opt in the background */
+  HK_TIER_INLINE,   /* a stdlib kernel, compiled into libhk */
+  HK_TIER_JIT,      /* compiled by libtcc */
+  HK_TIER_OPT,      /* compiled by the system compiler (-O3 -march=native) */
+  HK_TIER_SO,       /* a prebuilt plugin (.so made by hk build) */
+  HK_TIER_NONE      /* not runnable here (unloaded, or no CPU target) */
+} hk_tier_t;
+
+/* "auto", "inline", "jit", "opt", "so", "none". */
+HK_API const char *hk_tier_name(hk_tier_t t);
+
+/* Options flags. */
+#define HK_ALLOW_UNSAFE_PERMISSIONS 1u /* load files and folders others can \
+                                          write to or own */
+#define HK_NO_CACHE 2u                 /* neither read nor write the disk cache */
+#define HK_WATCH 4u                    /* watch the plugin folders (inotify) */
+
+/* Receives background events: opt-tier results, reloads by the watcher,
+ * problems that no call returned. Called from hk's threads. */
+typedef void (*hk_log_fn)(void *user, const char *message);
+
+typedef struct hk_options {
+  /* Plugin folders, NULL-terminated. NULL: those in HK_PLUGIN_PATH
+   * (colon-separated); an empty list: none. */
+  const char *const *plugin_dirs;
+  /* NULL: HK_CACHE_DIR, else $XDG_CACHE_HOME/hk, else ~/.cache/hk. */
+  const char *cache_dir;
+  /* HK_TIER_AUTO (the default), HK_TIER_JIT (never run the system
+   * compiler) or HK_TIER_OPT (load only once the opt tier is ready). */
+  hk_tier_t tier;
+  /* The system compiler: NULL for $HK_CC, else "cc". */
+  const char *cc;
+  unsigned flags; /* HK_ALLOW_UNSAFE_PERMISSIONS | HK_NO_CACHE | HK_WATCH */
+  hk_log_fn log;  /* NULL: nothing is logged */
+  void *log_user;
+} hk_options_t;
+
+/* The message of the last call on this thread that failed: what failed,
+ * and for kernel files every problem as "PATH:LINE:COL: error: ...", one
+ * per line. "" when none. Valid until this thread's next hk call. */
+HK_API const char *hk_last_error(void);
+
+/* Creates a context (opts NULL: all defaults) and loads its plugin folders.
+ * A plugin file that fails to load is skipped, the others are loaded, and
+ * the problems are kept: hk_context_problems(). Returns HK_OK, or an error
+ * when the context itself cannot be made (then *ctx is NULL). */
+HK_API int hk_context_create(hk_context_t **ctx, const hk_options_t *opts);
+/* Stops background work and frees the context, its kernels and their
+ * code. No call may be running on its kernels. NULL is ignored. */
+HK_API void hk_context_destroy(hk_context_t *ctx);
+/* Problems found while loading plugin folders (at creation, by
+ * hk_load_dir, hk_reload or the watcher), one per line; "" when none.
+ * The string stays valid until the next load on this context. */
+HK_API const char *hk_context_problems(hk_context_t *ctx);
+
+/* Loads every *.json and *.so file directly in dir. Files that fail are
+ * skipped and reported (hk_last_error() and hk_context_problems()); the
+ * others are loaded. Returns HK_OK when every file loaded. The folder is
+ * remembered for hk_reload. */
+HK_API int hk_load_dir(hk_context_t *ctx, const char *dir);
+/* Loads one kernel file (.json) or prebuilt plugin (.so). */
+HK_API int hk_load_file(hk_context_t *ctx, const char *path);
+/* Loads a kernel description held in memory; name stands for the file in
+ * messages ("<name>:LINE:COL: error: ..."). */
+HK_API int hk_load_string(hk_context_t *ctx, const char *json, size_t len,
+                          const char *name);
+/* Scans the plugin folders again: new files are loaded, changed ones
+ * compiled again (their kernels' handles switch to the new code when the
+ * parameters are unchanged; otherwise the old handles stop working and new
+ * ones take the name), removed ones unloaded. A changed file that fails
+ * keeps its previous version loaded. */
+HK_API int hk_reload(hk_context_t *ctx);
+/* Starts (on != 0) or stops watching the plugin folders with inotify;
+ * changes are reloaded as by hk_reload, problems go to the log. */
+HK_API int hk_watch(hk_context_t *ctx, int on);
+/* Waits until no opt-tier compile is pending in the background. */
+HK_API int hk_context_wait(hk_context_t *ctx);
+
+/* The kernel registered as name ("add_f32", "saxpy"), or HK_ENOTFOUND. */
+HK_API int hk_kernel_find(hk_context_t *ctx, const char *name,
+                          hk_kernel_t **out);
+/* Calls fn for every kernel, in name order, until fn returns non-zero
+ * (which is returned). */
+HK_API int hk_kernel_foreach(hk_context_t *ctx,
+                             int (*fn)(hk_kernel_t *k, void *user),
+                             void *user);
+/* The kernel's description (name, kind, targets, parameters, origin,
+ * source file); valid as long as the context. */
+HK_API const hk_kernel_info_t *hk_kernel_info(const hk_kernel_t *k);
+/* The tier its calls run on now. */
+HK_API hk_tier_t hk_kernel_tier(const hk_kernel_t *k);
+/* Why it is not (yet) on the best tier, e.g. "opt: compiling", "opt: no
+ * system compiler: 'cc' was not found"; "" when nothing to say. Copied
+ * into buf (size n), which is returned. */
+HK_API const char *hk_kernel_note(const hk_kernel_t *k, char *buf, size_t n);
+/* Waits until the kernel runs on tier opt (or so/inline), or opt has
+ * failed for it (HK_ECOMPILE, HK_EUNSUPPORTED, with hk_last_error()). */
+HK_API int hk_kernel_wait_opt(hk_kernel_t *k);
+
+/* Runs the kernel on n elements. args holds one pointer per parameter, in
+ * parameter order: a buffer's data, or a pointer to a scalar's value.
+ * Buffers must hold the elements the kernel's description says (n, 1 for a
+ * reduction's result, or their len). Large elementwise and reduction calls
+ * are shared among threads, as for the typed stdlib functions. Returns
+ * HK_OK, or HK_ENOTFOUND when the kernel was unloaded (its file removed,
+ * or changed incompatibly), HK_EUNSUPPORTED when it has no CPU code. */
+HK_API int hk_call(const hk_kernel_t *k, size_t n, void *const *args);
+/* The element count each parameter needs for a call with these scalars
+ * and n (-1 for scalars): lens[0..nparams). Returns HK_OK, HK_EINVAL when
+ * a len expression is negative, or as hk_call. Scalars must be set in
+ * args; buffer pointers may be NULL. */
+HK_API int hk_kernel_lens(const hk_kernel_t *k, size_t n, void *const *args,
+                          int64_t *lens);
+
 /* ---- CPU threads ------------------------------------------------------- */
 
 /* Elementwise and reduction kernels over large arrays run on a pool of

@@ -8,6 +8,7 @@ set -u
 HK=$1
 SRC=$2
 T=$(mktemp -d)
+export HK_CACHE_DIR="$T/cache" # never the user's cache
 trap 'rm -rf "$T"' EXIT
 fails=0
 checks=0
@@ -231,7 +232,11 @@ err_has "has 5 elements, but add_f32 needs n = 6 (the element count of x)"
 run 1 "$HK" run softmax_f32 "x=$T/x.npy" rows=2 cols=2
 err_has "needs rows * cols = 4"
 run 1 "$HK" run softmax_f32 "x=$T/x.npy" rows=-2 cols=3
-err_has "the length of x, rows * cols, is -6"
+err_has "the length of x, rows * cols, is negative or too large"
+# 2^32 * 2^32 wraps to 0 in int64: refused, not taken for an empty buffer
+run 0 "$HK" run arange_f32 start=0 step=1 --n 0 --out "out=$T/empty.npy"
+run 1 "$HK" run softmax_f32 "x=$T/empty.npy" rows=4294967296 cols=4294967296
+err_has "is negative or too large"
 run 1 "$HK" run scale_f32 "x=$T/x.npy" alpha=abc
 err_has "alpha=abc: the value is not a number"
 run 1 "$HK" run scale_f32 "x=$T/x.npy" alpha=1e39
@@ -259,8 +264,26 @@ run 1 "$HK" run add_f32 "x=$T/garbage.npy" "y=$T/y.npy"
 err_has "garbage.npy"
 run 1 "$HK" run add_f32 "x=$T/missing.npy" "y=$T/y.npy"
 err_has "missing.npy"
-run 1 "$HK" run "$T/dir/good.json" "x=$T/x.npy"
-err_has "plugin JIT"
+# a kernel file runs directly (tier jit: no waiting for the system compiler)
+run 0 "$HK" run "$T/dir/good.json" "x=$T/x.npy" --tier jit --no-cache
+out_is '{"out": [0, 1, 2, 3, 4, 5]}'
+cat >"$T/two.json" <<'EOF2'
+{"schema_version": 1, "kernels": [
+ {"name": "inc", "kind": "elementwise", "types": {"T": ["f32", "f64"]},
+  "params": [{"name": "x", "type": "T", "role": "in"},
+             {"name": "out", "type": "T", "role": "out"}],
+  "body": "out = x + 1;"}]}
+EOF2
+run 1 "$HK" run "$T/two.json" "x=$T/x.npy" --tier jit --no-cache
+err_has "defines 2 kernels (inc_f32, inc_f64): name one as"
+run 0 "$HK" run "$T/two.json:inc_f32" "x=$T/x.npy" --tier jit --no-cache
+out_is '{"out": [1, 1.5, 2, 2.5, 3, 3.5]}'
+run 1 "$HK" run "$T/two.json:inc_i32" "x=$T/x.npy" --tier jit --no-cache
+err_has "defines no kernel named 'inc_i32' (it defines: inc_f32, inc_f64)"
+run 1 "$HK" run "$T/bad.json" "x=$T/x.npy" --tier jit --no-cache
+err_has "bad.json:7:27: error: params[1].type"
+run 1 "$HK" run "$T/dir/good.json" "x=$T/x.npy" --tier inline
+err_has "--tier inline: twice is a plugin kernel"
 # A failing run never destroys an existing output file, and a write into a
 # missing folder fails cleanly.
 cp "$T/x.npy" "$T/keep.npy"

@@ -42,5 +42,7 @@ int hk_cmd_check(int argc, char **argv);
 int hk_cmd_gen(int argc, char **argv);
 int hk_cmd_list(int argc, char **argv);
 int hk_cmd_run(int argc, char **argv);
+int hk_cmd_build(int argc, char **argv);
+int hk_cmd_cache(int argc, char **argv);
 
 #endif

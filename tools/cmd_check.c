@@ -5,15 +5,44 @@
 #include <string.h>
 
 #include "cli.h"
+#include "emit.h"
+#include "jit_tcc.h"
 #include "kernel.h"
 
 static const char *const help =
     "usage: hk check FILE|DIR ...\n\n"
-    "Validates kernel files against the kernel format (schemas/README.md).\n"
+    "Validates kernel files against the kernel format (schemas/README.md),\n"
+    "and compiles their C in memory (libtcc) so that a C error in a body is\n"
+    "found too, located in the kernel file.\n"
     "A DIR stands for every *.json file directly in it. Prints nothing and\n"
     "exits 0 when every file is valid; otherwise prints each problem as\n"
     "PATH:LINE:COL: error: FIELD: MESSAGE and exits 1. A kernel name defined\n"
     "by two of the files is an error too, as it is in a plugin folder.\n";
+
+/* Compiles the file's C kernels with libtcc (what tier jit does) and
+ * reports C errors where they are in the kernel file. */
+static void compile_check(hkc_file *f, hkc_diags *d) {
+  int any = 0;
+  for (int i = 0; i < f->nkernels; i++)
+    any |= (f->kernels[i].targets & HK_TARGET_CPU) != 0;
+  if (!any) return;
+  hkc_buf src = HKC_BUF_INIT, msgs = HKC_BUF_INIT;
+  hkc_linemap map = {0};
+  if (hkc_emit_c_mapped(&f, 1, HKC_EMIT_PLUGIN, &src, &map)) {
+    d->oom = 1;
+  } else {
+    hk_tcc_t *u = hk__tcc_compile(hkc_buf_str(&src), &msgs);
+    if (u)
+      hk__tcc_free(u);
+    else if (!hkc_report_compiler_output(hkc_buf_str(&msgs), &map, f, "tcc",
+                                         d))
+      hkc_diag_add(d, HKC_ERROR, f->path, 0, 0, "does not compile: %s",
+                   hkc_buf_str(&msgs));
+  }
+  hkc_linemap_free(&map);
+  hkc_buf_free(&src);
+  hkc_buf_free(&msgs);
+}
 
 /* A registered name defined twice among the files is reported at the
  * second definition, naming the first. */
@@ -68,6 +97,7 @@ int hk_cmd_check(int argc, char **argv) {
       const char *p = paths ? paths[j] : argv[i];
       hkc_file *f;
       if (hkc_file_load(p, &f, &d) != 0) continue;
+      compile_check(f, &d);
       if (nfiles == cap) {
         cap *= 2;
         hkc_file **nf = realloc(files, (size_t)cap * sizeof *files);

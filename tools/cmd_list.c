@@ -4,93 +4,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "abi.h"
 #include "cli.h"
 #include "kernel.h"
 
 static const char *const help =
-    "usage: hk list [--plugins DIR]... [--json]\n\n"
+    "usage: hk list [--plugins DIR]... [--json] [--allow-unsafe-plugins]\n\n"
     "Lists every kernel: its name, kind, targets, origin (stdlib, json or\n"
-    "so), parameters (name:type:role) and description. Plugin folders are\n"
-    "those given with --plugins, else those in HK_PLUGIN_PATH (colon-\n"
-    "separated). A plugin file that fails is reported on stderr, the others\n"
-    "are listed, and the exit status is 1.\n"
+    "so), the tier its calls run on now (inline, jit, opt, so), its\n"
+    "parameters (name:type:role) and description; notes (why a kernel is\n"
+    "not on tier opt) follow the table. Plugin folders are those given with\n"
+    "--plugins, else those in HK_PLUGIN_PATH (colon-separated). Plugin\n"
+    "kernels are compiled to list them (tier opt comes from the disk cache\n"
+    "when it is there). A plugin file that fails is reported on stderr, the\n"
+    "others are listed, and the exit status is 1.\n"
     "  --json   one JSON array, an object per kernel\n";
 
 typedef struct listing {
-  const hk_kernel_info_t **v;
+  hk_kernel_t **v;
   int n, cap;
-  hk_kernel_info_t **owned; /* infos built from plugin files */
-  int nowned;
 } listing;
 
-static int add(listing *l, const hk_kernel_info_t *info) {
+static int collect(hk_kernel_t *k, void *user) {
+  listing *l = user;
   if (l->n == l->cap) {
-    int cap = l->cap ? l->cap * 2 : 64;
-    const hk_kernel_info_t **v = realloc(l->v, (size_t)cap * sizeof *v);
-    hk_kernel_info_t **o = realloc(l->owned, (size_t)cap * sizeof *o);
-    if (v) l->v = v;
-    if (o) l->owned = o;
-    if (!v || !o) return -1;
+    int cap = l->cap ? l->cap * 2 : 128;
+    hk_kernel_t **v = realloc(l->v, (size_t)cap * sizeof *v);
+    if (!v) return -1;
+    l->v = v;
     l->cap = cap;
   }
-  l->v[l->n++] = info;
+  l->v[l->n++] = k;
   return 0;
-}
-
-static const hk_kernel_info_t *find(const listing *l, const char *name) {
-  for (int i = 0; i < l->n; i++)
-    if (!strcmp(l->v[i]->name, name)) return l->v[i];
-  return NULL;
-}
-
-/* Adds the kernels of one plugin kernel file; problems go to d. */
-static void add_file(listing *l, const char *path, hkc_diags *d) {
-  hkc_file *f;
-  if (hkc_file_load(path, &f, d) != 0) return;
-  for (int i = 0; i < f->nkernels; i++)
-    for (int j = 0; j < f->kernels[i].ninst; j++) {
-      const hkc_instance *in = &f->kernels[i].inst[j];
-      const hk_kernel_info_t *other = find(l, in->name);
-      if (other) {
-        int line, col;
-        hkj_pos(f->doc, hkj_get(f->kernels[i].node, "name")->off, &line, &col);
-        hkc_diag_add(d, HKC_ERROR, path, line, col,
-                     "%sname: kernel \"%s\" is already defined by %s (%s); "
-                     "this one is not listed",
-                     f->kernels[i].prefix, in->name, other->source,
-                     other->origin);
-        continue;
-      }
-      hk_kernel_info_t *info = hkc_instance_info_new(in, "json", path);
-      if (!info || add(l, info)) {
-        free(info);
-        d->oom = 1;
-        continue;
-      }
-      l->owned[l->nowned++] = info;
-    }
-  hkc_file_free(f);
-}
-
-static void add_folder(listing *l, const char *dir, hkc_diags *d) {
-  char **paths;
-  int n = hk_cli_list_dir(dir, 1, &paths);
-  if (n < 0) {
-    hkc_diag_add(d, HKC_ERROR, dir, 0, 0, "cannot read plugin folder: %s",
-                 strerror(errno));
-    return;
-  }
-  for (int i = 0; i < n; i++) {
-    size_t len = strlen(paths[i]);
-    if (len > 3 && !strcmp(paths[i] + len - 3, ".so"))
-      hkc_diag_add(d, HKC_NOTE, paths[i], 0, 0,
-                   "prebuilt plugins (.so) are not supported by this hk yet; "
-                   "skipped");
-    else
-      add_file(l, paths[i], d);
-  }
-  hk_cli_free_list(paths, n);
 }
 
 static void targets_str(unsigned t, char *buf, size_t n) {
@@ -122,7 +66,9 @@ static void print_json_string(const char *s) {
 static void print_json(const listing *l) {
   printf("[");
   for (int i = 0; i < l->n; i++) {
-    const hk_kernel_info_t *k = l->v[i];
+    const hk_kernel_info_t *k = hk_kernel_info(l->v[i]);
+    char note[2048];
+    hk_kernel_note(l->v[i], note, sizeof note);
     char t[16];
     targets_str(k->targets, t, sizeof t);
     printf("%s\n  {\"name\": ", i ? "," : "");
@@ -131,7 +77,10 @@ static void print_json(const listing *l) {
     if (k->targets & HK_TARGET_CPU)
       printf("\"cpu\"%s", (k->targets & HK_TARGET_CUDA) ? ", " : "");
     if (k->targets & HK_TARGET_CUDA) printf("\"cuda\"");
-    printf("], \"origin\": \"%s\", \"source\": ", k->origin);
+    printf("], \"origin\": \"%s\", \"tier\": \"%s\", \"note\": ", k->origin,
+           hk_tier_name(hk_kernel_tier(l->v[i])));
+    print_json_string(note);
+    printf(", \"source\": ");
     print_json_string(k->source);
     printf(", \"doc\": ");
     print_json_string(k->doc);
@@ -156,32 +105,38 @@ static void print_table(const listing *l) {
   int wn = 4, wk = 4, wt = 8, wp = 6;
   hkc_buf p = HKC_BUF_INIT;
   for (int i = 0; i < l->n; i++) {
-    int n = (int)strlen(l->v[i]->name);
+    const hk_kernel_info_t *k = hk_kernel_info(l->v[i]);
+    int n = (int)strlen(k->name);
     if (n > wn) wn = n;
-    n = (int)strlen(hk_kind_name(l->v[i]->kind));
+    n = (int)strlen(hk_kind_name(k->kind));
     if (n > wk) wk = n;
-    params_str(l->v[i], &p);
+    params_str(k, &p);
     if ((int)p.len > wp) wp = (int)p.len;
     hkc_buf_free(&p);
   }
   if (wp > 48) wp = 48;
-  printf("%-*s  %-*s  %-*s  %-6s  %-*s  %s\n", wn, "NAME", wk, "KIND", wt,
-         "TARGETS", "ORIGIN", wp, "PARAMS", "DOC");
+  printf("%-*s  %-*s  %-*s  %-6s  %-6s  %-*s  %s\n", wn, "NAME", wk, "KIND",
+         wt, "TARGETS", "ORIGIN", "TIER", wp, "PARAMS", "DOC");
+  hkc_buf notes = HKC_BUF_INIT;
   for (int i = 0; i < l->n; i++) {
-    const hk_kernel_info_t *k = l->v[i];
-    char t[16];
+    const hk_kernel_info_t *k = hk_kernel_info(l->v[i]);
+    char t[16], note[2048];
     targets_str(k->targets, t, sizeof t);
     params_str(k, &p);
-    printf("%-*s  %-*s  %-*s  %-6s  %-*s  %s\n", wn, k->name, wk,
-           hk_kind_name(k->kind), wt, t, k->origin, wp, hkc_buf_str(&p),
-           k->doc);
+    printf("%-*s  %-*s  %-*s  %-6s  %-6s  %-*s  %s\n", wn, k->name, wk,
+           hk_kind_name(k->kind), wt, t, k->origin,
+           hk_tier_name(hk_kernel_tier(l->v[i])), wp, hkc_buf_str(&p), k->doc);
     hkc_buf_free(&p);
+    if (*hk_kernel_note(l->v[i], note, sizeof note))
+      hkc_buf_printf(&notes, "note: %s: %s\n", k->name, note);
   }
+  fputs(hkc_buf_str(&notes), stdout);
+  hkc_buf_free(&notes);
 }
 
 int hk_cmd_list(int argc, char **argv) {
-  int json = 0, nplug = 0;
-  const char **plug = calloc((size_t)argc, sizeof *plug);
+  int json = 0, nplug = 0, unsafe = 0;
+  const char **plug = calloc((size_t)argc + 1, sizeof *plug);
   if (!plug) return hk_cli_internal("list", "out of memory");
   for (int i = 1; i < argc; i++) {
     if (hk_cli_is_help(argv[i])) {
@@ -190,6 +145,8 @@ int hk_cmd_list(int argc, char **argv) {
       return HK_EXIT_OK;
     } else if (!strcmp(argv[i], "--json")) {
       json = 1;
+    } else if (!strcmp(argv[i], "--allow-unsafe-plugins")) {
+      unsafe = 1;
     } else if (!strcmp(argv[i], "--plugins")) {
       if (i + 1 >= argc) {
         free(plug);
@@ -201,34 +158,30 @@ int hk_cmd_list(int argc, char **argv) {
       return hk_cli_usage("list", "unexpected argument '%s'", argv[i]);
     }
   }
+  hk_options_t opts = {0};
+  if (nplug) opts.plugin_dirs = plug;
+  opts.flags = unsafe ? HK_ALLOW_UNSAFE_PERMISSIONS : 0;
+  hk_context_t *ctx;
+  if (hk_context_create(&ctx, &opts) != HK_OK) {
+    free(plug);
+    return hk_cli_internal("list", "%s", hk_last_error());
+  }
   listing l = {0};
-  hkc_diags d = HKC_DIAGS_INIT;
-  for (size_t i = 0; i < hk__stdlib_count; i++)
-    if (add(&l, &hk__stdlib[i].info)) d.oom = 1;
-  char *env = NULL;
-  if (nplug) {
-    for (int i = 0; i < nplug; i++) add_folder(&l, plug[i], &d);
-  } else if (getenv("HK_PLUGIN_PATH") && *getenv("HK_PLUGIN_PATH")) {
-    env = strdup(getenv("HK_PLUGIN_PATH"));
-    for (char *s = env, *tok; env && (tok = strsep(&s, ":"));)
-      if (*tok) add_folder(&l, tok, &d);
+  int rc = HK_EXIT_OK;
+  if (hk_kernel_foreach(ctx, collect, &l)) {
+    rc = hk_cli_internal("list", "out of memory");
+  } else {
+    if (json)
+      print_json(&l);
+    else
+      print_table(&l);
+    if (*hk_context_problems(ctx)) {
+      fputs(hk_context_problems(ctx), stderr);
+      rc = HK_EXIT_USER;
+    }
   }
-  if (json)
-    print_json(&l);
-  else
-    print_table(&l);
-  int rc = d.nerrors ? HK_EXIT_USER : d.oom ? HK_EXIT_INTERNAL : HK_EXIT_OK;
-  if (d.n || d.oom) {
-    hkc_buf msg = HKC_BUF_INIT;
-    hkc_diags_format(&d, &msg);
-    fputs(hkc_buf_str(&msg), stderr);
-    hkc_buf_free(&msg);
-  }
-  for (int i = 0; i < l.nowned; i++) free(l.owned[i]);
-  free(l.owned);
   free(l.v);
-  free(env);
+  hk_context_destroy(ctx);
   free(plug);
-  hkc_diags_free(&d);
   return rc;
 }

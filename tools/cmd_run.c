@@ -15,7 +15,6 @@
 
 #include "buf.h"
 #include "cli.h"
-#include "dispatch.h"
 #include "npy.h"
 
 static const char *const help =
@@ -23,7 +22,9 @@ static const char *const help =
     "              [--n N] [--backend cpu|cuda|auto] [--tier "
     "inline|jit|opt|auto]\n"
     "              [--threads N] [--plugins DIR]...\n\n"
-    "Runs one kernel. KERNEL is a kernel name (see hk list).\n"
+    "Runs one kernel. KERNEL is a kernel name (stdlib, or from the plugin\n"
+    "folders: --plugins DIR, else HK_PLUGIN_PATH), or a kernel file\n"
+    "(FILE.json, or FILE.json:NAME when it defines several kernels).\n"
     "  PARAM=FILE.npy   a buffer parameter (in or inout): a NumPy .npy file,\n"
     "                   little-endian, C order, any shape, whose dtype is the\n"
     "                   parameter's type (f32 = float32, i64 = int64, ...)\n"
@@ -36,8 +37,14 @@ static const char *const help =
     "  --n N            the element count, for a kernel with no in/inout\n"
     "                   buffer (otherwise n is the first one's element count)\n"
     "  --backend B      cpu, cuda or auto (the default: cpu for host data)\n"
-    "  --tier T         inline, jit, opt or auto (stdlib kernels are inline)\n"
+    "  --tier T         inline, jit, opt or auto (stdlib kernels are inline;\n"
+    "                   plugin kernels: jit = libtcc, opt = the system\n"
+    "                   compiler, waited for; auto = opt from the disk cache\n"
+    "                   when there, else jit, and opt is built for next time)\n"
     "  --threads N      threads to share large calls (default: all CPUs)\n"
+    "  --allow-unsafe-plugins  load plugin files and folders others can\n"
+    "                   write to or own\n"
+    "  --no-cache       neither read nor write the disk cache\n"
     "Every in/inout buffer and every scalar must be given. Exit status: 0\n"
     "success, 1 a user error (named on stderr), 2 an internal failure.\n";
 
@@ -206,6 +213,9 @@ static void print_values(const void *data, hk_dtype_t t, size_t count) {
 
 typedef struct run_opts {
   const char *kernel;
+  const char **plugins; /* --plugins DIR */
+  int nplugins;
+  int allow_unsafe, no_cache;
   const char *backend, *tier;
   const char *n_text, *threads_text;
   const char **assigns; /* PARAM=VALUE */
@@ -234,10 +244,16 @@ static int parse_args(int argc, char **argv, run_opts *o, int *help_shown) {
     if (!strcmp(a, "--threads")) slot = &o->threads_text;
     if (!strcmp(a, "--plugins")) {
       if (i + 1 >= argc) return hk_cli_usage("run", "--plugins needs a folder");
-      i++;
-      return hk_cli_error(
-          "run", "--plugins: plugin kernels are not supported by this hk yet "
-                 "(stdlib kernels run by name; see hk list)");
+      o->plugins[o->nplugins++] = argv[++i];
+      continue;
+    }
+    if (!strcmp(a, "--allow-unsafe-plugins")) {
+      o->allow_unsafe = 1;
+      continue;
+    }
+    if (!strcmp(a, "--no-cache")) {
+      o->no_cache = 1;
+      continue;
     }
     if (slot) {
       if (i + 1 >= argc) return hk_cli_usage("run", "%s needs a value", a);
@@ -266,30 +282,92 @@ static int parse_args(int argc, char **argv, run_opts *o, int *help_shown) {
   return 0;
 }
 
-/* The stdlib kernel named name, or NULL after an error naming the closest
- * existing name. */
-static const hk_stdlib_entry_t *find_kernel(const char *name) {
-  const hk_stdlib_entry_t *s = hk__stdlib_find(name);
-  if (s) return s;
-  size_t len = strlen(name);
-  if (strchr(name, '/') || (len > 5 && !strcmp(name + len - 5, ".json"))) {
-    hk_cli_error("run",
-                 "%s: running a kernel file needs the plugin JIT, which this "
-                 "hk does not have yet; stdlib kernels run by name (see hk "
-                 "list)",
-                 name);
-    return NULL;
+static int closest_fn(hk_kernel_t *k, void *user) {
+  struct {
+    const char *name;
+    const char *best;
+    size_t d;
+  } *c = user;
+  size_t d = edit_distance(c->name, hk_kernel_info(k)->name);
+  if (d < c->d) c->d = d, c->best = hk_kernel_info(k)->name;
+  return 0;
+}
+
+static int is_kernel_file(const char *name) {
+  const char *colon = strrchr(name, ':');
+  size_t len = colon ? (size_t)(colon - name) : strlen(name);
+  return strchr(name, '/') || (len > 5 && !strncmp(name + len - 5, ".json", 5)) ||
+         (len > 3 && !strncmp(name + len - 3, ".so", 3));
+}
+
+static int list_file_kernels(hk_kernel_t *k, void *user) {
+  struct {
+    const char *path;
+    hkc_buf *names;
+    int n;
+    const char *only;
+  } *c = user;
+  const hk_kernel_info_t *info = hk_kernel_info(k);
+  if (strcmp(info->origin, "stdlib") && !strcmp(info->source, c->path)) {
+    hkc_buf_printf(c->names, "%s%s", c->n ? ", " : "", info->name);
+    c->only = info->name;
+    c->n++;
   }
-  const char *best = NULL;
-  size_t bestd = 4;
-  for (size_t i = 0; i < hk__stdlib_count; i++) {
-    size_t d = edit_distance(name, hk__stdlib[i].info.name);
-    if (d < bestd) bestd = d, best = hk__stdlib[i].info.name;
+  return 0;
+}
+
+/* Finds the kernel KERNEL names in ctx: a name, or a kernel file to load
+ * (FILE.json or FILE.json:NAME). NULL after printing why. */
+static hk_kernel_t *find_kernel(hk_context_t *ctx, const char *name) {
+  hk_kernel_t *k;
+  if (is_kernel_file(name)) {
+    char *path = strdup(name);
+    if (!path) return NULL;
+    char *colon = strrchr(path, ':');
+    const char *want = NULL;
+    if (colon && !strchr(colon, '/')) {
+      *colon = '\0';
+      want = colon + 1;
+    }
+    if (hk_load_file(ctx, path) != HK_OK) {
+      fputs(hk_last_error(), stderr);
+      free(path);
+      return NULL;
+    }
+    hkc_buf names = HKC_BUF_INIT;
+    struct {
+      const char *path;
+      hkc_buf *names;
+      int n;
+      const char *only;
+    } c = {path, &names, 0, NULL};
+    hk_kernel_foreach(ctx, list_file_kernels, &c);
+    if (!want && c.n == 1) want = c.only;
+    k = NULL;
+    if (!want)
+      hk_cli_error("run", "%s defines %d kernels (%s): name one as %s:NAME",
+                   path, c.n, hkc_buf_str(&names), path);
+    else if (hk_kernel_find(ctx, want, &k) != HK_OK ||
+             strcmp(hk_kernel_info(k)->source, path)) {
+      hk_cli_error("run", "%s defines no kernel named '%s' (it defines: %s)",
+                   path, want, hkc_buf_str(&names));
+      k = NULL;
+    }
+    hkc_buf_free(&names);
+    free(path);
+    return k;
   }
-  if (best)
+  if (hk_kernel_find(ctx, name, &k) == HK_OK) return k;
+  struct {
+    const char *name;
+    const char *best;
+    size_t d;
+  } c = {name, NULL, 4};
+  hk_kernel_foreach(ctx, closest_fn, &c);
+  if (c.best)
     hk_cli_error("run", "no kernel named '%s' (did you mean '%s'? hk list "
                         "shows them all)",
-                 name, best);
+                 name, c.best);
   else
     hk_cli_error("run", "no kernel named '%s' (hk list shows them all)", name);
   return NULL;
@@ -347,10 +425,7 @@ static int load_buffer(const hk_kernel_info_t *k, run_param *p) {
   return 0;
 }
 
-static int run_kernel(const run_opts *o) {
-  const hk_stdlib_entry_t *s = find_kernel(o->kernel);
-  if (!s) return HK_EXIT_USER;
-  const hk_kernel_info_t *k = &s->info;
+static int run_kernel(hk_context_t *ctx, const run_opts *o) {
   const char *backend = o->backend ? o->backend : "auto";
   const char *tier = o->tier ? o->tier : "auto";
   if (strcmp(backend, "cpu") && strcmp(backend, "cuda") &&
@@ -366,11 +441,22 @@ static int run_kernel(const run_opts *o) {
     return hk_cli_usage("run", "--tier: unknown tier '%s' (inline, jit, opt "
                                "or auto)",
                         tier);
-  if (!strcmp(tier, "jit") || !strcmp(tier, "opt"))
+  hk_kernel_t *kh = find_kernel(ctx, o->kernel);
+  if (!kh) return HK_EXIT_USER;
+  const hk_kernel_info_t *k = hk_kernel_info(kh);
+  int is_stdlib = !strcmp(k->origin, "stdlib");
+  if (is_stdlib && (!strcmp(tier, "jit") || !strcmp(tier, "opt")))
     return hk_cli_error("run",
                         "--tier %s: %s is a stdlib kernel compiled into "
                         "libhk; it runs on tier inline (jit and opt are "
                         "tiers of plugin kernels)",
+                        tier, k->name);
+  if (!is_stdlib && !strcmp(tier, "inline"))
+    return hk_cli_error("run", "--tier inline: %s is a plugin kernel; only "
+                               "stdlib kernels are compiled into libhk",
+                        k->name);
+  if (!strcmp(k->origin, "so") && (!strcmp(tier, "jit") || !strcmp(tier, "opt")))
+    return hk_cli_error("run", "--tier %s: %s is a prebuilt plugin (tier so)",
                         tier, k->name);
   if (o->threads_text) {
     char *end;
@@ -503,17 +589,26 @@ static int run_kernel(const run_opts *o) {
     n = (size_t)v;
   }
   /* every buffer's element count */
-  for (int i = 0; i < k->nparams; i++) lens[i] = 0;
-  if (s->lens((void *const *)args, n, lens) != 0) {
-    /* lens stops at the first negative length, after storing it */
-    int bad = 0;
-    while (bad < k->nparams && !(lens[bad] < 0 && k->params[bad].len)) bad++;
-    if (bad < k->nparams)
-      rc = hk_cli_error("run", "the length of %s, %s, is %" PRId64
-                               " for these scalars: it must not be negative",
-                        k->params[bad].name, k->params[bad].len, lens[bad]);
+  /* lens stops at the first length it cannot compute, just after storing
+   * it: the last entry written names the culprit */
+  const int64_t unset = INT64_MIN;
+  for (int i = 0; i < k->nparams; i++) lens[i] = unset;
+  int lrc = hk_kernel_lens(kh, n, (void *const *)args, lens);
+  if (lrc == HK_EUNSUPPORTED) {
+    rc = hk_cli_error("run", "%s", hk_last_error());
+    goto done;
+  }
+  if (lrc != HK_OK) {
+    int bad = k->nparams - 1;
+    while (bad > 0 && lens[bad] == unset) bad--;
+    if (k->params[bad].len)
+      rc = hk_cli_error("run",
+                        "the length of %s, %s, is negative or too large for "
+                        "these scalars",
+                        k->params[bad].name, k->params[bad].len);
     else
-      rc = hk_cli_error("run", "%s: a buffer length is negative", k->name);
+      rc = hk_cli_error("run", "%s: a buffer length cannot be computed",
+                        k->name);
     goto done;
   }
   for (int i = 0; i < k->nparams; i++) {
@@ -552,8 +647,10 @@ static int run_kernel(const run_opts *o) {
     }
   }
 
-  hk_entry_t e = hk__stdlib_entry(s);
-  hk__run(&e, (void *const *)args, n);
+  if (hk_call(kh, n, (void *const *)args) != HK_OK) {
+    rc = hk_cli_internal("run", "%s", hk_last_error());
+    goto done;
+  }
 
   /* outputs */
   int printed = 0;
@@ -602,20 +699,40 @@ int hk_cmd_run(int argc, char **argv) {
   run_opts o = {0};
   o.assigns = calloc((size_t)argc, sizeof *o.assigns);
   o.outs = calloc((size_t)argc, sizeof *o.outs);
-  if (!o.assigns || !o.outs) {
-    free(o.assigns);
-    free(o.outs);
-    return hk_cli_internal("run", "out of memory");
-  }
-  int help_shown = 0;
-  int rc = parse_args(argc, argv, &o, &help_shown);
+  o.plugins = calloc((size_t)argc + 1, sizeof *o.plugins);
+  int rc = HK_EXIT_OK, help_shown = 0;
+  if (!o.assigns || !o.outs || !o.plugins)
+    rc = hk_cli_internal("run", "out of memory");
+  if (!rc) rc = parse_args(argc, argv, &o, &help_shown);
+  if (!rc && !help_shown && !o.kernel) rc = hk_cli_usage("run", "no kernel given");
+  const char *tier = o.tier ? o.tier : "auto";
+  hk_context_t *ctx = NULL;
   if (!rc && !help_shown) {
-    if (!o.kernel)
-      rc = hk_cli_usage("run", "no kernel given");
-    else
-      rc = run_kernel(&o);
+    hk_options_t opts = {0};
+    static const char *const none[] = {NULL};
+    /* a kernel file runs alone; a name looks in the plugin folders */
+    if (is_kernel_file(o.kernel))
+      opts.plugin_dirs = none;
+    else if (o.nplugins)
+      opts.plugin_dirs = o.plugins;
+    opts.tier = !strcmp(tier, "jit")   ? HK_TIER_JIT
+                : !strcmp(tier, "opt") ? HK_TIER_OPT
+                                       : HK_TIER_AUTO;
+    opts.flags = (o.allow_unsafe ? HK_ALLOW_UNSAFE_PERMISSIONS : 0) |
+                 (o.no_cache ? HK_NO_CACHE : 0);
+    if (hk_context_create(&ctx, &opts) != HK_OK)
+      rc = hk_cli_internal("run", "%s", hk_last_error());
+    else if (*hk_context_problems(ctx))
+      /* other files of the folders failed: say so, and go on */
+      fputs(hk_context_problems(ctx), stderr);
   }
+  if (!rc && !help_shown) rc = run_kernel(ctx, &o);
+  /* tier auto: let a pending opt build finish, so that the disk cache has
+   * it for the next run */
+  if (ctx && !rc && !strcmp(tier, "auto")) hk_context_wait(ctx);
+  hk_context_destroy(ctx);
   free(o.assigns);
   free(o.outs);
+  free(o.plugins);
   return rc;
 }

@@ -13,6 +13,8 @@ static const struct {
     {"gen", hk_cmd_gen, "print the C or CUDA generated from a kernel file"},
     {"list", hk_cmd_list, "list every kernel: stdlib and plugin folders"},
     {"run", hk_cmd_run, "run a kernel on NumPy .npy files"},
+    {"build", hk_cmd_build, "compile a kernel file into a prebuilt plugin"},
+    {"cache", hk_cmd_cache, "list or clear the disk cache of compiled kernels"},
 };
 
 static void usage(FILE *f) {

@@ -1,0 +1,370 @@
+/* lenexpr.c — a raw kernel's "len" expressions, checked for overflow.
+ *
+ * A buffer's len (say "rows * cols") tells hk how many elements the kernel
+ * will touch; callers size and check buffers by it. Evaluated as plain C,
+ * rows = cols = 2^32 would wrap to 0 and a too-short buffer would pass. So
+ * a len is restricted to integer arithmetic hk can check: integer literals,
+ * integer scalar parameters, n, + - * / %, unary minus and parentheses. It
+ * is parsed here and emitted as calls of helpers that compute in int64 and
+ * report overflow, division by zero or a negative result. The helpers are
+ * plain C, so every compiler (tcc too) computes them the same way.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit.h"
+
+typedef struct lp {
+  const size_t *map; /* one-line text offset -> source text offset */
+  const hkj_doc *doc;
+  const hkc_src *src;
+  const hkc_kernel *k;
+  const hkc_instance *in; /* emitting: the instance (concrete types) */
+  const char *t;
+  size_t n, p;
+  hkc_buf *out; /* NULL when only checking */
+  hkc_diags *d;
+  int errors;
+} lp;
+
+static void lerr(lp *L, size_t off, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void lerr(lp *L, size_t off, const char *fmt, ...) {
+  if (L->errors++) return; /* the first problem says enough */
+  if (!L->d) return;
+  int line, col;
+  /* offsets are in the one-line text: map back through the original */
+  hkc_src_pos(L->doc, L->src, L->map ? L->map[off] : off, &line, &col);
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  hkc_diag_add(L->d, HKC_ERROR, L->doc->path, line, col, "%s: %s",
+               L->src->field, msg);
+}
+
+#define GRAMMAR                                                           \
+  "a len is integer arithmetic: integer literals, the kernel's integer "  \
+  "scalars, n, + - * / %, parentheses and casts to integer types"
+
+static const char *const int_type_words[] = {
+    "char", "short", "int", "long", "signed", "unsigned", "int8_t",
+    "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t",
+    "uint64_t", "size_t", "ptrdiff_t", NULL};
+
+static size_t word_end(const lp *L, size_t p) {
+  while (p < L->n && ((L->t[p] >= 'a' && L->t[p] <= 'z') ||
+                      (L->t[p] >= 'A' && L->t[p] <= 'Z') ||
+                      (L->t[p] >= '0' && L->t[p] <= '9') || L->t[p] == '_'))
+    p++;
+  return p;
+}
+
+static int is_int_type_word(const lp *L, size_t s, size_t e) {
+  for (const char *const *w = int_type_words; *w; w++)
+    if (strlen(*w) == e - s && !memcmp(*w, L->t + s, e - s)) return 1;
+  return 0;
+}
+
+/* At '(': the end of a cast to an integer type "(unsigned long)", or 0. */
+static size_t cast_end(const lp *L, size_t p) {
+  size_t q = p + 1;
+  int words = 0;
+  for (;;) {
+    while (q < L->n && L->t[q] == ' ') q++;
+    size_t e = word_end(L, q);
+    if (e == q) break;
+    if (!is_int_type_word(L, q, e)) return 0;
+    words++;
+    q = e;
+  }
+  return words && q < L->n && L->t[q] == ')' ? q + 1 : 0;
+}
+
+static void skip(lp *L) {
+  while (L->p < L->n && strchr(" \t\r\n", L->t[L->p])) L->p++;
+}
+
+static void emit(lp *L, const char *s) {
+  if (L->out) hkc_buf_put(L->out, s);
+}
+
+static int expr(lp *L);
+
+static int unary(lp *L);
+
+static int primary(lp *L) {
+  skip(L);
+  if (L->p >= L->n) {
+    lerr(L, L->p ? L->p - 1 : 0, "an operand is missing at the end");
+    return -1;
+  }
+  char c = L->t[L->p];
+  size_t ce = c == '(' ? cast_end(L, L->p) : 0;
+  if (ce) { /* a cast to an integer type changes nothing here */
+    L->p = ce;
+    return unary(L);
+  }
+  if (c == '(') {
+    L->p++;
+    emit(L, "(");
+    if (expr(L)) return -1;
+    skip(L);
+    if (L->p >= L->n || L->t[L->p] != ')') {
+      lerr(L, L->p < L->n ? L->p : L->n - 1, "')' is missing");
+      return -1;
+    }
+    L->p++;
+    emit(L, ")");
+    return 0;
+  }
+  if (c >= '0' && c <= '9') {
+    size_t s = L->p;
+    while (L->p < L->n && ((L->t[L->p] >= '0' && L->t[L->p] <= '9') ||
+                           strchr("xXabcdefABCDEFuUlL", L->t[L->p])))
+      L->p++;
+    char lit[64];
+    size_t len = L->p - s < sizeof lit - 1 ? L->p - s : sizeof lit - 1;
+    memcpy(lit, L->t + s, len);
+    lit[len] = '\0';
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(lit, &end, 0);
+    while (*end == 'u' || *end == 'U' || *end == 'l' || *end == 'L') end++;
+    if (*end || errno == ERANGE || v > 9223372036854775807ull) {
+      lerr(L, s, "'%s' is not an integer literal that fits int64 (%s)", lit,
+           GRAMMAR);
+      return -1;
+    }
+    if (L->out) hkc_buf_printf(L->out, "(int64_t)%lluLL", v);
+    return 0;
+  }
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') {
+    size_t s = L->p;
+    while (L->p < L->n &&
+           ((L->t[L->p] >= 'a' && L->t[L->p] <= 'z') ||
+            (L->t[L->p] >= 'A' && L->t[L->p] <= 'Z') ||
+            (L->t[L->p] >= '0' && L->t[L->p] <= '9') || L->t[L->p] == '_'))
+      L->p++;
+    char name[128];
+    size_t len = L->p - s < sizeof name - 1 ? L->p - s : sizeof name - 1;
+    memcpy(name, L->t + s, len);
+    name[len] = '\0';
+    size_t after = L->p;
+    while (after < L->n && L->t[after] == ' ') after++;
+    if (after < L->n && L->t[after] == '(') {
+      lerr(L, s, "calls '%s', which is not allowed: %s", name, GRAMMAR);
+      return -1;
+    }
+    if (!strcmp(name, "n")) {
+      emit(L, "hk_len_size(n, &hk_bad)");
+      return 0;
+    }
+    if (!strcmp(name, "float") || !strcmp(name, "double")) {
+      lerr(L, s, "a cast to '%s' is not allowed: %s", name, GRAMMAR);
+      return -1;
+    }
+    for (int i = 0; i < L->k->nparams; i++) {
+      const hkc_param *p = &L->k->params[i];
+      if (strcmp(p->name, name)) continue;
+      if (p->role != HK_ROLE_SCALAR) {
+        lerr(L, s, "'%s' is not one of the kernel's integer scalars and n "
+                   "(it is a buffer)", name);
+        return -1;
+      }
+      /* integer scalars only: the placeholder's types, or the type */
+      int ok = 1;
+      if (p->placeholder) {
+        for (int h = 0; h < L->k->nholders; h++)
+          if (L->k->holders[h].letter == p->placeholder)
+            for (int t = 0; t < L->k->holders[h].ntypes; t++)
+              ok &= L->k->holders[h].types[t] != HK_F32 &&
+                    L->k->holders[h].types[t] != HK_F64;
+      } else {
+        ok = p->dtype != HK_F32 && p->dtype != HK_F64;
+      }
+      if (!ok) {
+        lerr(L, s, "'%s' is a floating-point scalar: %s", name, GRAMMAR);
+        return -1;
+      }
+      /* u64 may not fit int64; every other integer type does */
+      if (L->out)
+        hkc_buf_printf(L->out,
+                       hkc_param_type(L->in, p) == HK_U64
+                           ? "hk_len_u64(%s, &hk_bad)"
+                           : "(int64_t)%s",
+                       name);
+      return 0;
+    }
+    lerr(L, s, "'%s' is not one of the kernel's integer scalars and n",
+         name);
+    return -1;
+  }
+  if (c == ';' || c == '{' || c == '}')
+    lerr(L, L->p, "'%c' cannot appear in an expression", c);
+  else
+    lerr(L, L->p, "'%c' is not allowed: %s", c, GRAMMAR);
+  return -1;
+}
+
+static int unary(lp *L) {
+  skip(L);
+  if (L->p < L->n && (L->t[L->p] == '-' || L->t[L->p] == '+') &&
+      !(L->p + 1 < L->n && L->t[L->p + 1] == L->t[L->p])) { /* not ++ -- */
+    int neg = L->t[L->p++] == '-';
+    emit(L, neg ? "hk_len_neg(" : "(");
+    if (unary(L)) return -1;
+    emit(L, neg ? ", &hk_bad)" : ")");
+    return 0;
+  }
+  return primary(L);
+}
+
+/* A left-associative chain of the operators in ops at one precedence
+ * level, emitted as nested calls: a * b / c -> div(mul(a, b), c). The
+ * operands are emitted into temporary buffers to wrap them. */
+static int chain(lp *L, const char *ops, int (*operand)(lp *)) {
+  hkc_buf acc = HKC_BUF_INIT, *saved = L->out;
+  if (saved) L->out = &acc;
+  int rc = operand(L);
+  for (;;) {
+    skip(L);
+    if (rc || L->p >= L->n || !strchr(ops, L->t[L->p])) break;
+    if (L->p + 1 < L->n && L->t[L->p + 1] == L->t[L->p] &&
+        (L->t[L->p] == '+' || L->t[L->p] == '-')) {
+      lerr(L, L->p, "'%c%c' is not allowed: %s", L->t[L->p], L->t[L->p],
+           GRAMMAR);
+      rc = -1;
+      break;
+    }
+    char op = L->t[L->p++];
+    hkc_buf rhs = HKC_BUF_INIT;
+    if (saved) L->out = &rhs;
+    rc = operand(L);
+    if (saved) {
+      const char *fn = op == '+' ? "add" : op == '-' ? "sub"
+                       : op == '*' ? "mul" : op == '/' ? "div" : "mod";
+      hkc_buf wrapped = HKC_BUF_INIT;
+      hkc_buf_printf(&wrapped, "hk_len_%s(%s, %s, &hk_bad)", fn,
+                     hkc_buf_str(&acc), hkc_buf_str(&rhs));
+      hkc_buf_free(&acc);
+      acc = wrapped;
+    }
+    hkc_buf_free(&rhs);
+  }
+  if (saved) {
+    L->out = saved;
+    hkc_buf_put(saved, hkc_buf_str(&acc));
+  }
+  hkc_buf_free(&acc);
+  return rc;
+}
+
+static int term(lp *L) { return chain(L, "*/%", unary); }
+
+static int expr(lp *L) { return chain(L, "+-", term); }
+
+/* Parses src; with out, emits the checked C expression (which needs
+ * `int hk_bad` in scope). Reports into d (may be NULL). 0 or -1. */
+static int run(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
+               const hkc_instance *in, hkc_buf *out, hkc_diags *d) {
+  /* The text with comments blanked out (same offsets), so that positions
+   * map straight back to the source. */
+  char *text = malloc(src->len + 1);
+  size_t *map = malloc((src->len + 1) * sizeof *map);
+  if (!text || !map) {
+    free(text);
+    free(map);
+    if (d) d->oom = 1;
+    return -1;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < src->len;) {
+    const char *t = src->text;
+    if (t[i] == '/' && i + 1 < src->len && (t[i + 1] == '/' || t[i + 1] == '*')) {
+      int line = t[i + 1] == '/';
+      i += 2;
+      while (i < src->len && (line ? t[i] != '\n'
+                                   : !(t[i] == '*' && i + 1 < src->len &&
+                                       t[i + 1] == '/')))
+        i++;
+      if (!line) i += 2;
+      continue;
+    }
+    map[n] = i;
+    text[n++] = (t[i] == '\n' || t[i] == '\t' || t[i] == '\r') ? ' ' : t[i];
+    i++;
+  }
+  map[n] = src->len;
+  text[n] = '\0';
+  lp L = {map, doc, src, k, in, text, n, 0, out, d, 0};
+  size_t first = 0;
+  while (first < n && text[first] == ' ') first++;
+  int rc;
+  if (first == n) {
+    lerr(&L, 0, "is empty: an expression is required");
+    rc = -1;
+  } else {
+    rc = expr(&L);
+    skip(&L);
+    if (!rc && L.p < L.n) {
+      char c = L.t[L.p];
+      if (c == ';' || c == '{' || c == '}')
+        lerr(&L, L.p, "'%c' cannot appear in an expression", c);
+      else
+        lerr(&L, L.p, "'%c' is not allowed here: %s", c, GRAMMAR);
+      rc = -1;
+    }
+  }
+  free(text);
+  free(map);
+  return rc || L.errors ? -1 : 0;
+}
+
+int hkc_check_len(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
+                  hkc_diags *d) {
+  return run(doc, src, k, NULL, NULL, d);
+}
+
+int hkc_emit_len(const hkc_src *src, const hkc_instance *in, hkc_buf *out) {
+  hkj_doc none = {0};
+  return run(&none, src, in->k, in, out, NULL);
+}
+
+void hkc_emit_len_helpers(hkc_buf *o) {
+  hkc_buf_put(
+      o,
+      "/* Checked int64 arithmetic for len expressions: *bad is set on\n"
+      " * overflow or division by zero (results are then meaningless). */\n"
+      "HK_MAYBE_UNUSED static inline int64_t hk_len_add(int64_t a, int64_t "
+      "b, int *bad) { if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < "
+      "INT64_MIN - b)) { *bad = 1; return 0; } return a + b; }\n"
+      "HK_MAYBE_UNUSED static inline int64_t hk_len_sub(int64_t a, int64_t "
+      "b, int *bad) { if ((b < 0 && a > INT64_MAX + b) || (b > 0 && a < "
+      "INT64_MIN + b)) { *bad = 1; return 0; } return a - b; }\n"
+      "HK_MAYBE_UNUSED static inline int64_t hk_len_mul(int64_t a, int64_t "
+      "b, int *bad) { if (a == 0 || b == 0) return 0; if ((a == -1 && b == "
+      "INT64_MIN) || (b == -1 && a == INT64_MIN)) { *bad = 1; return 0; } "
+      "if (a > 0 ? (b > 0 ? a > INT64_MAX / b : b < INT64_MIN / a) : (b > "
+      "0 ? a < INT64_MIN / b : a < INT64_MAX / b)) { *bad = 1; return 0; } "
+      "return a * b; }\n"
+      "HK_MAYBE_UNUSED static inline int64_t hk_len_div(int64_t a, int64_t "
+      "b, int *bad) { if (b == 0 || (a == INT64_MIN && b == -1)) { *bad = "
+      "1; return 0; } return a / b; }\n"
+      "HK_MAYBE_UNUSED static inline int64_t hk_len_mod(int64_t a, int64_t "
+      "b, int *bad) { if (b == 0 || (a == INT64_MIN && b == -1)) { *bad = "
+      "1; return 0; } return a % b; }\n"
+      "HK_MAYBE_UNUSED static inline int64_t hk_len_neg(int64_t a, int "
+      "*bad) { if (a == INT64_MIN) { *bad = 1; return 0; } return -a; }\n"
+      "HK_MAYBE_UNUSED static inline int64_t hk_len_u64(uint64_t a, int "
+      "*bad) { if (a > (uint64_t)INT64_MAX) { *bad = 1; return 0; } return "
+      "(int64_t)a; }\n"
+      "HK_MAYBE_UNUSED static inline int64_t hk_len_size(size_t a, int "
+      "*bad) { if (a > (size_t)INT64_MAX) { *bad = 1; return 0; } return "
+      "(int64_t)a; }\n\n");
+}

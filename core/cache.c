@@ -1,0 +1,542 @@
+/* cache.c — the disk cache of compiled kernels (format and rules in
+ * cache.h).
+ *
+ * Safety rests on three things. The directory is ours alone (0700, our
+ * uid), checked once at open and then reached only through the descriptor
+ * opened there, so renaming or replacing the path later changes nothing.
+ * Entries are published by rename of a complete, fsynced temp file, so a
+ * reader never sees a partial entry and a published file never changes.
+ * And a reader verifies the digest through the very descriptor it hands
+ * out, so what is loaded is what was verified.
+ */
+#include "cache.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sha256.h"
+
+struct hk_cache {
+  char *dir; /* as resolved, for messages and list paths */
+  int dfd;   /* the directory, O_DIRECTORY */
+};
+
+/* Bytes read or written per system call when streaming an entry. */
+#define CHUNK 65536
+
+__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen,
+                                                      const char *fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+static void put_le64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+/* --- the directory ------------------------------------------------------ */
+
+/* malloc'ed a + b. */
+static char *concat(const char *a, const char *b) {
+  size_t na = strlen(a), nb = strlen(b);
+  char *s = malloc(na + nb + 1);
+  if (s) {
+    memcpy(s, a, na);
+    memcpy(s + na, b, nb + 1);
+  }
+  return s;
+}
+
+/* The default directory by the rules in cache.h (malloc'ed), or NULL with
+ * a message. */
+static char *default_dir(char *err, size_t errlen) {
+  const char *v = getenv("HK_CACHE_DIR");
+  if (v && *v) return concat(v, "");
+  v = getenv("XDG_CACHE_HOME");
+  if (v && *v == '/') return concat(v, "/hk");
+  v = getenv("HOME");
+  if (!v || !*v) {
+    struct passwd *pw = getpwuid(getuid());
+    v = pw && pw->pw_dir && *pw->pw_dir ? pw->pw_dir : NULL;
+  }
+  if (!v) {
+    fail(err, errlen,
+         "no cache directory: HK_CACHE_DIR, XDG_CACHE_HOME and HOME are unset "
+         "and the user has no home directory");
+    return NULL;
+  }
+  return concat(v, "/.cache/hk");
+}
+
+/* mkdir -p with mode 0700 for every directory it creates; *created says
+ * whether the last one was made here. */
+static int make_dirs(char *path, int *created, char *err, size_t errlen) {
+  *created = 0;
+  for (char *p = path + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    int r = mkdir(path, 0700);
+    int e = errno;
+    *p = '/';
+    if (r != 0 && e != EEXIST) {
+      *p = '\0';
+      fail(err, errlen, "cannot create cache directory %s: %s", path,
+           strerror(e));
+      *p = '/';
+      return -1;
+    }
+  }
+  if (mkdir(path, 0700) == 0) {
+    *created = 1;
+  } else if (errno != EEXIST) {
+    return fail(err, errlen, "cannot create cache directory %s: %s", path,
+                strerror(errno));
+  }
+  return 0;
+}
+
+HK_INTERNAL int hk__cache_open(const char *dir, int allow_unsafe,
+                               hk_cache_t **out, char *err, size_t errlen) {
+  *out = NULL;
+  if (err && errlen) err[0] = '\0';
+  char *path = dir && *dir ? concat(dir, "") : default_dir(err, errlen);
+  if (!path)
+    return err && errlen && err[0] ? -1 : fail(err, errlen, "out of memory");
+  /* Trailing slashes would make the last mkdir look like a parent's. */
+  for (size_t n = strlen(path); n > 1 && path[n - 1] == '/'; n--)
+    path[n - 1] = '\0';
+
+  int created = 0;
+  if (make_dirs(path, &created, err, errlen) != 0) goto bad;
+  int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) {
+    fail(err, errlen, "cannot open cache directory %s: %s", path,
+         strerror(errno));
+    goto bad;
+  }
+  /* The umask may have taken bits off: make a new directory exactly 0700. */
+  if (created) (void)fchmod(dfd, 0700);
+  struct stat st;
+  if (fstat(dfd, &st) != 0) {
+    fail(err, errlen, "cannot stat cache directory %s: %s", path,
+         strerror(errno));
+    close(dfd);
+    goto bad;
+  }
+  if (!allow_unsafe && st.st_uid != geteuid() && st.st_uid != 0) {
+    fail(err, errlen,
+         "cache directory %s is owned by another user (uid %u); refusing to "
+         "load code "
+         "from it",
+         path, (unsigned)st.st_uid);
+    close(dfd);
+    goto bad;
+  }
+  if (!allow_unsafe && (st.st_mode & (S_IWGRP | S_IWOTH))) {
+    fail(err, errlen,
+         "cache directory %s is writable by group or others (mode %03o); "
+         "refusing to "
+         "load code from it (chmod 700 it)",
+         path, (unsigned)(st.st_mode & 0777));
+    close(dfd);
+    goto bad;
+  }
+  hk_cache_t *c = malloc(sizeof *c);
+  if (!c) {
+    fail(err, errlen, "out of memory");
+    close(dfd);
+    goto bad;
+  }
+  c->dir = path;
+  c->dfd = dfd;
+  *out = c;
+  return 0;
+bad:
+  free(path);
+  return -1;
+}
+
+HK_INTERNAL void hk__cache_close(hk_cache_t *c) {
+  if (!c) return;
+  close(c->dfd);
+  free(c->dir);
+  free(c);
+}
+
+HK_INTERNAL const char *hk__cache_dir(const hk_cache_t *c) { return c->dir; }
+
+/* --- names ---------------------------------------------------------------- */
+
+static void entry_name(const uint8_t key[32], char name[68]) {
+  hk__hex(key, 32, name);
+  memcpy(name + 64, ".so", 4);
+}
+
+static int is_lower_hex(char ch) {
+  return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
+}
+
+/* <64 lowercase hex>.so, exactly as entry_name writes it. */
+static int is_entry_name(const char *s) {
+  for (int i = 0; i < 64; i++)
+    if (!is_lower_hex(s[i])) return 0;
+  return strcmp(s + 64, ".so") == 0;
+}
+
+/* .hk-<decimal pid>-<16 hex>.tmp, exactly as put writes it. */
+static int is_temp_name(const char *s) {
+  if (strncmp(s, ".hk-", 4) != 0) return 0;
+  s += 4;
+  int digits = 0;
+  for (; *s >= '0' && *s <= '9'; s++) digits++;
+  if (digits == 0 || digits > 10 || *s++ != '-') return 0;
+  for (int i = 0; i < 16; i++)
+    if (!is_lower_hex(*s++)) return 0;
+  return strcmp(s, ".tmp") == 0;
+}
+
+/* --- reading ----------------------------------------------------------------
+ */
+
+/* Reads exactly n bytes at off; 0, or -1 on error or early end of file. */
+static int pread_all(int fd, void *buf, size_t n, uint64_t off) {
+  uint8_t *p = buf;
+  while (n) {
+    ssize_t r = pread(fd, p, n, (off_t)off);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    p += r;
+    off += (uint64_t)r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+/* Verifies the entry open at fd, whose size is fsize: the trailer is
+ * consistent, meta holds no NUL, and the digest matches every byte before
+ * it. On success returns 0 with *elf_size and, when meta is not NULL,
+ * *meta (malloc'ed); otherwise -1 with nothing to free. */
+static int verify(int fd, uint64_t fsize, size_t *elf_size, char **meta) {
+  uint8_t tr[HK_CACHE_TRAILER];
+  if (fsize < HK_CACHE_TRAILER ||
+      pread_all(fd, tr, sizeof tr, fsize - sizeof tr) != 0)
+    return -1;
+  if (memcmp(tr, HK_CACHE_MAGIC, 8) != 0) return -1;
+  uint64_t esz = get_le64(tr + 8), msz = get_le64(tr + 16);
+  uint64_t body = fsize - HK_CACHE_TRAILER; /* elf + meta */
+  if (esz == 0 || esz > body || msz != body - esz) return -1;
+
+  char *m = NULL;
+  if (meta) {
+    m = malloc(msz + 1); /* msz < fsize: bounded by the file */
+    if (!m) return -1;
+    m[msz] = '\0';
+  }
+  uint8_t *buf = malloc(CHUNK);
+  if (!buf) {
+    free(m);
+    return -1;
+  }
+  hk_sha256_t s;
+  hk__sha256_init(&s);
+  uint64_t hashed_end = fsize - 32; /* everything before the digest */
+  int ok = 1;
+  for (uint64_t off = 0; ok && off < hashed_end;) {
+    size_t n = hashed_end - off < CHUNK ? (size_t)(hashed_end - off) : CHUNK;
+    if (pread_all(fd, buf, n, off) != 0) {
+      ok = 0;
+      break;
+    }
+    hk__sha256_update(&s, buf, n);
+    /* The part of this chunk that is meta: no NUL, and copied out. */
+    uint64_t lo = off > esz ? off : esz,
+             hi = off + n < esz + msz ? off + n : esz + msz;
+    if (lo < hi) {
+      if (memchr(buf + (lo - off), '\0', (size_t)(hi - lo))) ok = 0;
+      if (m) memcpy(m + (lo - esz), buf + (lo - off), (size_t)(hi - lo));
+    }
+    off += n;
+  }
+  free(buf);
+  uint8_t d[32];
+  hk__sha256_final(&s, d);
+  if (!ok || memcmp(d, tr + HK_CACHE_TRAILER - 32, 32) != 0) {
+    free(m);
+    return -1;
+  }
+  *elf_size = (size_t)esz;
+  if (meta) *meta = m;
+  return 0;
+}
+
+/* Removes the entry name if it is still the file described by st (st NULL:
+ * whatever non-directory is there, for names that could not be opened). A
+ * writer may rename a fresh entry over the name between the check and the
+ * unlink; that entry is then lost, which costs a recompile, never a wrong
+ * load. */
+static void remove_entry(hk_cache_t *c, const char *name,
+                         const struct stat *st) {
+  struct stat now;
+  if (fstatat(c->dfd, name, &now, AT_SYMLINK_NOFOLLOW) != 0 ||
+      S_ISDIR(now.st_mode))
+    return;
+  if (st && (now.st_ino != st->st_ino || now.st_dev != st->st_dev)) return;
+  (void)unlinkat(c->dfd, name, 0);
+}
+
+/* Opens an entry without following a symlink or blocking on a FIFO. */
+static int open_entry(hk_cache_t *c, const char *name) {
+  int fd = openat(c->dfd, name,
+                  O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  if (fd >= 0) {
+    int fl = fcntl(fd, F_GETFL);
+    if (fl != -1) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  }
+  return fd;
+}
+
+HK_INTERNAL int hk__cache_get(hk_cache_t *c, const uint8_t key[32],
+                              size_t *elf_size, char **meta, int *status) {
+  int dummy;
+  if (!status) status = &dummy;
+  if (meta) *meta = NULL;
+  char name[68];
+  entry_name(key, name);
+  int fd = open_entry(c, name);
+  if (fd < 0) {
+    int e = errno;
+    /* A symlink (ELOOP), a socket (ENXIO), a file we may not read: not an
+     * entry hk wrote. Anything else (ENOENT, EMFILE, ENOMEM...) is a miss
+     * and leaves the name alone. */
+    if (e == ELOOP || e == ENXIO || e == EACCES || e == EPERM) {
+      remove_entry(c, name, NULL);
+      *status = HK_CACHE_CORRUPT;
+    } else {
+      *status = HK_CACHE_MISS;
+    }
+    return -1;
+  }
+  struct stat st;
+  size_t esz = 0;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      verify(fd, (uint64_t)st.st_size, &esz, meta) != 0) {
+    if (fstat(fd, &st) == 0) remove_entry(c, name, &st);
+    close(fd);
+    *status = HK_CACHE_CORRUPT;
+    return -1;
+  }
+  if (elf_size) *elf_size = esz;
+  *status = HK_CACHE_HIT;
+  return fd;
+}
+
+/* --- writing ----------------------------------------------------------------
+ */
+
+static int write_all(int fd, const void *buf, size_t n) {
+  const uint8_t *p = buf;
+  while (n) {
+    ssize_t r = write(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    p += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+/* 64 bits for a temp file's name: getrandom, else the clock and a stack
+ * address. Uniqueness comes from O_EXCL; randomness only avoids retries. */
+static uint64_t random_bits(void) {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, GRND_NONBLOCK) == (ssize_t)sizeof v) return v;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  v = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15u ^ (uint64_t)ts.tv_sec ^
+      (uint64_t)(uintptr_t)&ts;
+  return v;
+}
+
+/* Creates the temp file (name in tmp); its fd or -1 with errno. */
+static int create_temp(hk_cache_t *c, char tmp[64]) {
+  for (int tries = 0; tries < 32; tries++) {
+    uint8_t r[8];
+    char hex[17];
+    put_le64(r, random_bits());
+    hk__hex(r, 8, hex);
+    snprintf(tmp, 64, ".hk-%ld-%s.tmp", (long)getpid(), hex);
+    int fd = openat(c->dfd, tmp,
+                    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
+/* Writes [so bytes][meta][trailer] to out, hashing as it goes. */
+static int write_entry(int out, int src, const char *so_path, const char *meta,
+                       char *err, size_t errlen) {
+  hk_sha256_t s;
+  hk__sha256_init(&s);
+  uint8_t *buf = malloc(CHUNK);
+  if (!buf) return fail(err, errlen, "out of memory");
+  uint64_t esz = 0;
+  for (;;) {
+    ssize_t r = read(src, buf, CHUNK);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      free(buf);
+      return fail(err, errlen, "cannot read %s: %s", so_path, strerror(errno));
+    }
+    if (r == 0) break;
+    hk__sha256_update(&s, buf, (size_t)r);
+    if (write_all(out, buf, (size_t)r) != 0) {
+      free(buf);
+      return fail(err, errlen, "cannot write a cache entry: %s",
+                  strerror(errno));
+    }
+    esz += (uint64_t)r;
+  }
+  free(buf);
+  if (esz == 0) return fail(err, errlen, "%s is empty", so_path);
+
+  size_t msz = strlen(meta);
+  uint8_t tr[HK_CACHE_TRAILER];
+  memcpy(tr, HK_CACHE_MAGIC, 8);
+  put_le64(tr + 8, esz);
+  put_le64(tr + 16, msz);
+  hk__sha256_update(&s, meta, msz);
+  hk__sha256_update(&s, tr, 24);
+  hk__sha256_final(&s, tr + 24);
+  if (write_all(out, meta, msz) != 0 || write_all(out, tr, sizeof tr) != 0)
+    return fail(err, errlen, "cannot write a cache entry: %s", strerror(errno));
+  return 0;
+}
+
+HK_INTERNAL int hk__cache_put(hk_cache_t *c, const uint8_t key[32],
+                              const char *so_path, const char *meta, char *err,
+                              size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  if (!meta) meta = "";
+  int src = open(so_path, O_RDONLY | O_CLOEXEC);
+  if (src < 0)
+    return fail(err, errlen, "cannot open %s: %s", so_path, strerror(errno));
+  struct stat st;
+  if (fstat(src, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(src);
+    return fail(err, errlen, "%s is not a regular file", so_path);
+  }
+  char tmp[64], name[68];
+  int out = create_temp(c, tmp);
+  if (out < 0) {
+    close(src);
+    return fail(err, errlen, "cannot create a temp file in %s: %s", c->dir,
+                strerror(errno));
+  }
+  int r = write_entry(out, src, so_path, meta, err, errlen);
+  close(src);
+  /* The data must be on disk before the name points at it, or a crash
+   * could leave a named entry with a hole in it. */
+  if (r == 0 && fsync(out) != 0)
+    r = fail(err, errlen, "cannot sync a cache entry: %s", strerror(errno));
+  if (close(out) != 0 && r == 0)
+    r = fail(err, errlen, "cannot write a cache entry: %s", strerror(errno));
+  entry_name(key, name);
+  if (r == 0 && renameat(c->dfd, tmp, c->dfd, name) != 0)
+    r = fail(err, errlen, "cannot rename a cache entry into %s: %s", c->dir,
+             strerror(errno));
+  if (r != 0) {
+    (void)unlinkat(c->dfd, tmp, 0);
+    return -1;
+  }
+  (void)fsync(c->dfd); /* the rename itself; losing it only costs a miss */
+  return 0;
+}
+
+/* --- listing and clearing ------------------------------------------------- */
+
+/* A fresh stream over the directory (its own offset, so calls do not
+ * disturb each other). */
+static DIR *open_stream(hk_cache_t *c) {
+  int fd = openat(c->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  DIR *d = fdopendir(fd);
+  if (!d) close(fd);
+  return d;
+}
+
+HK_INTERNAL int hk__cache_list(hk_cache_t *c, hk_cache_list_fn fn, void *ctx) {
+  DIR *d = open_stream(c);
+  if (!d) return -1;
+  int count = 0;
+  size_t dirlen = strlen(c->dir);
+  char *path = malloc(dirlen + 1 + 68);
+  if (!path) {
+    closedir(d);
+    return -1;
+  }
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    if (!is_entry_name(de->d_name)) continue;
+    struct stat st;
+    if (fstatat(c->dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+      continue; /* gone */
+    char *meta = NULL;
+    size_t esz = 0;
+    int valid = 0;
+    if (S_ISREG(st.st_mode)) {
+      int fd = open_entry(c, de->d_name);
+      if (fd >= 0) {
+        struct stat fst;
+        valid = fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) &&
+                verify(fd, (uint64_t)fst.st_size, &esz, &meta) == 0;
+        if (valid) st = fst; /* describe the file that was verified */
+        close(fd);
+      }
+    }
+    snprintf(path, dirlen + 1 + 68, "%s/%s", c->dir, de->d_name);
+    if (fn)
+      fn(ctx, path, (size_t)st.st_size, st.st_mtime, valid ? meta : NULL,
+         valid);
+    free(meta);
+    count++;
+  }
+  free(path);
+  closedir(d);
+  return count;
+}
+
+HK_INTERNAL int hk__cache_clear(hk_cache_t *c) {
+  DIR *d = open_stream(c);
+  if (!d) return -1;
+  int count = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    if (!is_entry_name(de->d_name) && !is_temp_name(de->d_name)) continue;
+    /* Flags 0: a directory that happens to bear such a name stays. */
+    if (unlinkat(c->dfd, de->d_name, 0) == 0) count++;
+  }
+  closedir(d);
+  return count;
+}

@@ -1,0 +1,87 @@
+/* cache.h — the disk cache of compiled kernels: shared objects stored under
+ * a key, verified by a content digest before anything is loaded. */
+#ifndef HK_CACHE_H
+#define HK_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "pool.h" /* HK_INTERNAL */
+
+/* An entry for key K is the file <dir>/<hex(K)>.so:
+ *   [ELF bytes][meta bytes: text, no NUL]["HKCACHE1"][u64 LE elf_size]
+ *   [u64 LE meta_size][SHA-256 of every byte before the digest]
+ * ELF loaders ignore bytes past the image, so the file is dlopen'ed as is.
+ * Entries are written to a temp file and renamed into place, so a reader
+ * sees a whole entry or none; an entry is never modified once published. */
+#define HK_CACHE_MAGIC "HKCACHE1"
+#define HK_CACHE_TRAILER 56 /* magic 8 + sizes 16 + digest 32 */
+
+typedef struct hk_cache hk_cache_t;
+
+/* Opens the cache directory, creating it (mode 0700, parents as needed).
+ * dir: NULL (or "") for the default: $HK_CACHE_DIR, else
+ * $XDG_CACHE_HOME/hk (an absolute XDG_CACHE_HOME only, as the XDG spec
+ * says), else $HOME/.cache/hk, else <home from getpwuid>/.cache/hk.
+ * Refuses a directory that is writable by group or others, or owned by a
+ * user other than us and root, unless allow_unsafe: whoever can write there
+ * chooses the code hk loads. All later operations go through a descriptor
+ * of the directory opened here, not its path.
+ * Returns 0 with *out set, or -1 with a message in err. */
+HK_INTERNAL int hk__cache_open(const char *dir, int allow_unsafe,
+                               hk_cache_t **out, char *err, size_t errlen);
+/* Closes c (NULL is fine); entries stay on disk. */
+HK_INTERNAL void hk__cache_close(hk_cache_t *c);
+/* The directory's path as resolved by hk__cache_open. */
+HK_INTERNAL const char *hk__cache_dir(const hk_cache_t *c);
+
+enum { HK_CACHE_HIT = 0, HK_CACHE_MISS = 1, HK_CACHE_CORRUPT = 2 };
+
+/* Looks key up. On a valid entry (*status HK_CACHE_HIT): returns an fd open
+ * O_RDONLY | O_CLOEXEC on it (the caller dlopens "/proc/self/fd/N"), with
+ * *elf_size the ELF image's size and, if meta != NULL, *meta the meta text
+ * (malloc'ed, NUL-terminated). The whole file's digest is verified through
+ * that same fd first, so what was verified is what will be loaded.
+ * Keep the fd open until the object is dlclose'd: glibc finds an object
+ * already loaded by its path name before it opens anything, so a later
+ * dlopen("/proc/self/fd/N") of another file that got the same fd number
+ * would silently return the first object.
+ * Returns -1 with *status HK_CACHE_MISS when there is no entry (or it could
+ * not be opened for a passing reason such as too many open files), and with
+ * HK_CACHE_CORRUPT when the entry is damaged (bad trailer, wrong digest,
+ * truncated, inconsistent sizes, NUL in meta), is not a regular file, is a
+ * symlink (never followed), or is unreadable: then it is removed, if the
+ * name still refers to the file that was checked (a writer may have renamed
+ * a fresh entry over it meanwhile). Thread-safe. */
+HK_INTERNAL int hk__cache_get(hk_cache_t *c, const uint8_t key[32],
+                              size_t *elf_size, char **meta, int *status);
+
+/* Stores the shared object at so_path (a regular, non-empty file) as the
+ * entry for key, with meta (NULL for none): writes [elf][meta][trailer] to a
+ * new temp file in the cache directory (mode 0600, named .hk-<pid>-<random
+ * hex>.tmp), fsyncs it and renames it over <hex(key)>.so. Concurrent
+ * writers of one key are fine: the last rename wins and both entries are
+ * whole. Returns 0, or -1 with a message in err (the temp file is removed).
+ * Thread-safe. */
+HK_INTERNAL int hk__cache_put(hk_cache_t *c, const uint8_t key[32],
+                              const char *so_path, const char *meta, char *err,
+                              size_t errlen);
+
+/* Called for each entry by hk__cache_list: path "<dir>/<64 hex>.so", its
+ * size and mtime, its meta (NULL when the entry is corrupt) and valid (1
+ * when the entry verified, else 0). meta is only valid during the call. */
+typedef void (*hk_cache_list_fn)(void *ctx, const char *path, size_t size,
+                                 time_t mtime, const char *meta, int valid);
+/* Calls fn for each entry file (<64 lowercase hex>.so) in the directory,
+ * verifying each; changes nothing. Returns the number of entries, or -1
+ * when the directory cannot be read. */
+HK_INTERNAL int hk__cache_list(hk_cache_t *c, hk_cache_list_fn fn, void *ctx);
+
+/* Removes every entry and every temp file (including those of writers
+ * still running, whose put then fails); nothing else in the directory is
+ * touched. Returns the number of files removed, or -1 when the directory
+ * cannot be read. */
+HK_INTERNAL int hk__cache_clear(hk_cache_t *c);
+
+#endif /* HK_CACHE_H */

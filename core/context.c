@@ -1,0 +1,605 @@
+/* context.c — the public face of the registry: contexts, loading and
+ * reloading plugin folders, finding, describing and calling kernels.
+ * (module.c loads and registers one source; registry.h has the objects.)
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "registry.h"
+#include "sha256.h"
+
+/* ---- Errors ------------------------------------------------------------- */
+
+/* The last failure's message, per thread (like dlerror). */
+static _Thread_local char last_error[8192];
+
+HK_API const char *hk_last_error(void) { return last_error; }
+
+int hk__fail(int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(last_error, sizeof last_error, fmt, ap);
+  va_end(ap);
+  if (n >= (int)sizeof last_error) /* say that it was cut */
+    memcpy(last_error + sizeof last_error - 5, "...\n", 5);
+  return code;
+}
+
+void hk__log(hk_context_t *ctx, const char *fmt, ...) {
+  if (!ctx->opts.log) return;
+  char msg[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  ctx->opts.log(ctx->opts.log_user, msg);
+}
+
+/* Turns d into the thread's last error and returns code (HK_OK when d
+ * holds no error). oom beats everything. */
+static int report(hkc_diags *d, int code) {
+  if (d->oom) return hk__fail(HK_ENOMEM, "out of memory");
+  if (!d->nerrors) return HK_OK;
+  hkc_buf b = HKC_BUF_INIT;
+  hkc_diags_format(d, &b);
+  hk__fail(code, "%s", hkc_buf_str(&b));
+  hkc_buf_free(&b);
+  return code;
+}
+
+HK_API const char *hk_tier_name(hk_tier_t t) {
+  switch (t) {
+    case HK_TIER_AUTO: return "auto";
+    case HK_TIER_INLINE: return "inline";
+    case HK_TIER_JIT: return "jit";
+    case HK_TIER_OPT: return "opt";
+    case HK_TIER_SO: return "so";
+    case HK_TIER_NONE: return "none";
+  }
+  return "?";
+}
+
+static int load_dirs(hk_context_t *ctx, char **dirs, int n);
+
+/* ---- Creation -------------------------------------------------------------- */
+
+static const char *kernel_name(const void *v) {
+  const hk_kernel_t *k = v;
+  return atomic_load(&k->info)->name;
+}
+
+static int register_stdlib(hk_context_t *ctx) {
+  if (hk__map_reserve(&ctx->names, hk__stdlib_count)) return -1;
+  for (size_t i = 0; i < hk__stdlib_count; i++) {
+    hk_kernel_t *k = calloc(1, sizeof *k);
+    if (!k) return -1;
+    k->ctx = ctx;
+    k->stdlib_impl.e = hk__stdlib_entry(&hk__stdlib[i]);
+    k->stdlib_impl.tier = HK_TIER_INLINE;
+    atomic_init(&k->impl, &k->stdlib_impl);
+    atomic_init(&k->info, &hk__stdlib[i].info);
+    atomic_init(&k->state, HK__LIVE);
+    k->next_all = ctx->all;
+    ctx->all = k;
+    hk__map_put(&ctx->names, k);
+  }
+  return 0;
+}
+
+static void set_problems(hk_context_t *ctx, const hkc_diags *d) {
+  hkc_buf b = HKC_BUF_INIT;
+  hkc_diags_format(d, &b);
+  free(ctx->problems);
+  ctx->problems = hkc_buf_take(&b);
+}
+
+HK_API int hk_context_create(hk_context_t **out, const hk_options_t *opts) {
+  *out = NULL;
+  hk_context_t *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) return hk__fail(HK_ENOMEM, "out of memory");
+  pthread_mutexattr_t ma;
+  pthread_mutexattr_init(&ma);
+  /* loads may compile tier opt at once, which publishes under this lock */
+  pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&ctx->load_lock, &ma);
+  pthread_mutexattr_destroy(&ma);
+  pthread_rwlock_init(&ctx->map_lock, NULL);
+  pthread_mutex_init(&ctx->opt_lock, NULL);
+  pthread_cond_init(&ctx->opt_cond, NULL);
+  pthread_cond_init(&ctx->opt_idle, NULL);
+  atomic_init(&ctx->stopping, 0);
+  hk__map_init(&ctx->names, kernel_name);
+  if (opts) ctx->opts = *opts;
+  ctx->opts.plugin_dirs = NULL; /* copied into ctx->dirs as they load */
+  ctx->cache_dir_opt = opts && opts->cache_dir ? strdup(opts->cache_dir) : NULL;
+  ctx->cc_opt = opts && opts->cc ? strdup(opts->cc) : NULL;
+  ctx->opts.cache_dir = ctx->cache_dir_opt;
+  ctx->opts.cc = ctx->cc_opt;
+  if (ctx->opts.tier != HK_TIER_AUTO && ctx->opts.tier != HK_TIER_JIT &&
+      ctx->opts.tier != HK_TIER_OPT) {
+    hk_context_destroy(ctx);
+    return hk__fail(HK_EINVAL, "hk_context_create: tier must be auto, jit "
+                               "or opt");
+  }
+  if (register_stdlib(ctx)) {
+    hk_context_destroy(ctx);
+    return hk__fail(HK_ENOMEM, "out of memory");
+  }
+  if (!(ctx->opts.flags & HK_NO_CACHE)) {
+    char err[1024];
+    if (hk__cache_open(ctx->opts.cache_dir,
+                       (ctx->opts.flags & HK_ALLOW_UNSAFE_PERMISSIONS) != 0,
+                       &ctx->cache, err, sizeof err)) {
+      ctx->cache = NULL;
+      ctx->cache_note = strdup(err);
+      hk__log(ctx, "no disk cache: %s", err);
+    }
+  }
+  hk__cc_probe(ctx->opts.cc, ctx->cache ? hk__cache_dir(ctx->cache) : NULL,
+               &ctx->cc);
+
+  /* The plugin folders: given, else HK_PLUGIN_PATH. Failures are kept as
+   * problems (hk_context_problems); the context is made regardless. */
+  char **dirs = NULL;
+  int ndirs = 0;
+  char *env = NULL;
+  if (opts && opts->plugin_dirs) {
+    while (opts->plugin_dirs[ndirs]) ndirs++;
+    dirs = (char **)opts->plugin_dirs;
+  } else if (getenv("HK_PLUGIN_PATH") && *getenv("HK_PLUGIN_PATH")) {
+    env = strdup(getenv("HK_PLUGIN_PATH"));
+    size_t cap = 1;
+    for (const char *p = env; p && *p; p++) cap += *p == ':';
+    dirs = env ? calloc(cap + 1, sizeof *dirs) : NULL;
+    for (char *s = env, *tok; dirs && (tok = strsep(&s, ":"));)
+      if (*tok) dirs[ndirs++] = tok;
+  }
+  if (ndirs) load_dirs(ctx, dirs, ndirs);
+  if (env) free(dirs);
+  free(env);
+  if ((ctx->opts.flags & HK_WATCH) && hk_watch(ctx, 1) != HK_OK)
+    hk__log(ctx, "cannot watch the plugin folders: %s", hk_last_error());
+  *out = ctx;
+  return HK_OK;
+}
+
+HK_API void hk_context_destroy(hk_context_t *ctx) {
+  if (!ctx) return;
+  hk__watch_stop(ctx);
+  hk__opt_stop(ctx);
+  for (hk_kernel_t *k = ctx->all, *next; k; k = next) {
+    next = k->next_all;
+    free(k);
+  }
+  hk_module_t *lists[] = {ctx->modules, ctx->retired};
+  for (int l = 0; l < 2; l++)
+    for (hk_module_t *m = lists[l], *next; m; m = next) {
+      next = m->next;
+      hk__module_free(m);
+    }
+  hk__map_free(&ctx->names);
+  for (int i = 0; i < ctx->ndirs; i++) free(ctx->dirs[i]);
+  free(ctx->dirs);
+  hk__cache_close(ctx->cache);
+  hk__cc_free(&ctx->cc);
+  free(ctx->cache_note);
+  free(ctx->cache_dir_opt);
+  free(ctx->cc_opt);
+  free(ctx->problems);
+  pthread_cond_destroy(&ctx->opt_idle);
+  pthread_cond_destroy(&ctx->opt_cond);
+  pthread_mutex_destroy(&ctx->opt_lock);
+  pthread_rwlock_destroy(&ctx->map_lock);
+  pthread_mutex_destroy(&ctx->load_lock);
+  free(ctx);
+}
+
+HK_API const char *hk_context_problems(hk_context_t *ctx) {
+  return ctx->problems ? ctx->problems : "";
+}
+
+/* ---- Loading ----------------------------------------------------------------- */
+
+static hk_module_t *find_module(hk_context_t *ctx, const char *path) {
+  for (hk_module_t *m = ctx->modules; m; m = m->next)
+    if (!strcmp(m->path, path)) return m;
+  return NULL;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t a = strlen(s), b = strlen(suffix);
+  return a > b && !strcmp(s + a - b, suffix);
+}
+
+/* Has the file changed since m was loaded? Same inode, size and time:
+ * no; else its bytes decide. */
+static int changed(const hk_module_t *m, struct stat *now) {
+  if (stat(m->path, now) != 0) return 1;
+  if (now->st_dev == m->st.st_dev && now->st_ino == m->st.st_ino &&
+      now->st_size == m->st.st_size &&
+      now->st_mtim.tv_sec == m->st.st_mtim.tv_sec &&
+      now->st_mtim.tv_nsec == m->st.st_mtim.tv_nsec)
+    return 0;
+  if (m->kind == HK__SRC_SO) return 1;
+  FILE *f = fopen(m->path, "rb");
+  if (!f) return 1;
+  hk_sha256_t s;
+  hk__sha256_init(&s);
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) hk__sha256_update(&s, buf, n);
+  fclose(f);
+  uint8_t d[32];
+  hk__sha256_final(&s, d);
+  return memcmp(d, m->digest, 32) != 0;
+}
+
+/* Loads (or reloads, when it changed) one file; problems go to d.
+ * load_lock held. Returns HK_OK when the file is loaded and current, else
+ * the kind of failure. */
+static int load_path(hk_context_t *ctx, const char *path, int from_dir,
+                     hkc_diags *d) {
+  hk_module_t *old = find_module(ctx, path);
+  struct stat now;
+  if (old && !changed(old, &now)) return HK_OK;
+  if (hk__check_perms(ctx, path, d)) return HK_EIO;
+  hk_src_kind kind = ends_with(path, ".so") ? HK__SRC_SO : HK__SRC_JSON;
+  int code;
+  hk_module_t *m = hk__module_load(ctx, path, NULL, 0, kind, d, &code);
+  if (!m) {
+    if (old) hkc_diag_add(d, HKC_NOTE, path, 0, 0,
+                          "the previous version stays loaded");
+    return code;
+  }
+  m->from_dir = from_dir || (old && old->from_dir);
+  if (hk__module_register(ctx, m, old, d)) {
+    hk__module_free(m);
+    return d->oom ? HK_ENOMEM : HK_ESCHEMA;
+  }
+  if (old)
+    hk__log(ctx, "%s: reloaded", path);
+  return HK_OK;
+}
+
+static int remember_dir(hk_context_t *ctx, const char *dir) {
+  for (int i = 0; i < ctx->ndirs; i++)
+    if (!strcmp(ctx->dirs[i], dir)) return 0;
+  char **v = realloc(ctx->dirs, (size_t)(ctx->ndirs + 1) * sizeof *v);
+  if (!v) return -1;
+  ctx->dirs = v;
+  if (!(v[ctx->ndirs] = strdup(dir))) return -1;
+  ctx->ndirs++;
+  return 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The *.json and *.so paths directly in dir, sorted; -1 when unreadable. */
+static int list_dir(const char *dir, char ***out) {
+  *out = NULL;
+  DIR *dp = opendir(dir);
+  if (!dp) return -1;
+  int n = 0, cap = 0;
+  char **v = NULL;
+  struct dirent *e;
+  while ((e = readdir(dp))) {
+    if (e->d_name[0] == '.') continue;
+    if (!ends_with(e->d_name, ".json") && !ends_with(e->d_name, ".so"))
+      continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 16;
+      char **nv = realloc(v, (size_t)cap * sizeof *v);
+      if (!nv) break;
+      v = nv;
+    }
+    size_t len = strlen(dir) + strlen(e->d_name) + 2;
+    if (!(v[n] = malloc(len))) break;
+    snprintf(v[n], len, "%s%s%s", dir, ends_with(dir, "/") ? "" : "/",
+             e->d_name);
+    n++;
+  }
+  closedir(dp);
+  if (n) qsort(v, (size_t)n, sizeof *v, cmp_str);
+  *out = v;
+  return n;
+}
+
+static void free_list(char **v, int n) {
+  for (int i = 0; i < n; i++) free(v[i]);
+  free(v);
+}
+
+/* Loads what is new or changed in dir; problems go to d. load_lock held.
+ * Returns HK_OK, or the kind of the first failure. */
+static int scan_dir(hk_context_t *ctx, const char *dir, hkc_diags *d) {
+  if (hk__check_perms(ctx, dir, d)) return HK_EIO;
+  char **paths;
+  int n = list_dir(dir, &paths);
+  if (n < 0) {
+    hkc_diag_add(d, HKC_ERROR, dir, 0, 0, "cannot read plugin folder: %s",
+                 strerror(errno));
+    return HK_EIO;
+  }
+  int rc = HK_OK;
+  for (int i = 0; i < n; i++) {
+    int r = load_path(ctx, paths[i], 1, d);
+    if (rc == HK_OK) rc = r;
+  }
+  free_list(paths, n);
+  return rc;
+}
+
+/* Loads the folders (remembered for reload); their problems become the
+ * context's. Returns HK_OK or the kind of the first failure. */
+static int load_dirs(hk_context_t *ctx, char **dirs, int n) {
+  hkc_diags d = HKC_DIAGS_INIT;
+  int rc = HK_OK;
+  pthread_mutex_lock(&ctx->load_lock);
+  for (int i = 0; i < n; i++) {
+    if (remember_dir(ctx, dirs[i])) d.oom = 1;
+    int r = scan_dir(ctx, dirs[i], &d);
+    if (rc == HK_OK) rc = r;
+  }
+  set_problems(ctx, &d);
+  int watching = ctx->watch != NULL;
+  pthread_mutex_unlock(&ctx->load_lock);
+  if (watching) hk__watch_start(ctx); /* watch the new folders too */
+  if (rc != HK_OK || d.oom) rc = report(&d, d.oom ? HK_ENOMEM : rc);
+  hkc_diags_free(&d);
+  return rc;
+}
+
+HK_API int hk_load_dir(hk_context_t *ctx, const char *dir) {
+  if (!ctx || !dir) return hk__fail(HK_EINVAL, "hk_load_dir: NULL argument");
+  char *dirs[1] = {(char *)dir};
+  return load_dirs(ctx, dirs, 1);
+}
+
+HK_API int hk_load_file(hk_context_t *ctx, const char *path) {
+  if (!ctx || !path) return hk__fail(HK_EINVAL, "hk_load_file: NULL argument");
+  if (!ends_with(path, ".json") && !ends_with(path, ".so"))
+    return hk__fail(HK_EINVAL, "%s: error: a plugin is a kernel file (.json) "
+                               "or a prebuilt plugin (.so)", path);
+  hkc_diags d = HKC_DIAGS_INIT;
+  pthread_mutex_lock(&ctx->load_lock);
+  /* the folder holding it matters as much as the file */
+  char *dir = strdup(path);
+  char *slash = dir ? strrchr(dir, '/') : NULL;
+  if (dir && slash) *(slash == dir ? slash + 1 : slash) = '\0';
+  int rc = HK_EIO;
+  if (!dir)
+    rc = HK_ENOMEM;
+  else if (!hk__check_perms(ctx, slash ? dir : ".", &d))
+    rc = load_path(ctx, path, 0, &d);
+  free(dir);
+  pthread_mutex_unlock(&ctx->load_lock);
+  if (rc != HK_OK) rc = report(&d, rc);
+  hkc_diags_free(&d);
+  return rc;
+}
+
+HK_API int hk_load_string(hk_context_t *ctx, const char *json, size_t len,
+                          const char *name) {
+  if (!ctx || !json)
+    return hk__fail(HK_EINVAL, "hk_load_string: NULL argument");
+  char label[512];
+  snprintf(label, sizeof label, "<%s>", name ? name : "string");
+  hkc_diags d = HKC_DIAGS_INIT;
+  pthread_mutex_lock(&ctx->load_lock);
+  hk_module_t *old = find_module(ctx, label);
+  int rc;
+  hk_module_t *m =
+      hk__module_load(ctx, label, json, len, HK__SRC_STRING, &d, &rc);
+  if (m && hk__module_register(ctx, m, old, &d)) {
+    hk__module_free(m);
+    rc = d.oom ? HK_ENOMEM : HK_ESCHEMA;
+  }
+  pthread_mutex_unlock(&ctx->load_lock);
+  if (rc != HK_OK) rc = report(&d, rc);
+  hkc_diags_free(&d);
+  return rc;
+}
+
+HK_API int hk_reload(hk_context_t *ctx) {
+  if (!ctx) return hk__fail(HK_EINVAL, "hk_reload: NULL context");
+  hkc_diags d = HKC_DIAGS_INIT;
+  int rc = HK_OK;
+  pthread_mutex_lock(&ctx->load_lock);
+  /* files that are gone, and the paths of files loaded one by one (the
+   * module list changes as they reload) */
+  int nsingle = 0;
+  for (hk_module_t *m = ctx->modules; m; m = m->next) nsingle++;
+  char **single = calloc((size_t)nsingle + 1, sizeof *single);
+  nsingle = 0;
+  for (hk_module_t *m = ctx->modules, *next; m; m = next) {
+    next = m->next;
+    if (m->kind == HK__SRC_STRING) continue;
+    if (access(m->path, F_OK) != 0) {
+      hk__log(ctx, "%s: removed, its kernels are unloaded", m->path);
+      hk__module_unload(ctx, m);
+    } else if (!m->from_dir && single) {
+      single[nsingle++] = strdup(m->path);
+    }
+  }
+  if (!single) d.oom = 1;
+  for (int i = 0; i < nsingle; i++) {
+    int r = single[i] ? load_path(ctx, single[i], 0, &d) : HK_ENOMEM;
+    if (rc == HK_OK) rc = r;
+    free(single[i]);
+  }
+  free(single);
+  for (int i = 0; i < ctx->ndirs; i++) {
+    int r = scan_dir(ctx, ctx->dirs[i], &d);
+    if (rc == HK_OK) rc = r;
+  }
+  set_problems(ctx, &d);
+  pthread_mutex_unlock(&ctx->load_lock);
+  if (rc != HK_OK || d.oom) rc = report(&d, d.oom ? HK_ENOMEM : rc);
+  hkc_diags_free(&d);
+  return rc;
+}
+
+HK_API int hk_context_wait(hk_context_t *ctx) {
+  pthread_mutex_lock(&ctx->opt_lock);
+  while ((ctx->opt_head || ctx->opt_busy) && ctx->opt_started)
+    pthread_cond_wait(&ctx->opt_idle, &ctx->opt_lock);
+  pthread_mutex_unlock(&ctx->opt_lock);
+  return HK_OK;
+}
+
+/* ---- Kernels --------------------------------------------------------------------- */
+
+HK_API int hk_kernel_find(hk_context_t *ctx, const char *name,
+                          hk_kernel_t **out) {
+  if (!ctx || !name || !out)
+    return hk__fail(HK_EINVAL, "hk_kernel_find: NULL argument");
+  pthread_rwlock_rdlock(&ctx->map_lock);
+  hk_kernel_t *k = hk__map_get(&ctx->names, name);
+  pthread_rwlock_unlock(&ctx->map_lock);
+  *out = k;
+  if (!k) return hk__fail(HK_ENOTFOUND, "no kernel named '%s'", name);
+  return HK_OK;
+}
+
+static int cmp_kernel(const void *a, const void *b) {
+  const hk_kernel_t *x = *(hk_kernel_t *const *)a, *y = *(hk_kernel_t *const *)b;
+  return strcmp(atomic_load(&x->info)->name, atomic_load(&y->info)->name);
+}
+
+HK_API int hk_kernel_foreach(hk_context_t *ctx,
+                             int (*fn)(hk_kernel_t *k, void *user),
+                             void *user) {
+  pthread_rwlock_rdlock(&ctx->map_lock);
+  size_t n = 0;
+  hk_kernel_t **v = malloc((ctx->names.count + 1) * sizeof *v);
+  if (v)
+    for (size_t i = 0; i < ctx->names.cap; i++)
+      if (ctx->names.slots[i]) v[n++] = ctx->names.slots[i];
+  pthread_rwlock_unlock(&ctx->map_lock);
+  if (!v) return hk__fail(HK_ENOMEM, "out of memory");
+  qsort(v, n, sizeof *v, cmp_kernel);
+  int rc = 0;
+  for (size_t i = 0; i < n && !rc; i++) rc = fn(v[i], user);
+  free(v);
+  return rc;
+}
+
+HK_API const hk_kernel_info_t *hk_kernel_info(const hk_kernel_t *k) {
+  return atomic_load(&k->info);
+}
+
+HK_API hk_tier_t hk_kernel_tier(const hk_kernel_t *k) {
+  const hk_impl_t *im = atomic_load_explicit(&k->impl, memory_order_acquire);
+  return im ? im->tier : HK_TIER_NONE;
+}
+
+HK_API const char *hk_kernel_note(const hk_kernel_t *k, char *buf, size_t n) {
+  if (!n) return buf;
+  buf[0] = '\0';
+  hk_context_t *ctx = k->ctx;
+  pthread_mutex_lock(&ctx->load_lock);
+  int state = atomic_load(&k->state);
+  const hk_module_t *m = k->mod;
+  if (state == HK__REMOVED)
+    snprintf(buf, n, "unloaded: its file was removed or no longer defines it");
+  else if (state == HK__STALE)
+    snprintf(buf, n, "stale: reloaded with other parameters; find it again");
+  else if (state == HK__NO_CPU)
+    snprintf(buf, n, "no cpu target");
+  else if (m && m->kind != HK__SRC_SO)
+    switch (atomic_load(&m->opt_state)) {
+      case HK__OPT_QUEUED:
+      case HK__OPT_RUNNING:
+        snprintf(buf, n, "opt: compiling in the background");
+        break;
+      case HK__OPT_FAILED:
+        snprintf(buf, n, "opt: %s", m->opt_note ? m->opt_note : "failed");
+        break;
+      case HK__OPT_NONE:
+        if (ctx->opts.tier == HK_TIER_JIT)
+          snprintf(buf, n, "opt: not wanted (tier jit)");
+        break;
+      default:
+        break;
+    }
+  pthread_mutex_unlock(&ctx->load_lock);
+  return buf;
+}
+
+HK_API int hk_kernel_wait_opt(hk_kernel_t *k) {
+  hk_context_t *ctx = k->ctx;
+  hk_module_t *m = k->mod;
+  if (!m || m->kind == HK__SRC_SO) return HK_OK; /* stdlib, prebuilt */
+  pthread_mutex_lock(&ctx->opt_lock);
+  for (;;) {
+    int s = atomic_load(&m->opt_state);
+    if (s != HK__OPT_QUEUED && s != HK__OPT_RUNNING) break;
+    if (!ctx->opt_started) break;
+    pthread_cond_wait(&ctx->opt_idle, &ctx->opt_lock);
+  }
+  pthread_mutex_unlock(&ctx->opt_lock);
+  switch (atomic_load(&m->opt_state)) {
+    case HK__OPT_DONE: return HK_OK;
+    case HK__OPT_NONE:
+      return hk__fail(HK_EUNSUPPORTED, "%s: tier opt is not used (tier jit "
+                                       "was asked for)",
+                      atomic_load(&k->info)->name);
+    default: {
+      char note[2048];
+      hk_kernel_note(k, note, sizeof note);
+      return hk__fail(ctx->cc.why_not ? HK_EUNSUPPORTED : HK_ECOMPILE,
+                      "%s: %s", atomic_load(&k->info)->name, note);
+    }
+  }
+}
+
+/* Why a kernel cannot run (its implementation is NULL). */
+static int call_failure(const hk_kernel_t *k) {
+  const char *name = atomic_load(&k->info)->name;
+  switch (atomic_load(&k->state)) {
+    case HK__NO_CPU:
+      return hk__fail(HK_EUNSUPPORTED, "kernel %s has no cpu target", name);
+    case HK__STALE:
+      return hk__fail(HK_ENOTFOUND,
+                      "kernel %s was reloaded with other parameters: find it "
+                      "again (hk_kernel_find)",
+                      name);
+    default:
+      return hk__fail(HK_ENOTFOUND,
+                      "kernel %s was unloaded (its file was removed, or no "
+                      "longer defines it)",
+                      name);
+  }
+}
+
+HK_API int hk_call(const hk_kernel_t *k, size_t n, void *const *args) {
+  const hk_impl_t *im = atomic_load_explicit(&k->impl, memory_order_acquire);
+  if (__builtin_expect(im == NULL, 0)) return call_failure(k);
+  hk__run(&im->e, args, n);
+  return HK_OK;
+}
+
+HK_API int hk_kernel_lens(const hk_kernel_t *k, size_t n, void *const *args,
+                          int64_t *lens) {
+  const hk_impl_t *im = atomic_load_explicit(&k->impl, memory_order_acquire);
+  if (!im) return call_failure(k);
+  if (im->e.lens(args, n, lens))
+    return hk__fail(HK_EINVAL, "%s: a buffer length expression is negative",
+                    atomic_load(&k->info)->name);
+  return HK_OK;
+}
+
+HK_API int hk_watch(hk_context_t *ctx, int on) {
+  if (!on) {
+    hk__watch_stop(ctx);
+    return HK_OK;
+  }
+  return hk__watch_start(ctx);
+}

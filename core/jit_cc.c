@@ -1,0 +1,312 @@
+/* jit_cc.c — tier opt: the system C compiler builds a shared object.
+ *
+ * The compiler runs as a child process (posix_spawn, no shell) with its
+ * output captured for error mapping. Its identity (--version output) is a
+ * part of every cache key; running `cc --version` costs milliseconds, so it
+ * is recorded in the cache folder, keyed by the executable's path, inode,
+ * size and modification time, and re-run only when the compiler changes.
+ */
+#include "jit_cc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sha256.h"
+
+extern char **environ;
+
+/* Every build: C11, no C library, no stack protector (it imports
+ * __stack_chk_fail), and the numeric model of every tier (abi.h). */
+#define COMMON_FLAGS                                                      \
+  "-std=c11 -O3 -fPIC -shared -nostdlib -fno-stack-protector -fwrapv "    \
+  "-ffp-contract=off -fno-math-errno -w"
+
+const char *hk__cc_flags(hk_cc_kind kind) {
+  switch (kind) {
+    case HK_CC_OPT:
+    case HK_CC_PREBUILT_NATIVE: return COMMON_FLAGS " -march=native";
+    case HK_CC_PREBUILT: return COMMON_FLAGS;
+  }
+  return COMMON_FLAGS;
+}
+
+/* Libraries after the sources: libm for the math functions, libc for
+ * memcpy and friends, libgcc for helpers gcc may call. The import check
+ * (elfcheck) decides what the object may actually use. */
+static const char *const libs[] = {"-lm", "-lc", "-lgcc", NULL};
+
+static char **split_words(const char *s) {
+  size_t n = 0, cap = 8;
+  char **v = calloc(cap, sizeof *v);
+  while (v && *s) {
+    while (*s == ' ' || *s == '\t') s++;
+    if (!*s) break;
+    const char *e = s;
+    while (*e && *e != ' ' && *e != '\t') e++;
+    if (n + 2 > cap) {
+      char **nv = realloc(v, (cap *= 2) * sizeof *v);
+      if (!nv) break;
+      v = nv;
+    }
+    v[n] = strndup(s, (size_t)(e - s));
+    if (!v[n]) break;
+    v[++n] = NULL;
+    s = e;
+  }
+  return v;
+}
+
+static void free_words(char **v) {
+  for (size_t i = 0; v && v[i]; i++) free(v[i]);
+  free(v);
+}
+
+/* The executable a command word names: itself when it holds a '/', else
+ * the first match in PATH. malloc'ed, or NULL. */
+static char *which(const char *word) {
+  if (strchr(word, '/')) return access(word, X_OK) == 0 ? strdup(word) : NULL;
+  const char *path = getenv("PATH");
+  if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
+  for (const char *p = path; *p;) {
+    const char *e = strchr(p, ':');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    char buf[4096];
+    if (n && n + strlen(word) + 2 < sizeof buf) {
+      snprintf(buf, sizeof buf, "%.*s/%s", (int)n, p, word);
+      struct stat st;
+      if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
+        return strdup(buf);
+    }
+    p += n + (e ? 1 : 0);
+  }
+  return NULL;
+}
+
+/* ---- Running a child ------------------------------------------------------ */
+
+/* Runs argv with stdout and stderr captured into out; returns the exit
+ * status (0..255), or -1 when it could not run (why in out), or -2 when it
+ * was killed after timeout_s seconds. */
+static int run_captured(char *const *argv, hkc_buf *out, int timeout_s,
+                        const _Atomic int *cancel) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    hkc_buf_printf(out, "cannot create a pipe: %s\n", strerror(errno));
+    return -1;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  pid_t pid;
+  int err = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  if (err) {
+    close(fds[0]);
+    hkc_buf_printf(out, "cannot run %s: %s\n", argv[0], strerror(err));
+    return -1;
+  }
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int killed = 0;
+  for (;;) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    long left_ms = (long)timeout_s * 1000 -
+                   ((t.tv_sec - t0.tv_sec) * 1000 +
+                    (t.tv_nsec - t0.tv_nsec) / 1000000);
+    if (left_ms <= 0 || (cancel && atomic_load(cancel))) {
+      kill(pid, SIGKILL);
+      killed = left_ms <= 0 ? 1 : 2;
+      break;
+    }
+    struct pollfd p = {fds[0], POLLIN, 0};
+    int r = poll(&p, 1, (int)(left_ms > 50 ? 50 : left_ms));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) continue;
+    char buf[4096];
+    ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (out->len < (1u << 20)) hkc_buf_putn(out, buf, (size_t)n);
+  }
+  close(fds[0]);
+  int status;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (killed == 1) {
+    hkc_buf_printf(out, "%s: killed after %d seconds\n", argv[0], timeout_s);
+    return -2;
+  }
+  if (killed) {
+    hkc_buf_printf(out, "%s: cancelled\n", argv[0]);
+    return -2;
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  hkc_buf_printf(out, "%s: terminated by signal %d\n", argv[0],
+                 WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  return 255;
+}
+
+/* ---- Identity ------------------------------------------------------------------ */
+
+static char *read_small(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char buf[8192];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  if (n == 0) return NULL;
+  buf[n] = '\0';
+  return strdup(buf);
+}
+
+static void write_small(const char *path, const char *text) {
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  size_t n = strlen(text);
+  int ok = write(fd, text, n) == (ssize_t)n;
+  ok &= close(fd) == 0;
+  if (!ok || rename(tmp, path) != 0) unlink(tmp);
+}
+
+/* "model name" and "flags" of the first CPU: what -march=native sees. */
+static char *cpu_identity(void) {
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  hkc_buf b = HKC_BUF_INIT;
+  if (f) {
+    char line[8192];
+    int got = 0;
+    while (got < 2 && fgets(line, sizeof line, f)) {
+      if (!strncmp(line, "model name", 10) || !strncmp(line, "flags", 5)) {
+        hkc_buf_put(&b, line);
+        got++;
+      }
+    }
+    fclose(f);
+  }
+  if (!b.len) hkc_buf_put(&b, "unknown cpu\n");
+  return hkc_buf_take(&b);
+}
+
+void hk__cc_probe(const char *spec, const char *state_dir, hk_cc_t *cc) {
+  memset(cc, 0, sizeof *cc);
+  if (!spec) spec = getenv("HK_CC");
+  if (!spec || !*spec) spec = "cc";
+  cc->argv = split_words(spec);
+  cc->cpu = cpu_identity();
+  if (!cc->argv || !cc->argv[0]) {
+    cc->why_not = strdup("HK_CC is empty");
+    return;
+  }
+  cc->path = which(cc->argv[0]);
+  if (!cc->path) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "no system compiler: '%s' was not found%s",
+             cc->argv[0], getenv("HK_CC") ? " (HK_CC)" : " (set HK_CC)");
+    cc->why_not = strdup(msg);
+    return;
+  }
+  /* Which executables, exactly: each word that names one (ccache gcc). */
+  hkc_buf key = HKC_BUF_INIT;
+  for (size_t i = 0; cc->argv[i]; i++) {
+    char *p = i ? which(cc->argv[i]) : strdup(cc->path);
+    struct stat st;
+    if (p && stat(p, &st) == 0)
+      hkc_buf_printf(&key, "%s %llu %lld %lld.%09ld\n", p,
+                     (unsigned long long)st.st_ino, (long long)st.st_size,
+                     (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+    else
+      hkc_buf_printf(&key, "%s\n", cc->argv[i]);
+    free(p);
+  }
+  char idfile[4096] = "";
+  if (state_dir) {
+    uint8_t d[32];
+    char hex[65];
+    hk__sha256(hkc_buf_str(&key), key.len, d);
+    hk__hex(d, 16, hex);
+    snprintf(idfile, sizeof idfile, "%s/cc-%s.id", state_dir, hex);
+    cc->identity = read_small(idfile);
+  }
+  if (!cc->identity) {
+    size_t n = 0;
+    while (cc->argv[n]) n++;
+    char **argv = calloc(n + 2, sizeof *argv);
+    hkc_buf out = HKC_BUF_INIT;
+    int rc = -1;
+    if (argv) {
+      memcpy(argv, cc->argv, n * sizeof *argv);
+      argv[n] = "--version";
+      rc = run_captured(argv, &out, 30, NULL);
+      free(argv);
+    }
+    if (rc == 0 && out.len) {
+      cc->identity = hkc_buf_take(&out);
+      if (*idfile) write_small(idfile, cc->identity);
+    } else {
+      char msg[1024];
+      snprintf(msg, sizeof msg, "the system compiler '%s' does not work: %s",
+               spec, out.len ? hkc_buf_str(&out) : "no output");
+      cc->why_not = strdup(msg);
+    }
+    hkc_buf_free(&out);
+  }
+  hkc_buf_free(&key);
+}
+
+void hk__cc_free(hk_cc_t *cc) {
+  free_words(cc->argv);
+  free(cc->path);
+  free(cc->identity);
+  free(cc->cpu);
+  free(cc->why_not);
+  memset(cc, 0, sizeof *cc);
+}
+
+int hk__cc_build(const hk_cc_t *cc, hk_cc_kind kind, const char *src,
+                 const char *out, hkc_buf *msgs, int timeout_s,
+                 const _Atomic int *cancel) {
+  if (cc->why_not) {
+    hkc_buf_printf(msgs, "%s\n", cc->why_not);
+    return -1;
+  }
+  char **flags = split_words(hk__cc_flags(kind));
+  size_t n = 0, nf = 0;
+  while (cc->argv[n]) n++;
+  while (flags && flags[nf]) nf++;
+  char **argv = calloc(n + nf + 8, sizeof *argv);
+  if (!flags || !argv) {
+    free_words(flags);
+    free(argv);
+    hkc_buf_put(msgs, "out of memory\n");
+    return -1;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) argv[k++] = cc->argv[i];
+  for (size_t i = 0; i < nf; i++) argv[k++] = flags[i];
+  argv[k++] = "-o";
+  argv[k++] = (char *)out;
+  argv[k++] = (char *)src;
+  for (size_t i = 0; libs[i]; i++) argv[k++] = (char *)libs[i];
+  argv[k] = NULL;
+  int rc = run_captured(argv, msgs, timeout_s, cancel);
+  free(argv);
+  free_words(flags);
+  return rc == 0 ? 0 : -1;
+}

@@ -1,0 +1,178 @@
+/* registry.h — contexts, kernel handles and loaded modules (internal).
+ *
+ * The objects and their lifetimes:
+ *   hk_context   the registry: a name map of handles (under an rwlock), the
+ *                modules loaded, the opt-tier worker and the watcher.
+ *   hk_kernel    a handle: an atomic pointer to the implementation calls
+ *                run (NULL when the kernel cannot run), and its description.
+ *                Handles are never freed before the context.
+ *   hk_module    one loaded source: a kernel file, a prebuilt plugin or a
+ *                string. It owns the compiled code (libtcc state, dlopen
+ *                handles) and the implementations of its instances. A
+ *                module replaced by a reload or unloaded is retired, not
+ *                freed: a call may still be running its code.
+ *   hk_impl      what a call runs: the entry points and the tier. Immutable
+ *                once a handle points to it.
+ * Locks: ctx->load_lock serializes every change (loads, reloads, the opt
+ * worker publishing); ctx->map_lock guards the name map (readers: find,
+ * foreach); calls take none.
+ */
+#ifndef HK_REGISTRY_H
+#define HK_REGISTRY_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "buf.h"
+#include "cache.h"
+#include "diag.h"
+#include "dispatch.h"
+#include "emit.h"
+#include "hk.h"
+#include "jit_cc.h"
+#include "jit_tcc.h"
+#include "kernel.h"
+#include "map.h"
+
+typedef struct hk_impl {
+  hk_entry_t e;
+  hk_tier_t tier;
+} hk_impl_t;
+
+enum { HK__LIVE, HK__REMOVED, HK__STALE, HK__NO_CPU };
+
+struct hk_module;
+
+struct hk_kernel {
+  _Atomic(const hk_impl_t *) impl; /* NULL: not runnable (see state) */
+  _Atomic(const hk_kernel_info_t *) info;
+  _Atomic int state;               /* HK__LIVE ... */
+  hk_context_t *ctx;
+  struct hk_module *mod; /* NULL for the stdlib; under load_lock */
+  hk_impl_t stdlib_impl; /* the stdlib's own (inline) */
+  struct hk_kernel *next_all;
+};
+
+typedef enum { HK__SRC_JSON, HK__SRC_SO, HK__SRC_STRING } hk_src_kind;
+
+typedef enum {
+  HK__OPT_NONE,     /* not wanted (tier jit, prebuilt, no cpu code) */
+  HK__OPT_QUEUED,   /* waiting for the worker */
+  HK__OPT_RUNNING,  /* the compiler is running */
+  HK__OPT_DONE,     /* the instances run on tier opt */
+  HK__OPT_FAILED    /* see opt_note */
+} hk_opt_state;
+
+typedef struct hk_module {
+  hk_context_t *ctx;
+  char *path;        /* the file, or the string's name */
+  hk_src_kind kind;
+  int from_dir;      /* found by scanning a plugin folder */
+  struct stat st;    /* the file at load time: reload compares it */
+  uint8_t digest[32];/* SHA-256 of the file's bytes */
+  hkc_file *file;    /* the description (a .so's is embedded in it) */
+  int ninst;
+  const hkc_instance **inst;   /* every instance, in file order */
+  hk_kernel_info_t **infos;    /* one per instance */
+  hk_kernel_t **kernels;       /* their handles once registered */
+  char *csrc;                  /* generated C (json, string) */
+  hkc_linemap map;             /* where author code is in csrc */
+  uint8_t key[32];             /* disk cache key of csrc */
+  hk_tcc_t *tcc;               /* tier jit code */
+  void *dl;                    /* tier opt or prebuilt code */
+  int dl_fd;                   /* the fd dl was opened through: kept open
+                                  until dlclose, because glibc knows loaded
+                                  objects by name ("/proc/self/fd/N"), and a
+                                  reused N would return the old object */
+  hk_impl_t *impls;            /* per instance: the code loaded at load */
+  hk_impl_t *opt_impls;        /* per instance, once opt is ready */
+  _Atomic int opt_state;       /* hk_opt_state */
+  char *opt_note;              /* why opt failed (under load_lock) */
+  int live;                    /* registered; 0 once retired */
+  struct hk_module *next;      /* in ctx->modules or ctx->retired */
+  struct hk_module *next_job;  /* in the opt queue */
+} hk_module_t;
+
+struct hk_context {
+  pthread_mutex_t load_lock;
+  pthread_rwlock_t map_lock;
+  hk_map_t names;            /* name -> hk_kernel_t */
+  hk_kernel_t *all;          /* every handle ever made */
+  hk_module_t *modules;      /* live modules */
+  hk_module_t *retired;      /* replaced or unloaded: code kept alive */
+  char **dirs;               /* plugin folders, for reload and watch */
+  int ndirs;
+  hk_options_t opts;         /* copied; strings owned */
+  char *cache_dir_opt, *cc_opt;
+  hk_cache_t *cache;         /* NULL: no disk cache */
+  char *cache_note;          /* why there is no cache, when asked for one */
+  hk_cc_t cc;                /* the system compiler, probed once */
+  char *problems;            /* from folder loads, for hk_context_problems */
+  /* the opt-tier worker */
+  pthread_mutex_t opt_lock;
+  pthread_cond_t opt_cond;   /* a job was queued, or stop */
+  pthread_cond_t opt_idle;   /* the queue emptied */
+  hk_module_t *opt_head, *opt_tail;
+  int opt_busy;              /* a job is being compiled */
+  int opt_started;
+  pthread_t opt_thread;
+  _Atomic int stopping;
+  /* the watcher (watch.c) */
+  struct hk_watch *watch;
+};
+
+/* ---- context.c ---- */
+/* Records msg as this thread's last error and returns code. */
+HK_INTERNAL int hk__fail(int code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+HK_INTERNAL void hk__log(hk_context_t *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- module.c ---- */
+/* Loads a file (.json or .so) or a string into a new module: parses,
+ * checks, compiles (or takes tier opt from the disk cache), but registers
+ * nothing. Problems go to d. Returns the module, or NULL with *code the
+ * kind of failure (HK_EIO, HK_ESCHEMA, HK_ECOMPILE, HK_ENOMEM). */
+HK_INTERNAL hk_module_t *hk__module_load(hk_context_t *ctx, const char *path,
+                                         const char *text, size_t len,
+                                         hk_src_kind kind, hkc_diags *d,
+                                         int *code);
+/* Registers mod's kernels, replacing old (a module of the same source, or
+ * NULL): handles of unchanged signature switch to the new code, others go
+ * stale; old's names not in mod are unregistered. Refuses (and registers
+ * nothing) when a name belongs to the stdlib or to another module. Called
+ * with load_lock held. Returns 0 or -1 (problems in d). */
+HK_INTERNAL int hk__module_register(hk_context_t *ctx, hk_module_t *mod,
+                                    hk_module_t *old, hkc_diags *d);
+/* Unregisters mod's kernels and retires it (load_lock held). */
+HK_INTERNAL void hk__module_unload(hk_context_t *ctx, hk_module_t *mod);
+/* Frees a module that was never registered, or at context destruction. */
+HK_INTERNAL void hk__module_free(hk_module_t *mod);
+/* Queues mod for the opt tier (load_lock held). */
+HK_INTERNAL void hk__opt_enqueue(hk_context_t *ctx, hk_module_t *mod);
+/* Compiles mod for tier opt now, on this thread. Returns 0, or -1 with the
+ * reason in mod->opt_note. Publishes the result when mod is live. */
+HK_INTERNAL int hk__opt_build(hk_context_t *ctx, hk_module_t *mod);
+/* Stops the worker thread (cancelling a running compile). */
+HK_INTERNAL void hk__opt_stop(hk_context_t *ctx);
+/* What a prebuilt plugin (hk build) exports besides its entry points. */
+#define HK_PLUGIN_ABI_SYMBOL "hk_plugin_abi_version"
+#define HK_PLUGIN_DESC_SYMBOL "hk_plugin_description"
+
+/* Checks what the shared object open at fd (its first size bytes) would
+ * run and import: only the math functions (symbols.h), no constructors,
+ * no libraries but libc and libm. 0, or -1 with the reason in why. */
+HK_INTERNAL int hk__check_object(int fd, size_t size, char *why,
+                                 size_t whylen);
+/* Checks that path (a plugin file or folder) is not writable by others nor
+ * owned by another user (root is trusted). 0, or -1 with the reason in d. */
+HK_INTERNAL int hk__check_perms(hk_context_t *ctx, const char *path,
+                                hkc_diags *d);
+
+/* ---- watch.c ---- */
+HK_INTERNAL int hk__watch_start(hk_context_t *ctx);
+HK_INTERNAL void hk__watch_stop(hk_context_t *ctx);
+
+#endif

@@ -1,0 +1,29 @@
+/* symbols.h — the only functions compiled kernels may reach.
+ *
+ * Kernels are linked with no C library. Tier jit (libtcc) gets exactly this
+ * table as its symbols; tier opt and prebuilt plugins are shared objects
+ * whose imports are checked against hk__symbol_allowed() before dlopen.
+ */
+#ifndef HK_SYMBOLS_H
+#define HK_SYMBOLS_H
+
+#include <stddef.h>
+
+#include "pool.h"
+
+typedef struct hk_symbol {
+  const char *name;
+  void *addr;
+} hk_symbol_t;
+
+/* The symbols given to libtcc: the math functions of codegen/mathfns.h
+ * (double and float), memcpy/memset/memmove, and the integer/float
+ * conversion helpers tcc's x86-64 code generator calls (normally in
+ * libtcc1.a). Sets *count. */
+HK_INTERNAL const hk_symbol_t *hk__jit_symbols(size_t *count);
+
+/* 1 when a shared object may import name: a math function or
+ * memcpy/memset/memmove. */
+HK_INTERNAL int hk__symbol_allowed(const char *name);
+
+#endif

@@ -1,0 +1,93 @@
+/* cmd_cache.c — hk cache: what the disk cache of compiled kernels holds. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache.h"
+#include "cli.h"
+
+static const char *const help =
+    "usage: hk cache list [--cache-dir DIR]\n"
+    "       hk cache clear [--cache-dir DIR]\n\n"
+    "The disk cache holds the optimized (tier opt) builds of plugin kernel\n"
+    "files, so that the next start needs no compiler. It lives in\n"
+    "HK_CACHE_DIR, else $XDG_CACHE_HOME/hk, else ~/.cache/hk.\n"
+    "  list    one line per entry: key, size, date, whether it verifies,\n"
+    "          the kernel file it came from and its kernels\n"
+    "  clear   removes every entry (and nothing else in the folder)\n";
+
+static void meta_field(const char *meta, const char *key, char *out,
+                       size_t n) {
+  out[0] = '\0';
+  if (!meta) return;
+  size_t kl = strlen(key);
+  for (const char *line = meta; *line;) {
+    const char *nl = strchr(line, '\n');
+    size_t len = nl ? (size_t)(nl - line) : strlen(line);
+    if (len > kl + 1 && !strncmp(line, key, kl) && line[kl] == ':') {
+      const char *v = line + kl + 1;
+      while (*v == ' ') v++;
+      snprintf(out, n, "%.*s", (int)(len - (size_t)(v - line)), v);
+      return;
+    }
+    line += len + (nl ? 1 : 0);
+  }
+}
+
+static void print_entry(void *ctx, const char *path, size_t size,
+                        time_t mtime, const char *meta, int valid) {
+  int *count = ctx;
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  char when[32], source[1024], kernels[1024];
+  struct tm tm;
+  localtime_r(&mtime, &tm);
+  strftime(when, sizeof when, "%Y-%m-%d %H:%M", &tm);
+  meta_field(meta, "source", source, sizeof source);
+  meta_field(meta, "kernels", kernels, sizeof kernels);
+  printf("%.16s  %8zu  %s  %-7s  %s  %s\n", base, size, when,
+         valid ? "ok" : "corrupt", valid ? source : "-", kernels);
+  (*count)++;
+}
+
+int hk_cmd_cache(int argc, char **argv) {
+  const char *what = NULL, *dir = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (hk_cli_is_help(argv[i])) {
+      fputs(help, stdout);
+      return HK_EXIT_OK;
+    } else if (!strcmp(argv[i], "--cache-dir")) {
+      if (i + 1 >= argc) return hk_cli_usage("cache", "--cache-dir needs a folder");
+      dir = argv[++i];
+    } else if (!what && (!strcmp(argv[i], "list") || !strcmp(argv[i], "clear"))) {
+      what = argv[i];
+    } else {
+      return hk_cli_usage("cache", "unexpected argument '%s'", argv[i]);
+    }
+  }
+  if (!what) return hk_cli_usage("cache", "say list or clear");
+  hk_cache_t *c;
+  char err[1024];
+  if (hk__cache_open(dir, 0, &c, err, sizeof err))
+    return hk_cli_error("cache", "%s", err);
+  int rc = HK_EXIT_OK;
+  if (!strcmp(what, "list")) {
+    int count = 0;
+    printf("%-16s  %8s  %-16s  %-7s  %s  %s\n", "KEY", "BYTES", "BUILT",
+           "STATE", "SOURCE", "KERNELS");
+    if (hk__cache_list(c, print_entry, &count) < 0)
+      rc = hk_cli_error("cache", "%s: cannot read the folder",
+                        hk__cache_dir(c));
+    else
+      printf("%d entries in %s\n", count, hk__cache_dir(c));
+  } else {
+    int n = hk__cache_clear(c);
+    if (n < 0)
+      rc = hk_cli_error("cache", "%s: cannot read the folder",
+                        hk__cache_dir(c));
+    else
+      printf("removed %d files from %s\n", n, hk__cache_dir(c));
+  }
+  hk__cache_close(c);
+  return rc;
+}
