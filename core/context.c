@@ -535,7 +535,11 @@ HK_API const char *hk_kernel_note(const hk_kernel_t *k, char *buf, size_t n) {
 
 HK_API int hk_kernel_wait_opt(hk_kernel_t *k) {
   hk_context_t *ctx = k->ctx;
+  /* k->mod changes under load_lock when a reload gives k new code; the
+   * module itself lives as long as the context */
+  pthread_mutex_lock(&ctx->load_lock);
   hk_module_t *m = k->mod;
+  pthread_mutex_unlock(&ctx->load_lock);
   if (!m || m->kind == HK__SRC_SO) return HK_OK; /* stdlib, prebuilt */
   pthread_mutex_lock(&ctx->opt_lock);
   for (;;) {

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -570,17 +571,39 @@ static int load_json(hk_context_t *ctx, hk_module_t *m, const char *text,
 }
 
 /* Returns 0, or the status code of the failure. */
+/* A private copy of the plugin file in an anonymous memory file. The code
+ * is mapped from the copy, not from the plugin file: a plugin rebuilt in
+ * place (cp over it, same inode) would otherwise change the pages of code
+ * that is running, and crash the process, before a reload could swap it.
+ * Returns the memfd, or -1 with a diagnostic. */
+static int private_copy(hk_module_t *m, struct stat *st, hkc_diags *d) {
+  size_t len;
+  char *bytes = read_all(m->path, &len, st, d);
+  if (!bytes) return -1;
+  int fd = memfd_create("hk-plugin", MFD_CLOEXEC);
+  size_t put = 0;
+  while (fd >= 0 && put < len) {
+    ssize_t w = write(fd, bytes + put, len - put);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    put += (size_t)w;
+  }
+  free(bytes);
+  if (fd < 0 || put != len) {
+    hkc_diag_add(d, HKC_ERROR, m->path, 0, 0, "cannot copy it to load it: %s",
+                 strerror(errno));
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 static int load_so(hk_context_t *ctx, hk_module_t *m, hkc_diags *d) {
   (void)ctx;
   char why[1200];
-  int fd = open(m->path, O_RDONLY | O_CLOEXEC);
   struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0) {
-    hkc_diag_add(d, HKC_ERROR, m->path, 0, 0, "cannot read: %s",
-                 strerror(errno));
-    if (fd >= 0) close(fd);
-    return HK_EIO;
-  }
+  int fd = private_copy(m, &st, d);
+  if (fd < 0) return d->oom ? HK_ENOMEM : HK_EIO;
   m->st = st;
   if (hk__check_object(fd, (size_t)st.st_size, why, sizeof why) ||
       !(m->dl = dlopen_fd(fd, why, sizeof why))) {
@@ -784,7 +807,9 @@ int hk__module_register(hk_context_t *ctx, hk_module_t *mod, hk_module_t *old,
   if (old) { /* old's kernels that mod does not define any more */
     for (int i = 0; i < old->ninst; i++) {
       hk_kernel_t *h = old->kernels[i];
-      if (!h || h->mod != old) continue;
+      /* a stale handle's name already belongs to its successor */
+      if (!h || h->mod != old || atomic_load(&h->state) == HK__STALE)
+        continue;
       hk__map_del(&ctx->names, old->inst[i]->name);
       atomic_store(&h->state, HK__REMOVED);
       atomic_store_explicit(&h->impl, NULL, memory_order_release);

@@ -3,9 +3,12 @@
 #
 # Installs what is missing (tools/setup.sh), then builds and runs every test
 # twice: with gcc (Release), and with clang under AddressSanitizer and
-# UndefinedBehaviorSanitizer. Tests that cannot run on this machine (no GPU,
-# no NumPy) are reported as skipped, with the reason. Exits non-zero when
-# any build or test fails.
+# UndefinedBehaviorSanitizer (the stdlib's GPU code, compiled by nvcc when
+# the CUDA toolkit is there, is built once, in the first); then the
+# multithreaded tests (thread pool,
+# registry with concurrent reloads) once more under ThreadSanitizer. Tests
+# that cannot run on this machine (no GPU, no NumPy) are reported as
+# skipped, with the reason. Exits non-zero when any build or test fails.
 set -eu
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -13,11 +16,13 @@ tools/setup.sh
 JOBS=$(nproc 2>/dev/null || echo 2)
 status=0
 
-# suite NAME DIR CMAKE-ARGS...: configure, build and test one build tree.
+# suite NAME DIR TESTS CMAKE-ARGS...: configure, build and run the tests
+# matching the ctest regex TESTS ("" for all) in one build tree.
 suite() {
   name=$1
   dir=$2
-  shift 2
+  tests=$3
+  shift 3
   echo "==== $name ($dir)"
   mkdir -p "$dir"
   if ! cmake -S . -B "$dir" "$@" >"$dir/configure.log" 2>&1; then
@@ -33,7 +38,7 @@ suite() {
     status=1
     return
   fi
-  if ! (cd "$dir" && ctest --output-on-failure -j "$JOBS"); then
+  if ! (cd "$dir" && ctest --output-on-failure -j "$JOBS" ${tests:+-R "$tests"}); then
     echo "==== $name: tests FAILED"
     status=1
   fi
@@ -44,11 +49,15 @@ suite() {
   fi
 }
 
-suite "gcc, Release" build-test \
+suite "gcc, Release" build-test "" \
   -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release
-suite "clang, AddressSanitizer + UndefinedBehaviorSanitizer" build-asan \
+suite "clang, AddressSanitizer + UndefinedBehaviorSanitizer" build-asan "" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
-  -DHK_SANITIZE=address,undefined
+  -DHK_SANITIZE=address,undefined -DHK_CUDA=OFF
+suite "clang, ThreadSanitizer (threaded tests)" build-tsan \
+  "^test_(pool|registry)$" \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DHK_SANITIZE=thread \
+  -DHK_CUDA=OFF
 
 if [ "$status" -eq 0 ]; then
   echo "==== all test suites passed"

@@ -1,0 +1,56 @@
+/* fake_plugin.c — a hand-made prebuilt plugin for test_registry: the
+ * exports hk build writes (hk_plugin_abi_version, hk_plugin_description)
+ * and the entry points of one elementwise kernel, t_twice (out = 2 x).
+ * Compiled with cc -shared -fPIC -nostdlib, and -D to break it:
+ *   -DABI=N       claim ABI N (the loader must refuse N != its own)
+ *   -DNO_DESC     leave out hk_plugin_description ("not an hk plugin")
+ *   -DCALL_PUTS   import puts (a forbidden import)
+ *   -DCTOR        run a constructor at load (refused)
+ * and -DFACTOR=3.0f to compute out = 3 x instead (a new version). */
+#ifndef ABI
+#define ABI 1
+#endif
+#ifndef FACTOR
+#define FACTOR 2.0f
+#endif
+
+const unsigned hk_plugin_abi_version = ABI;
+#ifndef NO_DESC
+const char hk_plugin_description[] =
+    "{\"schema_version\": 1, \"name\": \"t_twice\", \"kind\": \"elementwise\","
+    " \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},"
+    " {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],"
+    " \"body\": \"out = x * 2.0f;\"}";
+#endif
+
+#ifdef CALL_PUTS
+int puts(const char *s);
+#endif
+
+#ifdef CTOR
+static volatile int loaded;
+__attribute__((constructor)) static void at_load(void) { loaded = 1; }
+#endif
+
+void hk_range__t_twice(void *const *args, unsigned long n,
+                       unsigned long begin, unsigned long end, void *partial);
+int hk_lens__t_twice(void *const *args, unsigned long n, long long *lens);
+
+void hk_range__t_twice(void *const *args, unsigned long n,
+                       unsigned long begin, unsigned long end, void *partial) {
+  const float *x = args[0];
+  float *out = args[1];
+  (void)n;
+  (void)partial;
+#ifdef CALL_PUTS
+  puts("a plugin must not print");
+#endif
+  for (unsigned long i = begin; i < end; i++) out[i] = x[i] * FACTOR;
+}
+
+int hk_lens__t_twice(void *const *args, unsigned long n, long long *lens) {
+  (void)args;
+  lens[0] = (long long)n;
+  lens[1] = (long long)n;
+  return 0;
+}
