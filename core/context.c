@@ -140,8 +140,6 @@ HK_API int hk_context_create(hk_context_t **out, const hk_options_t *opts) {
       hk__log(ctx, "no disk cache: %s", err);
     }
   }
-  hk__cc_probe(ctx->opts.cc, ctx->cache ? hk__cache_dir(ctx->cache) : NULL,
-               &ctx->cc);
 
   /* The plugin folders: given, else HK_PLUGIN_PATH. Failures are kept as
    * problems (hk_context_problems); the context is made regardless. */

@@ -1,28 +1,8 @@
-/* dispatch.c — running any kernel through its uniform entry points, and
- * finding stdlib kernels by name. */
+/* dispatch.c — finding stdlib kernels by name (running any kernel through
+ * its uniform entry points is hk__run, inline in dispatch.h). */
 #include "dispatch.h"
 
 #include <string.h>
-
-void hk__run(const hk_entry_t *e, void *const *args, size_t n) {
-  switch (e->kind) {
-    case HK_KIND_ELEMENTWISE:
-      if (n >= hk__par_min[e->flags & HK_ABI_HEAVY])
-        hk__par_elementwise(e->range, args, n, e->flags);
-      else
-        e->range(args, n, 0, n, NULL);
-      return;
-    case HK_KIND_REDUCTION:
-      if (n > HK_REDUCE_BLOCK)
-        hk__par_reduce(e->range, e->merge, e->acc_size, args, n, e->flags);
-      else
-        e->range(args, n, 0, n, NULL);
-      return;
-    case HK_KIND_RAW:
-      e->range(args, n, 0, n, NULL);
-      return;
-  }
-}
 
 const hk_stdlib_entry_t *hk__stdlib_find(const char *name) {
   for (size_t i = 0; i < hk__stdlib_count; i++)

@@ -17,8 +17,27 @@ typedef struct hk_entry {
 /* Runs the kernel over n elements with args in parameter order (buffers as
  * pointers, scalars as pointers to their value). Elementwise and reduction
  * kernels are split over the thread pool as the typed stdlib functions do,
- * so both paths give bit-identical results. Allocates nothing. */
-void hk__run(const hk_entry_t *e, void *const *args, size_t n);
+ * so both paths give bit-identical results. Allocates nothing. Inline: it
+ * is the whole of a call through a handle after the pointer load. */
+static inline void hk__run(const hk_entry_t *e, void *const *args, size_t n) {
+  switch (e->kind) {
+    case HK_KIND_ELEMENTWISE:
+      if (n >= hk__par_min[e->flags & HK_ABI_HEAVY])
+        hk__par_elementwise(e->range, args, n, e->flags);
+      else
+        e->range(args, n, 0, n, NULL);
+      return;
+    case HK_KIND_REDUCTION:
+      if (n > HK_REDUCE_BLOCK)
+        hk__par_reduce(e->range, e->merge, e->acc_size, args, n, e->flags);
+      else
+        e->range(args, n, 0, n, NULL);
+      return;
+    case HK_KIND_RAW:
+      e->range(args, n, 0, n, NULL);
+      return;
+  }
+}
 
 /* The stdlib instance named name ("add_f32"), or NULL. */
 const hk_stdlib_entry_t *hk__stdlib_find(const char *name);

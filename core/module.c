@@ -208,6 +208,13 @@ static void *dlopen_fd(int fd, char *why, size_t whylen) {
 
 /* ---- Cache keys ------------------------------------------------------------------ */
 
+void hk__need_cc(hk_context_t *ctx) {
+  if (ctx->cc_probed) return;
+  hk__cc_probe(ctx->opts.cc, ctx->cache ? hk__cache_dir(ctx->cache) : NULL,
+               &ctx->cc);
+  ctx->cc_probed = 1;
+}
+
 static void cache_key(const hk_context_t *ctx, const char *csrc,
                       uint8_t key[32]) {
   hk_sha256_t s;
@@ -545,6 +552,7 @@ static int load_json(hk_context_t *ctx, hk_module_t *m, const char *text,
     return HK_ENOMEM;
   }
   m->csrc = hkc_buf_take(&src);
+  hk__need_cc(ctx);
   cache_key(ctx, m->csrc, m->key);
   hk_tier_t want = ctx->opts.tier;
   if (want != HK_TIER_JIT && from_cache(ctx, m, d) == 0) return 0;

@@ -108,7 +108,8 @@ struct hk_context {
   char *cache_dir_opt, *cc_opt;
   hk_cache_t *cache;         /* NULL: no disk cache */
   char *cache_note;          /* why there is no cache, when asked for one */
-  hk_cc_t cc;                /* the system compiler, probed once */
+  hk_cc_t cc;                /* the system compiler: hk__need_cc() */
+  int cc_probed;
   char *problems;            /* from folder loads, for hk_context_problems */
   /* the opt-tier worker */
   pthread_mutex_t opt_lock;
@@ -155,6 +156,10 @@ HK_INTERNAL void hk__opt_enqueue(hk_context_t *ctx, hk_module_t *mod);
 /* Compiles mod for tier opt now, on this thread. Returns 0, or -1 with the
  * reason in mod->opt_note. Publishes the result when mod is live. */
 HK_INTERNAL int hk__opt_build(hk_context_t *ctx, hk_module_t *mod);
+/* Probes the system compiler the first time it is needed (a kernel file
+ * is loaded): contexts that only use the stdlib never run it. load_lock
+ * held. */
+HK_INTERNAL void hk__need_cc(hk_context_t *ctx);
 /* Stops the worker thread (cancelling a running compile). */
 HK_INTERNAL void hk__opt_stop(hk_context_t *ctx);
 /* What a prebuilt plugin (hk build) exports besides its entry points. */

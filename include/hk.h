@@ -119,7 +119,7 @@ typedef struct hk_param_info {
   const char *doc; /* "" when none */
 } hk_param_info_t;
 
-typedef struct hk_kernel_info {
+typedef struct hk_kernel_info_s {
   const char *name; /* registered name: "add_f32" */
   const char *doc;  /* one line; "" when none */
   hk_kind_t kind;

@@ -44,5 +44,6 @@ int hk_cmd_list(int argc, char **argv);
 int hk_cmd_run(int argc, char **argv);
 int hk_cmd_build(int argc, char **argv);
 int hk_cmd_cache(int argc, char **argv);
+int hk_cmd_bench(int argc, char **argv);
 
 #endif

@@ -59,5 +59,10 @@ say hk check bad.json
 $HK check "$tmp/bad.json" 2>&1 | sed "s|$tmp/||" || true
 
 echo
-echo "== inline stdlib call against the hand-written loop (single thread)"
-build/bench/bench_inline
+echo "== inline against dynamic: the same kernel called every way (hk bench --quick)"
+echo "   loop: hand-written C; inline: hk_add_f32...; registry: the same through"
+echo "   hk_call; jit/opt: a plugin kernel file on libtcc / the system compiler;"
+echo "   naive: lookup + marshalling + dlsym per call; full run: hk bench"
+$HK bench --quick --ops add,saxpy,sum,empty --sizes 1000,1048576 \
+  --variants loop,inline,registry,jit,opt,naive --no-numpy --no-extras \
+  2>"$tmp/bench.err" || { cat "$tmp/bench.err" >&2; exit 1; }

@@ -15,6 +15,7 @@ static const struct {
     {"run", hk_cmd_run, "run a kernel on NumPy .npy files"},
     {"build", hk_cmd_build, "compile a kernel file into a prebuilt plugin"},
     {"cache", hk_cmd_cache, "list or clear the disk cache of compiled kernels"},
+    {"bench", hk_cmd_bench, "measure inline against dynamic kernels"},
 };
 
 static void usage(FILE *f) {

@@ -17,6 +17,9 @@ libtcc-dev:/usr/include/libtcc.h
 tcc:/usr/bin/tcc
 python3-numpy:/usr/lib/python3/dist-packages/numpy/__init__.py
 python3-jsonschema:/usr/lib/python3/dist-packages/jsonschema/__init__.py
+g++:/usr/bin/g++
+libbenchmark-dev:/usr/include/benchmark/benchmark.h
+gnuplot-nox:/usr/bin/gnuplot
 "
 
 missing=""

@@ -1,0 +1,60 @@
+/* loops.c — the hand-written loops hk is measured against ("loop").
+ *
+ * What a user writes without hk, compiled with the library's kernel flags
+ * (-O3 -fwrapv -ffp-contract=off -fno-math-errno), one function per op,
+ * never inlined into the benchmark, so each call costs what calling one's
+ * own loop in another file costs.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bench.h"
+
+#define NOINLINE __attribute__((noinline))
+
+NOINLINE void loop_add(const float *x, const float *y, float *out, size_t n) {
+  for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];
+}
+
+NOINLINE void loop_mul(const float *x, const float *y, float *out, size_t n) {
+  for (size_t i = 0; i < n; i++) out[i] = x[i] * y[i];
+}
+
+NOINLINE void loop_relu(const float *x, float *out, size_t n) {
+  for (size_t i = 0; i < n; i++) out[i] = x[i] < 0 ? 0.0f : x[i];
+}
+
+NOINLINE void loop_gelu(const float *x, float *out, size_t n) {
+  const float k = 0.79788456080286535588f; /* sqrt(2 / pi) */
+  for (size_t i = 0; i < n; i++) {
+    float v = x[i];
+    out[i] = 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
+  }
+}
+
+NOINLINE float loop_sum(const float *x, size_t n) {
+  float s = 0;
+  for (size_t i = 0; i < n; i++) s += x[i];
+  return s;
+}
+
+NOINLINE void loop_saxpy(float alpha, const float *x, float *y, size_t n) {
+  for (size_t i = 0; i < n; i++) y[i] = alpha * x[i] + y[i];
+}
+
+NOINLINE void loop_softmax(const float *x, float *y, int64_t rows,
+                           int64_t cols) {
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * cols;
+    float *yr = y + r * cols;
+    float m = -INFINITY;
+    for (int64_t c = 0; c < cols; c++) m = xr[c] > m ? xr[c] : m;
+    float s = 0;
+    for (int64_t c = 0; c < cols; c++) {
+      yr[c] = expf(xr[c] - m);
+      s += yr[c];
+    }
+    for (int64_t c = 0; c < cols; c++) yr[c] /= s;
+  }
+}

@@ -1,0 +1,40 @@
+#!/bin/sh
+# bench_smoke.sh HK — hk bench works as an instrument: a tiny run produces a
+# table, one JSON record per case with every field, and a plot. Nothing here
+# looks at the timings (benchmarks never assert them).
+set -u
+HK=$1
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export HK_CACHE_DIR="$T/cache"
+dir=$(dirname "$HK")
+if [ ! -x "$dir/hk-bench" ]; then
+  echo "SKIPPED: hk-bench was not built (Google Benchmark, libbenchmark-dev, missing)"
+  exit 77
+fi
+plot=""
+command -v gnuplot >/dev/null 2>&1 && plot="--plot $T/r.png"
+# shellcheck disable=SC2086
+"$HK" bench --ops add,sum,softmax,empty --sizes 100,3072 \
+  --variants loop,inline,registry,jit,opt,naive --min-time 0.001 \
+  --repetitions 2 --no-extras --json "$T/r.json" $plot >"$T/out" 2>"$T/err" || {
+  echo "FAIL: hk bench exited $?"; cat "$T/err"; exit 1; }
+fail=0
+grep -q "^add " "$T/out" || { echo "FAIL: no table"; fail=1; }
+grep -q "^targets:" "$T/out" || { echo "FAIL: no targets summary"; fail=1; }
+grep -q "registry / inline" "$T/out" || { echo "FAIL: no registry target line"; fail=1; }
+# 3 ops x 2 sizes + empty once = 7 groups, x 6 variants = 42 records
+n=$(grep -c '"median_ns"' "$T/r.json")
+[ "$n" -eq 42 ] || { echo "FAIL: $n records, expected 42"; fail=1; }
+for field in '"op"' '"n"' '"variant"' '"median_ns"' '"min_ns"' '"max_ns"' '"cpu"' '"cores"'; do
+  c=$(grep -c "$field" "$T/r.json")
+  [ "$c" -ge 42 ] || { echo "FAIL: $field in only $c records"; fail=1; }
+done
+for v in loop inline registry jit opt naive; do
+  grep -q "\"variant\": \"$v\"" "$T/r.json" || { echo "FAIL: no $v records"; fail=1; }
+done
+if [ -n "$plot" ]; then
+  [ -s "$T/r.png" ] && head -c 8 "$T/r.png" | grep -q PNG || { echo "FAIL: no PNG"; fail=1; }
+fi
+[ "$fail" -eq 0 ] && echo "hk bench: table, $n JSON records${plot:+ and a plot}"
+exit $fail
