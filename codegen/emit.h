@@ -54,6 +54,9 @@ int hkc_emit_c_mapped(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
 /* Appends CUDA C for every instance with the cuda target. */
 int hkc_emit_cuda(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
                   hkc_buf *out);
+/* The same, recording where author code lands in map (as for C). */
+int hkc_emit_cuda_mapped(hkc_file *const *files, int nfiles,
+                         hkc_emit_mode mode, hkc_buf *out, hkc_linemap *map);
 /* Appends the public header declaring the typed stdlib functions. */
 int hkc_emit_stdlib_header(hkc_file *const *files, int nfiles, hkc_buf *out);
 /* The C prototype of an instance's typed function, without ';'. */

@@ -2,8 +2,9 @@
  *
  * Every instance with the cuda target becomes extern "C" __global__
  * functions, launched with 1-D blocks of HKC_CUDA_BLOCK threads:
- *   elementwise  hk_cuda__NAME(params..., n): a grid-stride loop running the
- *                same body as the C version;
+ *   elementwise  hk_cuda__NAME(params..., n): grid-stride loops running the
+ *                same body as the C version (hk_body__NAME), with 128-bit
+ *                vector loads and stores when the buffers are aligned;
  *   reduction    hk_cuda_part__NAME(ins and scalars..., partials, n): each
  *                block reduces a grid-stride share into partials[block]
  *                through shared memory; then hk_cuda_merge__NAME(partials,
@@ -22,45 +23,142 @@
 #define ct hkc_param_ctype
 #define is_buffer hkc_is_buffer
 
-static void put_locals(hkc_buf *o, const hkc_instance *in, int ind,
-                       int with_outs) {
-  const hkc_kernel *k = in->k;
-  for (int i = 0; i < k->nparams; i++) {
-    const hkc_param *p = &k->params[i];
-    if (p->role == HK_ROLE_IN)
-      hkc_buf_printf(o, "%*sconst %s %s = hk_p_%s[i];\n", ind, "", ct(in, p),
-                     p->name, p->name);
-    else if (with_outs && p->role == HK_ROLE_INOUT)
-      hkc_buf_printf(o, "%*s%s %s = hk_p_%s[i];\n", ind, "", ct(in, p),
-                     p->name, p->name);
-    else if (with_outs && p->role == HK_ROLE_OUT)
-      hkc_buf_printf(o, "%*s%s %s = 0;\n", ind, "", ct(in, p), p->name);
+/* Lanes per vector access: as many elements of the widest buffer type as
+ * fit in 16 bytes (one 128-bit load or store), at most 4. */
+static int vec_lanes(const hkc_instance *in) {
+  size_t widest = 1;
+  for (int i = 0; i < in->k->nparams; i++) {
+    const hkc_param *p = &in->k->params[i];
+    size_t sz = hk_dtype_size(hkc_param_type(in, p));
+    if (is_buffer(p) && sz > widest) widest = sz;
   }
-  for (int i = 0; i < k->nparams; i++)
-    if (is_buffer(&k->params[i]) &&
-        (with_outs || k->params[i].role == HK_ROLE_IN))
-      hkc_buf_printf(o, "%*s(void)%s;\n", ind, "", k->params[i].name);
+  size_t lanes = 16 / widest;
+  return lanes > 4 ? 4 : (int)lanes;
 }
 
-static const char *grid_loop =
-    "    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
-    "         i += (size_t)blockDim.x * gridDim.x) {\n";
-
+/* Elementwise: the body once, in a device function that every element goes
+ * through, so that it appears once in the source (and in compile errors).
+ * The kernel runs aligned buffers L elements at a time with 128-bit loads
+ * and stores, then the rest (or everything, when a buffer is not aligned)
+ * one element per thread, both as grid-stride loops. */
 static void emit_elementwise(hkc_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   const hkc_src *srcs[] = {&k->body};
+  const int L = vec_lanes(in);
+
+  hkc_buf_printf(o, "static __device__ __forceinline__ void hk_body__%s(",
+                 in->name);
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (p->role == HK_ROLE_IN || p->role == HK_ROLE_SCALAR)
+      hkc_buf_printf(o, "const %s %s, ", ct(in, p), p->name);
+    else
+      hkc_buf_printf(o, "%s &%s, ", ct(in, p), p->name);
+  }
+  hkc_buf_put(o, "const size_t i, const size_t n)\n{\n");
+  hkc_put_holders(o, in, srcs, 1, 4);
+  for (int i = 0; i < k->nparams; i++)
+    hkc_buf_printf(o, "    (void)%s;\n", k->params[i].name);
+  hkc_buf_put(o, "    (void)i;\n    (void)n;\n    do {\n");
+  hkc_put_code(o, &k->body, 8);
+  hkc_buf_put(o, "    } while (0);\n}\n\n");
+
   hkc_buf_printf(o, "extern \"C\" __global__ void hk_cuda__%s(", in->name);
   for (int i = 0; i < k->nparams; i++) {
     hkc_put_param(o, in, &k->params[i], "hk_p_", 1);
     hkc_buf_put(o, ", ");
   }
   hkc_buf_put(o, "size_t n)\n{\n");
-  hkc_put_holders(o, in, srcs, 1, 4);
-  hkc_buf_put(o, grid_loop);
-  put_locals(o, in, 8, 1);
-  hkc_buf_put(o, "        do {\n");
-  hkc_put_code(o, &k->body, 12);
-  hkc_buf_put(o, "        } while (0);\n");
+  hkc_buf_put(o,
+              "    const size_t hk_tid = (size_t)blockIdx.x * blockDim.x + "
+              "threadIdx.x;\n"
+              "    const size_t hk_stride = (size_t)blockDim.x * gridDim.x;\n"
+              "    size_t hk_done = 0;\n");
+  /* the vector part, when every buffer is aligned to its vector */
+  hkc_buf_put(o, "    if (1");
+  for (int i = 0; i < k->nparams; i++)
+    if (is_buffer(&k->params[i]))
+      hkc_buf_printf(o, " && hk_aligned<%s, %d>(hk_p_%s)", ct(in, &k->params[i]),
+                     L, k->params[i].name);
+  hkc_buf_printf(o,
+                 ") {\n"
+                 "        const size_t hk_nv = n / %d;\n"
+                 "        for (size_t hk_v = hk_tid; hk_v < hk_nv; hk_v += "
+                 "hk_stride) {\n",
+                 L);
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (p->role == HK_ROLE_SCALAR) continue;
+    if (p->role == HK_ROLE_OUT)
+      hkc_buf_printf(o, "            hk_vec<%s, %d> hk_v_%s;\n", ct(in, p), L,
+                     p->name);
+    else
+      hkc_buf_printf(o,
+                     "            %shk_vec<%s, %d> hk_v_%s = ((const hk_vec<%s, "
+                     "%d> *)hk_p_%s)[hk_v];\n",
+                     p->role == HK_ROLE_IN ? "const " : "", ct(in, p), L,
+                     p->name, ct(in, p), L, p->name);
+  }
+  hkc_buf_printf(o,
+                 "#pragma unroll\n"
+                 "            for (int hk_l = 0; hk_l < %d; ++hk_l) {\n",
+                 L);
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (p->role == HK_ROLE_OUT)
+      hkc_buf_printf(o, "                %s %s = 0;\n", ct(in, p), p->name);
+    else if (p->role == HK_ROLE_INOUT)
+      hkc_buf_printf(o, "                %s %s = hk_v_%s.v[hk_l];\n", ct(in, p),
+                     p->name, p->name);
+  }
+  hkc_buf_printf(o, "                hk_body__%s(", in->name);
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (p->role == HK_ROLE_IN)
+      hkc_buf_printf(o, "hk_v_%s.v[hk_l], ", p->name);
+    else
+      hkc_buf_printf(o, "%s, ", p->name);
+  }
+  hkc_buf_printf(o, "hk_v * %d + hk_l, n);\n", L);
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT)
+      hkc_buf_printf(o, "                hk_v_%s.v[hk_l] = %s;\n", p->name,
+                     p->name);
+  }
+  hkc_buf_put(o, "            }\n");
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT)
+      hkc_buf_printf(o,
+                     "            ((hk_vec<%s, %d> *)hk_p_%s)[hk_v] = hk_v_%s;\n",
+                     ct(in, p), L, p->name, p->name);
+  }
+  hkc_buf_printf(o,
+                 "        }\n"
+                 "        hk_done = hk_nv * %d;\n"
+                 "    }\n",
+                 L);
+  /* the rest, one element per thread */
+  hkc_buf_put(o,
+              "    for (size_t i = hk_done + hk_tid; i < n; i += hk_stride) {\n");
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (p->role == HK_ROLE_OUT)
+      hkc_buf_printf(o, "        %s %s = 0;\n", ct(in, p), p->name);
+    else if (p->role == HK_ROLE_INOUT)
+      hkc_buf_printf(o, "        %s %s = hk_p_%s[i];\n", ct(in, p), p->name,
+                     p->name);
+  }
+  hkc_buf_printf(o, "        hk_body__%s(", in->name);
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (p->role == HK_ROLE_IN)
+      hkc_buf_printf(o, "hk_p_%s[i], ", p->name);
+    else
+      hkc_buf_printf(o, "%s, ", p->name);
+  }
+  hkc_buf_put(o, "i, n);\n");
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     if (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT)
@@ -87,7 +185,26 @@ static void emit_reduction(hkc_buf *o, const hkc_instance *in) {
   hkc_put_expr(o, &k->combine);
   hkc_buf_put(o, ";\n}\n\n");
 
-  /* part: one partial per block */
+  /* map: the value of element i, as a function, so that the part kernel
+   * can take several elements at once */
+  hkc_buf_printf(o, "static __device__ __forceinline__ %s hk_map__%s(", acc,
+                 nm);
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (p->role == HK_ROLE_OUT) continue;
+    hkc_buf_printf(o, "const %s %s, ", ct(in, p), p->name);
+  }
+  hkc_buf_put(o, "const size_t i, const size_t n)\n{\n");
+  hkc_put_holders(o, in, srcs, 1, 4);
+  for (int i = 0; i < k->nparams; i++)
+    if (k->params[i].role != HK_ROLE_OUT)
+      hkc_buf_printf(o, "    (void)%s;\n", k->params[i].name);
+  hkc_buf_printf(o, "    (void)i;\n    (void)n;\n    return (%s)", acc);
+  hkc_put_expr(o, &k->map);
+  hkc_buf_put(o, ";\n}\n\n");
+
+  /* part: one partial per block. Each thread keeps four accumulators over
+   * a grid-stride share, four independent loads in flight. */
   hkc_buf_printf(o, "extern \"C\" __global__ void hk_cuda_part__%s(", nm);
   for (int i = 0; i < k->nparams; i++) {
     if (k->params[i].role == HK_ROLE_OUT) continue;
@@ -95,19 +212,49 @@ static void emit_reduction(hkc_buf *o, const hkc_instance *in) {
     hkc_buf_put(o, ", ");
   }
   hkc_buf_printf(o, "%s *hk_partials, size_t n)\n{\n", acc);
-  hkc_put_holders(o, in, srcs, 3, 4);
-  for (int i = 0; i < k->nparams; i++)
-    if (k->params[i].role == HK_ROLE_SCALAR)
-      hkc_buf_printf(o, "    (void)%s;\n", k->params[i].name);
-  hkc_buf_printf(o, "    __shared__ %s hk_s[%d];\n    %s hk_acc = (%s)", acc,
-                 HKC_CUDA_BLOCK, acc, acc);
+  hkc_put_holders(o, in, srcs + 2, 1, 4);
+  hkc_buf_printf(o, "    __shared__ %s hk_s[%d];\n    const %s hk_id = (%s)",
+                 acc, HKC_CUDA_BLOCK, acc, acc);
   hkc_put_expr(o, &k->identity);
-  hkc_buf_put(o, ";\n");
-  hkc_buf_put(o, grid_loop);
-  put_locals(o, in, 8, 0);
-  hkc_buf_printf(o, "        hk_acc = hk_combine__%s(hk_acc, (%s)", nm, acc);
-  hkc_put_expr(o, &k->map);
-  hkc_buf_put(o, ");\n    }\n");
+  hkc_buf_printf(o,
+                 ";\n"
+                 "    %s hk_a0 = hk_id, hk_a1 = hk_id, hk_a2 = hk_id, hk_a3 = "
+                 "hk_id;\n"
+                 "    const size_t hk_stride = (size_t)blockDim.x * gridDim.x;\n"
+                 "    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
+                 "    for (; i + 3 * hk_stride < n; i += 4 * hk_stride) {\n",
+                 acc);
+  for (int u = 0; u < 4; u++) {
+    hkc_buf_printf(o, "        const %s hk_v%d = hk_map__%s(", acc, u, nm);
+    for (int i = 0; i < k->nparams; i++) {
+      const hkc_param *p = &k->params[i];
+      if (p->role == HK_ROLE_OUT) continue;
+      if (p->role == HK_ROLE_SCALAR)
+        hkc_buf_printf(o, "%s, ", p->name);
+      else
+        hkc_buf_printf(o, "hk_p_%s[i + %d * hk_stride], ", p->name, u);
+    }
+    hkc_buf_printf(o, "i + %d * hk_stride, n);\n", u);
+  }
+  for (int u = 0; u < 4; u++)
+    hkc_buf_printf(o, "        hk_a%d = hk_combine__%s(hk_a%d, hk_v%d);\n", u,
+                   nm, u, u);
+  hkc_buf_printf(o, "    }\n    for (; i < n; i += hk_stride)\n"
+                    "        hk_a0 = hk_combine__%s(hk_a0, hk_map__%s(",
+                 nm, nm);
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (p->role == HK_ROLE_OUT) continue;
+    if (p->role == HK_ROLE_SCALAR)
+      hkc_buf_printf(o, "%s, ", p->name);
+    else
+      hkc_buf_printf(o, "hk_p_%s[i], ", p->name);
+  }
+  hkc_buf_printf(o,
+                 "i, n));\n"
+                 "    const %s hk_acc = hk_combine__%s(hk_combine__%s(hk_a0, "
+                 "hk_a1), hk_combine__%s(hk_a2, hk_a3));\n",
+                 acc, nm, nm, nm);
   hkc_buf_printf(
       o,
       "    hk_s[threadIdx.x] = hk_acc;\n"
@@ -180,6 +327,18 @@ static void emit_raw(hkc_buf *o, const hkc_instance *in) {
   hkc_buf_put(o, "    (void)n;\n    {\n");
   hkc_put_code(o, &k->cuda, 8);
   hkc_buf_put(o, "    }\n}\n\n");
+}
+
+int hkc_emit_cuda_mapped(hkc_file *const *files, int nfiles,
+                         hkc_emit_mode mode, hkc_buf *o, hkc_linemap *map) {
+  o->map = map;
+  o->counted = o->len;
+  o->line = 1;
+  for (size_t i = 0; i < o->len; i++)
+    if (o->data[i] == '\n') o->line++;
+  int rc = hkc_emit_cuda(files, nfiles, mode, o);
+  o->map = NULL;
+  return rc;
 }
 
 int hkc_emit_cuda(hkc_file *const *files, int nfiles, hkc_emit_mode mode,

@@ -82,6 +82,7 @@ static int register_stdlib(hk_context_t *ctx) {
     k->stdlib_impl.e = hk__stdlib_entry(&hk__stdlib[i]);
     k->stdlib_impl.tier = HK_TIER_INLINE;
     atomic_init(&k->impl, &k->stdlib_impl);
+    atomic_init(&k->cuda, NULL);
     atomic_init(&k->info, &hk__stdlib[i].info);
     atomic_init(&k->state, HK__LIVE);
     k->next_all = ctx->all;
@@ -563,7 +564,7 @@ HK_API int hk_kernel_wait_opt(hk_kernel_t *k) {
 }
 
 /* Why a kernel cannot run (its implementation is NULL). */
-static int call_failure(const hk_kernel_t *k) {
+int hk__call_failure(const hk_kernel_t *k) {
   const char *name = atomic_load(&k->info)->name;
   switch (atomic_load(&k->state)) {
     case HK__NO_CPU:
@@ -581,9 +582,21 @@ static int call_failure(const hk_kernel_t *k) {
   }
 }
 
-HK_API int hk_call(const hk_kernel_t *k, size_t n, void *const *args) {
+int hk__call_cpu(const hk_kernel_t *k, size_t n, void *const *args) {
   const hk_impl_t *im = atomic_load_explicit(&k->impl, memory_order_acquire);
-  if (__builtin_expect(im == NULL, 0)) return call_failure(k);
+  if (__builtin_expect(im == NULL, 0)) return hk__call_failure(k);
+  hk__run(&im->e, args, n);
+  return HK_OK;
+}
+
+HK_API int hk_call(const hk_kernel_t *k, size_t n, void *const *args) {
+  /* Until the CUDA backend starts, every buffer is host memory: one
+   * relaxed load, and the CPU path. */
+  if (__builtin_expect(
+          atomic_load_explicit(&hk__cuda_started, memory_order_relaxed), 0))
+    return hk__call_auto(k, n, args);
+  const hk_impl_t *im = atomic_load_explicit(&k->impl, memory_order_acquire);
+  if (__builtin_expect(im == NULL, 0)) return hk__call_failure(k);
   hk__run(&im->e, args, n);
   return HK_OK;
 }
@@ -591,7 +604,7 @@ HK_API int hk_call(const hk_kernel_t *k, size_t n, void *const *args) {
 HK_API int hk_kernel_lens(const hk_kernel_t *k, size_t n, void *const *args,
                           int64_t *lens) {
   const hk_impl_t *im = atomic_load_explicit(&k->impl, memory_order_acquire);
-  if (!im) return call_failure(k);
+  if (!im) return hk__call_failure(k);
   if (im->e.lens(args, n, lens))
     return hk__fail(HK_EINVAL, "%s: a buffer length expression is negative",
                     atomic_load(&k->info)->name);

@@ -687,6 +687,7 @@ hk_module_t *hk__module_load(hk_context_t *ctx, const char *path,
 
 void hk__module_free(hk_module_t *m) {
   if (!m) return;
+  hk__cuda_module_free(m);
   if (m->dl) dlclose(m->dl);
   if (m->dl_fd >= 0) close(m->dl_fd); /* only now: see hk_module_t */
   hk__tcc_free(m->tcc);
@@ -794,6 +795,7 @@ int hk__module_register(hk_context_t *ctx, hk_module_t *mod, hk_module_t *old,
       h->mod = mod;
       atomic_store(&h->state, impl ? HK__LIVE : HK__NO_CPU);
       atomic_store_explicit(&h->impl, impl, memory_order_release);
+      atomic_store_explicit(&h->cuda, NULL, memory_order_release);
     } else {
       hk_kernel_t *stale = hk__map_del(&ctx->names, mod->inst[i]->name);
       if (stale) { /* its parameters changed: old callers must look again */
@@ -805,6 +807,7 @@ int hk__module_register(hk_context_t *ctx, hk_module_t *mod, hk_module_t *old,
       atomic_init(&h->info, mod->infos[i]);
       atomic_init(&h->state, impl ? HK__LIVE : HK__NO_CPU);
       atomic_init(&h->impl, impl);
+      atomic_init(&h->cuda, NULL);
       h->next_all = ctx->all;
       ctx->all = h;
       hk__map_put(&ctx->names, h); /* cannot fail: the map has room */

@@ -27,6 +27,7 @@
 
 #include "buf.h"
 #include "cache.h"
+#include "cuda.h"
 #include "diag.h"
 #include "dispatch.h"
 #include "emit.h"
@@ -52,6 +53,10 @@ struct hk_kernel {
   hk_context_t *ctx;
   struct hk_module *mod; /* NULL for the stdlib; under load_lock */
   hk_impl_t stdlib_impl; /* the stdlib's own (inline) */
+  /* The GPU entry, made on the first GPU call (cuda_call.c); reset when a
+   * reload gives the handle new code. */
+  _Atomic(const hk_cuda_entry_t *) cuda;
+  hk_cuda_entry_t stdlib_cuda; /* the stdlib's, from libhk's fatbin */
   struct hk_kernel *next_all;
 };
 
@@ -90,6 +95,10 @@ typedef struct hk_module {
   hk_impl_t *opt_impls;        /* per instance, once opt is ready */
   _Atomic int opt_state;       /* hk_opt_state */
   char *opt_note;              /* why opt failed (under load_lock) */
+  struct hk_cuda_module *cuda; /* GPU code (NVRTC), made on first use
+                                  under load_lock; kept until freed */
+  char *cuda_note;             /* why there is none (not retried) */
+  int cuda_rc;                 /* ... and its status code */
   int live;                    /* registered; 0 once retired */
   struct hk_module *next;      /* in ctx->modules or ctx->retired */
   struct hk_module *next_job;  /* in the opt queue */
@@ -175,6 +184,19 @@ HK_INTERNAL int hk__check_object(int fd, size_t size, char *why,
  * owned by another user (root is trusted). 0, or -1 with the reason in d. */
 HK_INTERNAL int hk__check_perms(hk_context_t *ctx, const char *path,
                                 hkc_diags *d);
+
+/* ---- context.c: calls ---- */
+/* hk_call on the CPU (no check of where the buffers are). */
+HK_INTERNAL int hk__call_cpu(const hk_kernel_t *k, size_t n, void *const *args);
+/* Why k has no CPU implementation (unloaded, stale, no cpu target). */
+HK_INTERNAL int hk__call_failure(const hk_kernel_t *k);
+
+/* ---- cuda_call.c ---- */
+/* hk_call once the CUDA backend has started: by where the buffers are. */
+HK_INTERNAL int hk__call_auto(const hk_kernel_t *k, size_t n,
+                              void *const *args);
+/* Frees a module's GPU code (hk__module_free). */
+HK_INTERNAL void hk__cuda_module_free(hk_module_t *m);
 
 /* ---- watch.c ---- */
 HK_INTERNAL int hk__watch_start(hk_context_t *ctx);

@@ -261,9 +261,12 @@ HK_API int hk_kernel_wait_opt(hk_kernel_t *k);
  * parameter order: a buffer's data, or a pointer to a scalar's value.
  * Buffers must hold the elements the kernel's description says (n, 1 for a
  * reduction's result, or their len). Large elementwise and reduction calls
- * are shared among threads, as for the typed stdlib functions. Returns
- * HK_OK, or HK_ENOTFOUND when the kernel was unloaded (its file removed,
- * or changed incompatibly), HK_EUNSUPPORTED when it has no CPU code. */
+ * are shared among threads, as for the typed stdlib functions. Buffers in
+ * device memory run the kernel on the GPU instead, and the call waits for
+ * it (see "Backends" below). Returns HK_OK, or HK_ENOTFOUND when the
+ * kernel was unloaded (its file removed, or changed incompatibly),
+ * HK_EUNSUPPORTED when it has no code for the side its buffers are on,
+ * HK_EINVAL when they are on both. */
 HK_API int hk_call(const hk_kernel_t *k, size_t n, void *const *args);
 /* The element count each parameter needs for a call with these scalars
  * and n (-1 for scalars): lens[0..nparams). Returns HK_OK, HK_EINVAL when
@@ -271,6 +274,158 @@ HK_API int hk_call(const hk_kernel_t *k, size_t n, void *const *args);
  * args; buffer pointers may be NULL. */
 HK_API int hk_kernel_lens(const hk_kernel_t *k, size_t n, void *const *args,
                           int64_t *lens);
+
+/* ---- Backends: CPU and CUDA ---------------------------------------------
+ *
+ * Every kernel runs on the CPU; kernels with the cuda target also run on an
+ * NVIDIA GPU. libhk reaches the CUDA driver (libcuda.so.1) and NVRTC
+ * (libnvrtc.so) with dlopen when CUDA is first used, so it loads and works
+ * on machines with no GPU, no driver and no toolkit: there every CUDA call
+ * returns HK_EUNSUPPORTED with "no CUDA device: REASON" in hk_last_error(),
+ * and the CPU backend is untouched.
+ *
+ * Where a call runs. hk_call() runs on the GPU when its buffers live in
+ * device memory, on the CPU when they are host memory, and refuses a call
+ * that mixes both (HK_EINVAL, naming the parameters). Device pointers are
+ * recognised once the CUDA backend has started (any function below starts
+ * it; call hk_cuda_init() first when passing device memory allocated
+ * outside hk). Until then hk_call() checks nothing and runs on the CPU.
+ * hk_call_on() picks the backend explicitly.
+ *
+ * On the GPU: stdlib kernels run code compiled by nvcc into libhk at build
+ * time (sm_80, sm_90 and PTX for later GPUs); plugin kernels are compiled by
+ * NVRTC for the device on their first GPU call (or hk_kernel_prepare()),
+ * and cached in memory and on disk (the hk cache, keyed by the source, the
+ * NVRTC version, the device's architecture and hk's ABI version). GPU
+ * calls go to a CUDA stream: hk_call() and hk_call_on() wait for the
+ * kernel to finish; hk_call_async() returns once it is queued.
+ *
+ * Device memory comes from a pool (size classes; freed blocks are kept for
+ * reuse instead of returned to the driver; hk_pool_trim() returns them). */
+
+typedef enum hk_backend {
+  HK_BACKEND_AUTO = 0, /* where the buffers live */
+  HK_BACKEND_CPU,
+  HK_BACKEND_CUDA
+} hk_backend_t;
+
+/* "auto", "cpu", "cuda". */
+HK_API const char *hk_backend_name(hk_backend_t b);
+
+typedef enum hk_mem {
+  HK_MEM_HOST = 1, /* ordinary or pinned host memory */
+  HK_MEM_DEVICE    /* GPU memory (also managed memory) */
+} hk_mem_t;
+
+typedef struct hk_cuda_device_info_s {
+  char name[256];       /* "NVIDIA H100 80GB HBM3" */
+  int ordinal;          /* the device: HK_CUDA_DEVICE, default 0 */
+  int major, minor;     /* compute capability */
+  int sm_count;         /* multiprocessors */
+  size_t total_memory;  /* bytes */
+  int driver_version;   /* e.g. 13000 */
+  int nvrtc_version;    /* e.g. 13000; 0 when NVRTC is not available */
+} hk_cuda_device_info_t;
+
+/* Starts the CUDA backend, once per process (thread-safe; later calls
+ * return the first result): loads the driver, takes the device named by
+ * HK_CUDA_DEVICE (default 0) and its primary context, and loads the
+ * stdlib's GPU code. HK_OK, or HK_EUNSUPPORTED ("no CUDA device: ...").
+ * Every function below calls it. */
+HK_API int hk_cuda_init(void);
+/* The device hk runs on; HK_EUNSUPPORTED as hk_cuda_init. */
+HK_API int hk_cuda_device_info(hk_cuda_device_info_t *info);
+
+/* A CUDA stream: GPU work queued on one stream runs in order. NULL stands
+ * for hk's default stream wherever a stream is taken. */
+typedef struct hk_stream hk_stream_t;
+HK_API int hk_stream_create(hk_stream_t **s);
+/* Waits for the stream's work, then frees it. NULL is ignored. */
+HK_API void hk_stream_destroy(hk_stream_t *s);
+/* Waits until all work queued on s has finished; HK_OK, or the error a
+ * kernel or copy on it met. */
+HK_API int hk_stream_sync(hk_stream_t *s);
+
+/* Device memory from the pool: at least bytes (0 is allowed), aligned to
+ * 256 bytes. *ptr is a device address, usable as a kernel buffer. */
+HK_API int hk_device_alloc(void **ptr, size_t bytes);
+/* Returns ptr (from hk_device_alloc; NULL is ignored) to the pool. Work
+ * queued on streams that uses it must have finished. HK_EINVAL for a
+ * pointer the pool did not give. */
+HK_API int hk_device_free(void *ptr);
+/* Pinned (page-locked) host memory, which copies reach at full speed and
+ * asynchronously; free it with hk_host_free. */
+HK_API int hk_host_alloc(void **ptr, size_t bytes);
+HK_API void hk_host_free(void *ptr);
+
+typedef struct hk_pool_stats_s {
+  size_t in_use_bytes;   /* held by callers (rounded to size classes) */
+  size_t cached_bytes;   /* freed by callers, kept for reuse */
+  uint64_t allocs;       /* hk_device_alloc calls that succeeded */
+  uint64_t reuses;       /* ... of which were served from the cache */
+  uint64_t driver_allocs;/* cuMemAlloc calls the pool made */
+  uint64_t driver_frees; /* cuMemFree calls (trims, retries) */
+} hk_pool_stats_t;
+
+/* The pool's counters; HK_EUNSUPPORTED without CUDA. */
+HK_API int hk_pool_stats(hk_pool_stats_t *st);
+/* Returns every cached (free) block to the driver. */
+HK_API int hk_pool_trim(void);
+
+/* Copies between host and device memory. s NULL: synchronous (returns
+ * when the copy is done). Otherwise queued on s: from or to pinned memory
+ * (hk_host_alloc) the call returns at once; ordinary host memory is staged
+ * through pinned buffers and the call returns when the host side is done
+ * (so src may be reused at once for copies to the device). */
+HK_API int hk_memcpy_to_device(void *dst, const void *src, size_t bytes,
+                               hk_stream_t *s);
+HK_API int hk_memcpy_to_host(void *dst, const void *src, size_t bytes,
+                             hk_stream_t *s);
+/* Where p points: HK_MEM_DEVICE for memory of the CUDA device, else
+ * HK_MEM_HOST (also when the CUDA backend has not started). */
+HK_API hk_mem_t hk_mem_where(const void *p);
+
+/* A buffer: bytes of host or device memory, owned by hk. Host buffers are
+ * pinned when CUDA is available, else ordinary memory; device buffers come
+ * from the pool. */
+typedef struct hk_buffer hk_buffer_t;
+HK_API int hk_buffer_create(hk_buffer_t **b, hk_mem_t where, size_t bytes);
+/* Frees b (NULL is ignored); queued work using it must have finished. */
+HK_API void hk_buffer_destroy(hk_buffer_t *b);
+/* The data pointer: what goes into a kernel call's args. */
+HK_API void *hk_buffer_data(const hk_buffer_t *b);
+HK_API size_t hk_buffer_size(const hk_buffer_t *b);
+HK_API hk_mem_t hk_buffer_where(const hk_buffer_t *b);
+/* Copies bytes from host memory src into b at offset, or out of b at
+ * offset into host memory dst; s as for hk_memcpy_to_device. HK_EINVAL
+ * when the range is outside the buffer. */
+HK_API int hk_buffer_copy_in(hk_buffer_t *b, size_t offset, const void *src,
+                             size_t bytes, hk_stream_t *s);
+HK_API int hk_buffer_copy_out(const hk_buffer_t *b, size_t offset, void *dst,
+                              size_t bytes, hk_stream_t *s);
+
+/* hk_call on an explicit backend: HK_BACKEND_CPU runs the CPU code (the
+ * buffers must be host memory), HK_BACKEND_CUDA the GPU code (the buffers
+ * must be device memory; the call waits for the kernel), HK_BACKEND_AUTO
+ * is hk_call. A backend the kernel has no code for, or that this machine
+ * lacks, is HK_EUNSUPPORTED with the reason; buffers on the wrong side are
+ * HK_EINVAL. */
+HK_API int hk_call_on(const hk_kernel_t *k, hk_backend_t b, size_t n,
+                      void *const *args);
+/* Queues the kernel on the GPU on stream s (NULL: the default) and
+ * returns: the buffers must be device memory. Scalars are read before it
+ * returns. Errors the kernel meets are reported by hk_stream_sync. */
+HK_API int hk_call_async(const hk_kernel_t *k, hk_stream_t *s, size_t n,
+                         void *const *args);
+/* HK_TARGET_CPU | HK_TARGET_CUDA: the backends k has code for on this
+ * machine now (CUDA: the kernel targets cuda, a device is there, and its
+ * GPU code is loaded or can be compiled). */
+HK_API unsigned hk_kernel_backends(const hk_kernel_t *k);
+/* Makes k ready on backend b ahead of its first call: for CUDA, compiles
+ * (NVRTC) or loads from the disk cache its GPU code. HK_OK, or the error
+ * (HK_ECOMPILE with the kernel file's PATH:LINE:COL lines, HK_EUNSUPPORTED
+ * without a device or a cuda target). */
+HK_API int hk_kernel_prepare(hk_kernel_t *k, hk_backend_t b);
 
 /* ---- CPU threads ------------------------------------------------------- */
 

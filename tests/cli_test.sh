@@ -249,8 +249,20 @@ run 1 "$HK" run fill_f32 value=1
 err_has "has no in/inout buffer to take n from: give --n N"
 run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --n 7
 err_has "n is the element count of x (6)"
-run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --backend cuda
-err_has "--backend cuda"
+# --backend cuda: the GPU's result where there is one, else exit 1 with
+# the reason; the same for a plugin kernel file (NVRTC) and a reduction.
+"$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" >"$T/cpu.json" 2>/dev/null
+"$HK" run sum_f32 "x=$T/x.npy" >"$T/cpu_sum.json" 2>/dev/null
+if "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --backend cuda >"$T/out" 2>"$T/err"; then
+  checks=$((checks + 1))
+  cmp -s "$T/out" "$T/cpu.json" || { echo "FAIL: add_f32 on the GPU differs from the CPU"; fails=$((fails + 1)); }
+  run 0 "$HK" run sum_f32 "x=$T/x.npy" --backend cuda
+  out_is "$(cat "$T/cpu_sum.json")"
+else
+  err_has "--backend cuda: no CUDA device: "
+  run 1 "$HK" run sum_f32 "x=$T/x.npy" --backend cuda
+  err_has "no CUDA device"
+fi
 run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --backend gpu
 err_has "unknown backend 'gpu'"
 run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --tier jit

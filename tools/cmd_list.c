@@ -11,8 +11,10 @@ static const char *const help =
     "usage: hk list [--plugins DIR]... [--json] [--allow-unsafe-plugins]\n\n"
     "Lists every kernel: its name, kind, targets, origin (stdlib, json or\n"
     "so), the tier its calls run on now (inline, jit, opt, so), its\n"
-    "parameters (name:type:role) and description; notes (why a kernel is\n"
-    "not on tier opt) follow the table. Plugin folders are those given with\n"
+    "GPU column (yes: runs on the GPU here; no: targets cuda, but no CUDA\n"
+    "device or GPU code is there; -: no cuda target), its parameters\n"
+    "(name:type:role) and description; notes (why a kernel is not on tier\n"
+    "opt, why there is no GPU) follow the table. Plugin folders are those given with\n"
     "--plugins, else those in HK_PLUGIN_PATH (colon-separated). Plugin\n"
     "kernels are compiled to list them (tier opt comes from the disk cache\n"
     "when it is there). A plugin file that fails is reported on stderr, the\n"
@@ -63,6 +65,19 @@ static void print_json_string(const char *s) {
   putchar('"');
 }
 
+/* The GPU column: "yes" when the kernel can run on the GPU here, "no" when
+ * it targets cuda but cannot (no device, or no GPU code), "-" otherwise. */
+static const char *gpu_str(const hk_kernel_t *k) {
+  if (!(hk_kernel_info(k)->targets & HK_TARGET_CUDA)) return "-";
+  return (hk_kernel_backends(k) & HK_TARGET_CUDA) ? "yes" : "no";
+}
+
+/* Why GPU entries are missing ("" when CUDA is there). */
+static void gpu_note(hkc_buf *notes) {
+  if (hk_cuda_init() != HK_OK)
+    hkc_buf_printf(notes, "note: GPU column: %s\n", hk_last_error());
+}
+
 static void print_json(const listing *l) {
   printf("[");
   for (int i = 0; i < l->n; i++) {
@@ -77,8 +92,10 @@ static void print_json(const listing *l) {
     if (k->targets & HK_TARGET_CPU)
       printf("\"cpu\"%s", (k->targets & HK_TARGET_CUDA) ? ", " : "");
     if (k->targets & HK_TARGET_CUDA) printf("\"cuda\"");
-    printf("], \"origin\": \"%s\", \"tier\": \"%s\", \"note\": ", k->origin,
-           hk_tier_name(hk_kernel_tier(l->v[i])));
+    printf("], \"origin\": \"%s\", \"tier\": \"%s\", \"gpu\": %s, "
+           "\"note\": ",
+           k->origin, hk_tier_name(hk_kernel_tier(l->v[i])),
+           !strcmp(gpu_str(l->v[i]), "yes") ? "true" : "false");
     print_json_string(note);
     printf(", \"source\": ");
     print_json_string(k->source);
@@ -115,21 +132,26 @@ static void print_table(const listing *l) {
     hkc_buf_free(&p);
   }
   if (wp > 48) wp = 48;
-  printf("%-*s  %-*s  %-*s  %-6s  %-6s  %-*s  %s\n", wn, "NAME", wk, "KIND",
-         wt, "TARGETS", "ORIGIN", "TIER", wp, "PARAMS", "DOC");
+  printf("%-*s  %-*s  %-*s  %-6s  %-6s  %-3s  %-*s  %s\n", wn, "NAME", wk,
+         "KIND", wt, "TARGETS", "ORIGIN", "TIER", "GPU", wp, "PARAMS", "DOC");
+  int gpu_missing = 0;
   hkc_buf notes = HKC_BUF_INIT;
   for (int i = 0; i < l->n; i++) {
     const hk_kernel_info_t *k = hk_kernel_info(l->v[i]);
     char t[16], note[2048];
     targets_str(k->targets, t, sizeof t);
     params_str(k, &p);
-    printf("%-*s  %-*s  %-*s  %-6s  %-6s  %-*s  %s\n", wn, k->name, wk,
+    const char *gpu = gpu_str(l->v[i]);
+    gpu_missing |= !strcmp(gpu, "no");
+    printf("%-*s  %-*s  %-*s  %-6s  %-6s  %-3s  %-*s  %s\n", wn, k->name, wk,
            hk_kind_name(k->kind), wt, t, k->origin,
-           hk_tier_name(hk_kernel_tier(l->v[i])), wp, hkc_buf_str(&p), k->doc);
+           hk_tier_name(hk_kernel_tier(l->v[i])), gpu, wp, hkc_buf_str(&p),
+           k->doc);
     hkc_buf_free(&p);
     if (*hk_kernel_note(l->v[i], note, sizeof note))
       hkc_buf_printf(&notes, "note: %s: %s\n", k->name, note);
   }
+  if (gpu_missing) gpu_note(&notes);
   fputs(hkc_buf_str(&notes), stdout);
   hkc_buf_free(&notes);
 }

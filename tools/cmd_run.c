@@ -36,7 +36,10 @@ static const char *const help =
     "                   in Python's json module)\n"
     "  --n N            the element count, for a kernel with no in/inout\n"
     "                   buffer (otherwise n is the first one's element count)\n"
-    "  --backend B      cpu, cuda or auto (the default: cpu for host data)\n"
+    "  --backend B      cpu, cuda or auto (the default; .npy data is host\n"
+    "                   memory, so auto runs on the CPU); cuda copies the\n"
+    "                   buffers to the GPU, runs there and copies results\n"
+    "                   back (no CUDA device: exit 1 with the reason)\n"
     "  --tier T         inline, jit, opt or auto (stdlib kernels are inline;\n"
     "                   plugin kernels: jit = libtcc, opt = the system\n"
     "                   compiler, waited for; auto = opt from the disk cache\n"
@@ -425,6 +428,48 @@ static int load_buffer(const hk_kernel_info_t *k, run_param *p) {
   return 0;
 }
 
+/* --backend cuda: copies the buffers in args (host memory, counts in ps)
+ * to the device, runs there and copies the out and inout buffers back
+ * into args. */
+static int run_on_gpu(hk_kernel_t *kh, const run_param *ps, void **args,
+                      size_t n) {
+  const hk_kernel_info_t *k = hk_kernel_info(kh);
+  void **dev = calloc((size_t)k->nparams + 1, sizeof *dev);
+  int rc = HK_EXIT_OK;
+  if (!dev) return hk_cli_internal("run", "out of memory");
+  for (int i = 0; i < k->nparams && !rc; i++) {
+    const hk_param_info_t *p = &k->params[i];
+    if (p->role == HK_ROLE_SCALAR) {
+      dev[i] = args[i];
+      continue;
+    }
+    size_t bytes = ps[i].count * hk_dtype_size(p->dtype);
+    if (hk_device_alloc(&dev[i], bytes) != HK_OK)
+      rc = hk_cli_internal("run", "--backend cuda: %s", hk_last_error());
+    else if (p->role != HK_ROLE_OUT &&
+             hk_memcpy_to_device(dev[i], args[i], bytes, NULL) != HK_OK)
+      rc = hk_cli_internal("run", "--backend cuda: %s", hk_last_error());
+  }
+  if (!rc) {
+    int c = hk_call_on(kh, HK_BACKEND_CUDA, n, (void *const *)dev);
+    if (c == HK_EINVAL || c == HK_ECOMPILE || c == HK_EUNSUPPORTED)
+      rc = hk_cli_error("run", "--backend cuda: %s", hk_last_error());
+    else if (c != HK_OK)
+      rc = hk_cli_internal("run", "--backend cuda: %s", hk_last_error());
+  }
+  for (int i = 0; i < k->nparams && !rc; i++) {
+    const hk_param_info_t *p = &k->params[i];
+    if (p->role != HK_ROLE_OUT && p->role != HK_ROLE_INOUT) continue;
+    size_t bytes = ps[i].count * hk_dtype_size(p->dtype);
+    if (hk_memcpy_to_host(args[i], dev[i], bytes, NULL) != HK_OK)
+      rc = hk_cli_internal("run", "--backend cuda: %s", hk_last_error());
+  }
+  for (int i = 0; i < k->nparams; i++)
+    if (k->params[i].role != HK_ROLE_SCALAR) hk_device_free(dev[i]);
+  free(dev);
+  return rc;
+}
+
 static int run_kernel(hk_context_t *ctx, const run_opts *o) {
   const char *backend = o->backend ? o->backend : "auto";
   const char *tier = o->tier ? o->tier : "auto";
@@ -433,9 +478,6 @@ static int run_kernel(hk_context_t *ctx, const run_opts *o) {
     return hk_cli_usage("run", "--backend: unknown backend '%s' (cpu, cuda "
                                "or auto)",
                         backend);
-  if (!strcmp(backend, "cuda"))
-    return hk_cli_error("run", "--backend cuda: this hk has no CUDA backend "
-                               "yet (use cpu or auto)");
   if (strcmp(tier, "inline") && strcmp(tier, "jit") && strcmp(tier, "opt") &&
       strcmp(tier, "auto"))
     return hk_cli_usage("run", "--tier: unknown tier '%s' (inline, jit, opt "
@@ -445,6 +487,12 @@ static int run_kernel(hk_context_t *ctx, const run_opts *o) {
   if (!kh) return HK_EXIT_USER;
   const hk_kernel_info_t *k = hk_kernel_info(kh);
   int is_stdlib = !strcmp(k->origin, "stdlib");
+  int on_gpu = !strcmp(backend, "cuda");
+  if (on_gpu && (hk_cuda_init() != HK_OK ||
+                 hk_kernel_prepare(kh, HK_BACKEND_CUDA) != HK_OK)) {
+    /* no device, no GPU code, or a compile error in the kernel file */
+    return hk_cli_error("run", "--backend cuda: %s", hk_last_error());
+  }
   if (is_stdlib && (!strcmp(tier, "jit") || !strcmp(tier, "opt")))
     return hk_cli_error("run",
                         "--tier %s: %s is a stdlib kernel compiled into "
@@ -647,7 +695,9 @@ static int run_kernel(hk_context_t *ctx, const run_opts *o) {
     }
   }
 
-  if (hk_call(kh, n, (void *const *)args) != HK_OK) {
+  if (on_gpu) {
+    if ((rc = run_on_gpu(kh, ps, args, n))) goto done;
+  } else if (hk_call(kh, n, (void *const *)args) != HK_OK) {
     rc = hk_cli_internal("run", "%s", hk_last_error());
     goto done;
   }

@@ -1,0 +1,127 @@
+/* cuda_api.c — dlopen of the CUDA driver and of NVRTC (see cuda_api.h). */
+#include "cuda_api.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Resolves names[i] into slots[i] from lib; -1 naming the first missing. */
+static int resolve(void *lib, const char *const *names, void **slots,
+                   size_t count, const char *libname, char *why, size_t n) {
+  for (size_t i = 0; i < count; i++) {
+    slots[i] = dlsym(lib, names[i]);
+    if (!slots[i]) {
+      snprintf(why, n, "%s has no %s (too old a driver or toolkit?)", libname,
+               names[i]);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* In the order of hk_cuda_api_t's members. */
+static const char *const driver_names[] = {
+    "cuInit",
+    "cuDriverGetVersion",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetName",
+    "cuDeviceGetAttribute",
+    "cuDeviceTotalMem_v2",
+    "cuDevicePrimaryCtxRetain",
+    "cuCtxSetCurrent",
+    "cuCtxGetCurrent",
+    "cuGetErrorName",
+    "cuGetErrorString",
+    "cuModuleLoadData",
+    "cuModuleUnload",
+    "cuModuleGetFunction",
+    "cuLaunchKernel",
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuMemHostAlloc",
+    "cuMemFreeHost",
+    "cuMemcpyHtoD_v2",
+    "cuMemcpyDtoH_v2",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemcpyDtoHAsync_v2",
+    "cuPointerGetAttribute",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuStreamSynchronize",
+    "cuEventCreate",
+    "cuEventDestroy_v2",
+    "cuEventRecord",
+    "cuEventSynchronize",
+};
+
+int hk__cuda_api_load(hk_cuda_api_t *api, char *why, size_t n) {
+  _Static_assert(sizeof driver_names / sizeof *driver_names ==
+                     sizeof(hk_cuda_api_t) / sizeof(void (*)(void)),
+                 "one name per entry point");
+  const char *name = getenv("HK_LIBCUDA");
+  if (!name || !*name) name = "libcuda.so.1";
+  void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    snprintf(why, n, "cannot load the NVIDIA driver library %s (%s)", name,
+             dlerror());
+    return -1;
+  }
+  /* The members are all function pointers of one size, in name order. */
+  void *slots[sizeof driver_names / sizeof *driver_names];
+  if (resolve(lib, driver_names, slots, sizeof slots / sizeof *slots, name,
+              why, n)) {
+    dlclose(lib);
+    return -1;
+  }
+  memcpy(api, slots, sizeof slots);
+  return 0; /* the library stays loaded for the life of the process */
+}
+
+static const char *const nvrtc_names[] = {
+    "nvrtcVersion",           "nvrtcGetErrorString",
+    "nvrtcCreateProgram",     "nvrtcDestroyProgram",
+    "nvrtcCompileProgram",    "nvrtcGetProgramLogSize",
+    "nvrtcGetProgramLog",     "nvrtcGetCUBINSize",
+    "nvrtcGetCUBIN",
+};
+
+int hk__nvrtc_api_load(hk_nvrtc_api_t *api, char *why, size_t n) {
+  _Static_assert(sizeof nvrtc_names / sizeof *nvrtc_names ==
+                     sizeof(hk_nvrtc_api_t) / sizeof(void (*)(void)),
+                 "one name per entry point");
+  char tried[1024] = "";
+  const char *env = getenv("HK_LIBNVRTC");
+  const char *home = getenv("CUDA_HOME");
+  char candidates[8][512];
+  int nc = 0;
+  if (env && *env) snprintf(candidates[nc++], 512, "%s", env);
+  static const char *const sonames[] = {"libnvrtc.so.13", "libnvrtc.so.12",
+                                        "libnvrtc.so"};
+  for (size_t i = 0; i < 3; i++) snprintf(candidates[nc++], 512, "%s", sonames[i]);
+  if (home && *home) snprintf(candidates[nc++], 512, "%s/lib64/libnvrtc.so", home);
+  snprintf(candidates[nc++], 512, "/usr/local/cuda/lib64/libnvrtc.so");
+  void *lib = NULL;
+  const char *got = NULL;
+  for (int i = 0; i < nc && !lib; i++) {
+    lib = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
+    if (lib)
+      got = candidates[i];
+    else if (strlen(tried) + strlen(candidates[i]) + 3 < sizeof tried)
+      strcat(strcat(tried, tried[0] ? ", " : ""), candidates[i]);
+  }
+  if (!lib) {
+    snprintf(why, n, "NVRTC not found (tried %s; install the CUDA toolkit or "
+             "set HK_LIBNVRTC)", tried);
+    return -1;
+  }
+  void *slots[sizeof nvrtc_names / sizeof *nvrtc_names];
+  if (resolve(lib, nvrtc_names, slots, sizeof slots / sizeof *slots, got, why,
+              n)) {
+    dlclose(lib);
+    return -1;
+  }
+  memcpy(api, slots, sizeof slots);
+  return 0;
+}

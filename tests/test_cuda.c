@@ -1,0 +1,1517 @@
+/* test_cuda.c — the CUDA backend (issue 5) through the public API of hk.h.
+ *
+ * Always, also on a machine without a GPU, driver or toolkit:
+ *  0. hk_cuda_init() is HK_OK, or HK_EUNSUPPORTED with "no CUDA device: ..."
+ *     in hk_last_error(). Host buffers (create, copy in/out: plain memcpy,
+ *     range checks), hk_mem_where of host memory, the backend names, and a
+ *     stdlib kernel (add_f32) on the CPU through hk_call_on and hk_call.
+ *     Without a device every CUDA call (device info, device memory,
+ *     streams, pool statistics, device buffers, hk_call_on CUDA,
+ *     hk_kernel_prepare CUDA) is HK_EUNSUPPORTED, hk_kernel_backends says
+ *     CPU only, and the test ends with "SKIPPED: no CUDA device: REASON"
+ *     (exit 77) once the CPU checks passed.
+ * With a device:
+ *  1. every stdlib kernel with the cuda target, at n = 0, 1, 3, 255, 256,
+ *     257, 1000, 4099, 65536+3, 2^20+5 (raw kernels: rows x cols about n),
+ *     on the GPU against the CPU: integers (and min/max) exactly; floats
+ *     elementwise within 1e-5 relative + 1e-6 absolute (f32), 1e-12 +
+ *     1e-14 (f64) (transcendentals may differ by a few ulp between CUDA's
+ *     libdevice and glibc, and nvcc may fuse a multiply-add: inputs are
+ *     chosen where neither cancels); reductions within tol * sum|terms|
+ *     (tol 1e-5 / 1e-12; sum|terms| is the CPU result on |inputs|), times
+ *     sqrt(n / 65536) beyond 65536 elements; raw kernels likewise, times
+ *     sqrt(cols). Reductions and matvec run a second time on inputs that
+ *     are small integers, whose sums are exact in any order: there the GPU
+ *     must equal the CPU exactly (a dropped or repeated element shows).
+ *     Every device buffer has a guard zone after its elements that must
+ *     stay untouched, and in buffers must not change. At n = 1000 also
+ *     hk_call (auto) on device buffers (GPU) and host buffers (CPU, bit for
+ *     bit); mixed host and device buffers and buffers on the wrong side of
+ *     hk_call_on are HK_EINVAL.
+ *  2. the example plugins (plugins/, tier jit, a fresh cache folder): every
+ *     kernel with the cuda target as in 1; cumsum (cpu only) refuses CUDA.
+ *  3. the device memory pool: reuse, statistics, trim, foreign pointers,
+ *     sizes 0 .. 3 MiB.
+ *  4. buffers and streams: device and host buffers, synchronous and
+ *     asynchronous copies, hk_call_async, pinned memory and malloc'ed
+ *     memory over 16 MiB (staged), hk_mem_where.
+ *  5. the NVRTC disk cache: miss ("compiled by NVRTC"), hit ("loaded from
+ *     the disk cache"), entries damaged (a byte flipped; truncated) are
+ *     compiled again; a CUDA compile error points at the kernel file and
+ *     the line of the "cuda" body.
+ *
+ * Usage: test_cuda SOURCE_DIR (else $HK_SOURCE_DIR, else the tree this file
+ * is in). Everything is written under a fresh mkdtemp folder; the user's
+ * cache is never touched. No timing assertions.
+ *   HK_TEST_VERBOSE=1  prints the logs and messages the checks look at;
+ *   HK_TEST_KEEP=1     keeps the temp folder.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hk.h"
+
+/* ---- Checks (the style of tests/check.h) --------------------------------- */
+
+static int check_failures;
+static int check_count;
+
+#define CHECK(cond)                                                        \
+  do {                                                                     \
+    check_count++;                                                         \
+    if (!(cond)) {                                                         \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__,     \
+              #cond);                                                      \
+      check_failures++;                                                    \
+    }                                                                      \
+  } while (0)
+
+#define CHECK_MSG(cond, ...)                                               \
+  do {                                                                     \
+    check_count++;                                                         \
+    if (!(cond)) {                                                         \
+      fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__,     \
+              #cond);                                                      \
+      fprintf(stderr, __VA_ARGS__);                                        \
+      fputc('\n', stderr);                                                 \
+      check_failures++;                                                    \
+    }                                                                      \
+  } while (0)
+
+#define CHECK_INT_EQ(a, b)                                                 \
+  do {                                                                     \
+    long long check_a_ = (long long)(a), check_b_ = (long long)(b);        \
+    CHECK_MSG(check_a_ == check_b_, "%lld != %lld (%s)", check_a_,         \
+              check_b_, hk_last_error());                                  \
+  } while (0)
+
+#define CHECK_STR_EQ(a, b)                                                 \
+  do {                                                                     \
+    const char *check_a_ = (a), *check_b_ = (b);                           \
+    CHECK_MSG(check_a_ && check_b_ && strcmp(check_a_, check_b_) == 0,     \
+              "\"%s\" != \"%s\"", check_a_ ? check_a_ : "(null)",          \
+              check_b_ ? check_b_ : "(null)");                             \
+  } while (0)
+
+#define CHECK_CONTAINS(hay, needle)                                        \
+  do {                                                                     \
+    const char *check_h_ = (hay), *check_n_ = (needle);                    \
+    CHECK_MSG(check_h_ && strstr(check_h_, check_n_) != NULL,              \
+              "\"%s\" does not contain \"%s\"",                            \
+              check_h_ ? check_h_ : "(null)", check_n_);                   \
+  } while (0)
+
+/* An hk call that must succeed; the message is printed when it does not. */
+#define CHECK_OK(call)                                                     \
+  do {                                                                     \
+    int check_rc_ = (call);                                                \
+    CHECK_MSG(check_rc_ == HK_OK, "%d (%s)", check_rc_, hk_last_error());  \
+  } while (0)
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static const size_t sizes[] = {0,    1,    3,         255,
+                               256,  257,  1000,      4099,
+                               65536 + 3, (1u << 20) + 5};
+#define AUTO_N 1000 /* the size at which hk_call (auto) runs too */
+#define GUARD 64    /* elements after every device buffer, never written */
+#define MAXP 16     /* parameters of a kernel, at most */
+#define MIB ((size_t)1 << 20)
+
+static char g_root[] = "/tmp/hk_cuda_XXXXXX";
+static char g_src[4096]; /* the source tree */
+static int g_verbose;
+
+static void show(const char *what, const char *msg) {
+  if (g_verbose) printf("[%s]\n%s\n", what, msg);
+}
+
+/* ---- Files ---------------------------------------------------------------- */
+
+static int write_file(const char *path, const char *text) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  size_t n = strlen(text);
+  ssize_t w = write(fd, text, n);
+  return close(fd) == 0 && w == (ssize_t)n ? 0 : -1;
+}
+
+static void make_dir(const char *path) {
+  int ok = mkdir(path, 0700) == 0 || errno == EEXIST;
+  CHECK_MSG(ok, "mkdir %s: %s", path, strerror(errno));
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+                  struct FTW *f) {
+  (void)st;
+  (void)f;
+  if (flag == FTW_DP) return rmdir(path) != 0;
+  return unlink(path) != 0;
+}
+
+static void rm_rf(const char *path) {
+  nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- The context log ------------------------------------------------------ */
+
+static pthread_mutex_t g_log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char g_log[65536];
+
+static void log_fn(void *user, const char *message) {
+  (void)user;
+  pthread_mutex_lock(&g_log_lock);
+  size_t l = strlen(g_log);
+  snprintf(g_log + l, sizeof g_log - l, "%s\n", message);
+  pthread_mutex_unlock(&g_log_lock);
+}
+
+static int log_has(const char *needle) {
+  pthread_mutex_lock(&g_log_lock);
+  int r = strstr(g_log, needle) != NULL;
+  pthread_mutex_unlock(&g_log_lock);
+  return r;
+}
+
+static void log_clear(void) {
+  pthread_mutex_lock(&g_log_lock);
+  g_log[0] = '\0';
+  pthread_mutex_unlock(&g_log_lock);
+}
+
+/* A copy of the log, for messages (static buffer: one at a time). */
+static const char *log_text(void) {
+  static char copy[sizeof g_log];
+  pthread_mutex_lock(&g_log_lock);
+  memcpy(copy, g_log, sizeof copy);
+  pthread_mutex_unlock(&g_log_lock);
+  return copy;
+}
+
+/* ---- Contexts and kernels --------------------------------------------------- */
+
+/* A context on tier jit: plugin folder dir (NULL: none), cache folder cache
+ * (NULL: no disk cache at all), log to g_log when logged. */
+static hk_context_t *mkctx(const char *dir, const char *cache, int logged,
+                           unsigned extra_flags) {
+  static const char *none[] = {NULL};
+  const char *dirs[2] = {dir, NULL};
+  hk_options_t o;
+  memset(&o, 0, sizeof o);
+  o.plugin_dirs = dir ? dirs : none;
+  o.cache_dir = cache;
+  o.tier = HK_TIER_JIT;
+  o.flags = (cache ? 0u : HK_NO_CACHE) | extra_flags;
+  if (logged) o.log = log_fn;
+  hk_context_t *ctx = NULL;
+  int rc = hk_context_create(&ctx, &o);
+  CHECK_MSG(rc == HK_OK && ctx, "hk_context_create(%s): %d (%s)",
+            dir ? dir : "no plugins", rc, hk_last_error());
+  return rc == HK_OK ? ctx : NULL;
+}
+
+static hk_kernel_t *find(hk_context_t *ctx, const char *name) {
+  hk_kernel_t *k = NULL;
+  if (!ctx) return NULL;
+  int rc = hk_kernel_find(ctx, name, &k);
+  CHECK_MSG(rc == HK_OK && k, "hk_kernel_find(%s): %d (%s)", name, rc,
+            hk_last_error());
+  return rc == HK_OK ? k : NULL;
+}
+
+typedef struct klist {
+  hk_kernel_t *k[1024];
+  int n;
+  const char *origin; /* only kernels of this origin */
+} klist_t;
+
+static int collect(hk_kernel_t *k, void *user) {
+  klist_t *l = user;
+  const hk_kernel_info_t *in = hk_kernel_info(k);
+  if (in && !strcmp(in->origin, l->origin) && l->n < (int)COUNT(l->k))
+    l->k[l->n++] = k;
+  return 0;
+}
+
+/* ---- Values ----------------------------------------------------------------- */
+
+typedef union scal {
+  float f32;
+  double f64;
+  int8_t i8;
+  int16_t i16;
+  int32_t i32;
+  int64_t i64;
+  uint8_t u8;
+  uint16_t u16;
+  uint32_t u32;
+  uint64_t u64;
+} scal_t;
+
+static int is_float(hk_dtype_t t) { return t == HK_F32 || t == HK_F64; }
+
+/* Stores v in a value of type t at p (integers: rounded toward zero). */
+static void put_val(hk_dtype_t t, void *p, double v) {
+  switch (t) {
+    case HK_F32: *(float *)p = (float)v; break;
+    case HK_F64: *(double *)p = v; break;
+    case HK_I8: *(int8_t *)p = (int8_t)v; break;
+    case HK_I16: *(int16_t *)p = (int16_t)v; break;
+    case HK_I32: *(int32_t *)p = (int32_t)v; break;
+    case HK_I64: *(int64_t *)p = (int64_t)v; break;
+    case HK_U8: *(uint8_t *)p = (uint8_t)v; break;
+    case HK_U16: *(uint16_t *)p = (uint16_t)v; break;
+    case HK_U32: *(uint32_t *)p = (uint32_t)v; break;
+    case HK_U64: *(uint64_t *)p = (uint64_t)v; break;
+    default: break;
+  }
+}
+
+/* Element i of a float buffer as a double. */
+static double get_f(hk_dtype_t t, const void *buf, size_t i) {
+  return t == HK_F32 ? (double)((const float *)buf)[i]
+                     : ((const double *)buf)[i];
+}
+
+/* Element i of an integer buffer, for messages. */
+static long long get_i(hk_dtype_t t, const void *buf, size_t i) {
+  switch (t) {
+    case HK_I8: return ((const int8_t *)buf)[i];
+    case HK_I16: return ((const int16_t *)buf)[i];
+    case HK_I32: return ((const int32_t *)buf)[i];
+    case HK_I64: return (long long)((const int64_t *)buf)[i];
+    case HK_U8: return ((const uint8_t *)buf)[i];
+    case HK_U16: return ((const uint16_t *)buf)[i];
+    case HK_U32: return ((const uint32_t *)buf)[i];
+    case HK_U64: return (long long)((const uint64_t *)buf)[i];
+    default: return 0;
+  }
+}
+
+static uint64_t splitmix(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* The kernel's name without its type suffix: "huber_loss_f32" ->
+ * "huber_loss". */
+static void base_name(const char *name, char *out, size_t n) {
+  snprintf(out, n, "%s", name);
+  char *u = strrchr(out, '_');
+  if (u && hk_dtype_from_name(u + 1) != HK_DTYPE_INVALID) *u = '\0';
+}
+
+static int is_one_of(const char *s, const char *const *list) {
+  for (; *list; list++)
+    if (!strcmp(s, *list)) return 1;
+  return 0;
+}
+
+/* The range the inputs of param p of kernel base are drawn from: positive
+ * for log and sqrt, denominators away from 0, no cancellation where the GPU
+ * may fuse a multiply-add (axpy, fma), mild for the activations. */
+static void domain(const char *base, const char *param, hk_dtype_t t,
+                   double *lo, double *hi) {
+  static const char *const pos[] = {"log", "sqrt", NULL};
+  static const char *const act[] = {"relu", "sigmoid", "tanh", "gelu",
+                                    "silu", NULL};
+  static const char *const fused[] = {"axpy", "saxpy", "fma", NULL};
+  static const char *const wide[] = {"softmax", "log_softmax", NULL};
+  if (!is_float(t)) {
+    if (!strcmp(base, "clamp")) *lo = -2000, *hi = 2000;
+    else if (t == HK_I32) *lo = -30000, *hi = 30000; /* products fit */
+    else if (t == HK_I64) *lo = -2147483648.0, *hi = 2147483648.0;
+    else *lo = 0, *hi = 100;
+    return;
+  }
+  *lo = -1, *hi = 1;
+  if (is_one_of(base, pos)) *lo = 0.01, *hi = 100;
+  else if (!strcmp(base, "exp")) *lo = -10, *hi = 10;
+  else if (is_one_of(base, act) || is_one_of(base, wide)) *lo = -4, *hi = 4;
+  else if (is_one_of(base, fused)) *lo = 0.5, *hi = 2;
+  else if (!strcmp(base, "div")) {
+    if (!strcmp(param, "y")) *lo = 0.5, *hi = 2;
+    else *lo = -2, *hi = 2;
+  } else if (!strcmp(base, "huber_loss")) *lo = -2, *hi = 2;
+}
+
+/* The value of a scalar parameter (rows and cols are set by shape()). */
+static double scalar_value(const char *name, hk_dtype_t t) {
+  int f = is_float(t);
+  if (!strcmp(name, "alpha")) return f ? 1.25 : 3;
+  if (!strcmp(name, "value")) return f ? 3.5 : 7;
+  if (!strcmp(name, "start")) return f ? 1.5 : -5;
+  if (!strcmp(name, "step")) return f ? 0.25 : 3;
+  if (!strcmp(name, "lo")) return f ? -0.5 : -1000;
+  if (!strcmp(name, "hi")) return f ? 0.5 : 1000;
+  if (!strcmp(name, "delta")) return 1;
+  return 1;
+}
+
+/* A rows x cols shape of about n elements. */
+static void shape(size_t n, int64_t *rows, int64_t *cols) {
+  if (n == 0) {
+    *rows = 0;
+    *cols = 4;
+  } else if (n < 64) {
+    *rows = 1;
+    *cols = (int64_t)n;
+  } else {
+    *cols = 61 + (int64_t)(n % 67);
+    *rows = (int64_t)n / *cols;
+  }
+}
+
+/* ---- One kernel, one size: CPU against GPU ---------------------------------- */
+
+typedef struct rcase {
+  hk_kernel_t *k;
+  const hk_kernel_info_t *in;
+  char base[64];
+  size_t n; /* the call's n */
+  int64_t cols; /* raw kernels with a cols scalar: error grows with it */
+  scal_t sc[MAXP];
+  int64_t lens[MAXP];
+  size_t bytes[MAXP];            /* (len + GUARD) elements */
+  unsigned char *init[MAXP];     /* the CPU's inputs; outs 0xAB */
+  unsigned char *img[MAXP];      /* what goes to the device; outs 0xCD */
+  unsigned char *cpu[MAXP];      /* the CPU result */
+  unsigned char *absr[MAXP];     /* the CPU result on |inputs| */
+  unsigned char *got[MAXP];      /* the GPU result (or hk_call's) */
+  void *dev[MAXP];
+  int have_abs;
+  int int_inputs; /* float inputs are small integers: exact results */
+} rcase_t;
+
+static int is_buf(const hk_param_info_t *p) { return p->role != HK_ROLE_SCALAR; }
+
+static void args_of(rcase_t *c, unsigned char **bufs, void **devs,
+                    void **args) {
+  for (int i = 0; i < c->in->nparams; i++)
+    args[i] = is_buf(&c->in->params[i]) ? (bufs ? (void *)bufs[i] : devs[i])
+                                        : (void *)&c->sc[i];
+}
+
+static int exact_kernel(const rcase_t *c) {
+  return c->int_inputs ||
+         (c->in->kind == HK_KIND_REDUCTION &&
+          (!strcmp(c->base, "min") || !strcmp(c->base, "max")));
+}
+
+/* Compares the GPU's result (c->got) with the CPU's; what names the run. */
+static void compare(rcase_t *c, size_t nominal, const char *what) {
+  const hk_kernel_info_t *in = c->in;
+  for (int i = 0; i < in->nparams; i++) {
+    const hk_param_info_t *p = &in->params[i];
+    if (!is_buf(p)) continue;
+    size_t es = hk_dtype_size(p->dtype), len = (size_t)c->lens[i];
+    if (p->role == HK_ROLE_IN) {
+      CHECK_MSG(!memcmp(c->got[i], c->img[i], c->bytes[i]),
+                "%s n=%zu %s: in buffer %s (or its guard) was written",
+                in->name, nominal, what, p->name);
+      continue;
+    }
+    CHECK_MSG(!memcmp(c->got[i] + len * es, c->img[i] + len * es, GUARD * es),
+              "%s n=%zu %s: written past the end of %s (%zu elements)",
+              in->name, nominal, what, p->name, len);
+    size_t bad = 0, first = 0;
+    double bound_first = 0;
+    int f = is_float(p->dtype);
+    double rtol = p->dtype == HK_F32 ? 1e-5 : 1e-12;
+    double atol = p->dtype == HK_F32 ? 1e-6 : 1e-14;
+    /* rounding of sums grows as sqrt of their length: a row's (cols) for
+     * raw kernels, n (beyond 65536) for reductions */
+    double scale = 1;
+    if (c->cols > 1) scale = sqrt((double)c->cols);
+    else if (in->kind == HK_KIND_REDUCTION && c->n > 65536)
+      scale = sqrt((double)c->n / 65536);
+    for (size_t j = 0; j < len; j++) {
+      int ok;
+      double bound = 0;
+      if (!f || exact_kernel(c)) {
+        ok = !memcmp(c->cpu[i] + j * es, c->got[i] + j * es, es);
+        if (!ok && f) { /* a NaN need only be a NaN */
+          double a = get_f(p->dtype, c->cpu[i], j);
+          double b = get_f(p->dtype, c->got[i], j);
+          ok = (isnan(a) && isnan(b)) || a == b;
+        }
+      } else {
+        double a = get_f(p->dtype, c->cpu[i], j);
+        double g = get_f(p->dtype, c->got[i], j);
+        if (isnan(a) || isnan(g)) ok = isnan(a) && isnan(g);
+        else if (isinf(a) || isinf(g)) ok = a == g;
+        else {
+          if (in->kind == HK_KIND_ELEMENTWISE) {
+            bound = atol + rtol * fabs(a);
+          } else { /* tol * sum|terms|: the result on |inputs| */
+            double mag = fabs(a);
+            if (c->have_abs) {
+              double m2 = fabs(get_f(p->dtype, c->absr[i], j));
+              if (m2 > mag && !isinf(m2)) mag = m2;
+            }
+            bound = scale * (rtol * mag + atol);
+          }
+          ok = fabs(g - a) <= bound;
+        }
+      }
+      if (!ok && bad++ == 0) {
+        first = j;
+        bound_first = bound;
+      }
+    }
+    if (f)
+      CHECK_MSG(bad == 0,
+                "%s n=%zu %s: %s: %zu of %zu elements differ, first [%zu]: "
+                "gpu %.17g cpu %.17g (bound %.3g)",
+                in->name, nominal, what, p->name, bad, len, first,
+                bad ? get_f(p->dtype, c->got[i], first) : 0.0,
+                bad ? get_f(p->dtype, c->cpu[i], first) : 0.0, bound_first);
+    else
+      CHECK_MSG(bad == 0,
+                "%s n=%zu %s: %s: %zu of %zu elements differ, first [%zu]: "
+                "gpu %lld cpu %lld",
+                in->name, nominal, what, p->name, bad, len, first,
+                bad ? get_i(p->dtype, c->got[i], first) : 0LL,
+                bad ? get_i(p->dtype, c->cpu[i], first) : 0LL);
+  }
+}
+
+static int upload(rcase_t *c) {
+  for (int i = 0; i < c->in->nparams; i++) {
+    if (!is_buf(&c->in->params[i])) continue;
+    int rc = hk_memcpy_to_device(c->dev[i], c->img[i], c->bytes[i], NULL);
+    CHECK_MSG(rc == HK_OK, "%s: upload of %s: %d (%s)", c->in->name,
+              c->in->params[i].name, rc, hk_last_error());
+    if (rc) return rc;
+  }
+  return HK_OK;
+}
+
+static int download(rcase_t *c) {
+  for (int i = 0; i < c->in->nparams; i++) {
+    if (!is_buf(&c->in->params[i])) continue;
+    int rc = hk_memcpy_to_host(c->got[i], c->dev[i], c->bytes[i], NULL);
+    CHECK_MSG(rc == HK_OK, "%s: download of %s: %d (%s)", c->in->name,
+              c->in->params[i].name, rc, hk_last_error());
+    if (rc) return rc;
+  }
+  return HK_OK;
+}
+
+static void free_case(rcase_t *c) {
+  for (int i = 0; i < MAXP; i++) {
+    free(c->init[i]);
+    free(c->img[i]);
+    free(c->cpu[i]);
+    free(c->absr[i]);
+    free(c->got[i]);
+    if (c->dev[i]) CHECK_OK(hk_device_free(c->dev[i]));
+  }
+}
+
+#define RUN_AUTO 1u /* also through hk_call, on host and on device buffers */
+#define RUN_INT 2u  /* float inputs in -3..3, integers: sums are exact in
+                       any order, so the GPU must equal the CPU exactly (a
+                       dropped or repeated element shows) */
+
+/* Runs k at about nominal elements on the CPU (host buffers) and on the GPU
+ * (device buffers) and compares (flags: RUN_*). */
+static void run_case(hk_kernel_t *k, size_t nominal, unsigned flags) {
+  rcase_t c;
+  memset(&c, 0, sizeof c);
+  c.k = k;
+  c.int_inputs = (flags & RUN_INT) != 0;
+  int with_auto = (flags & RUN_AUTO) != 0;
+  c.in = hk_kernel_info(k);
+  const hk_kernel_info_t *in = c.in;
+  if (!in) {
+    CHECK(in != NULL);
+    return;
+  }
+  if (in->nparams > MAXP) {
+    CHECK_MSG(in->nparams <= MAXP, "%s: %d parameters", in->name,
+              in->nparams);
+    return;
+  }
+  base_name(in->name, c.base, sizeof c.base);
+  int irows = -1, icols = -1;
+  for (int i = 0; i < in->nparams; i++) {
+    const hk_param_info_t *p = &in->params[i];
+    if (p->role != HK_ROLE_SCALAR) continue;
+    if (!strcmp(p->name, "rows") && !is_float(p->dtype)) irows = i;
+    else if (!strcmp(p->name, "cols") && !is_float(p->dtype)) icols = i;
+    else put_val(p->dtype, &c.sc[i], scalar_value(p->name, p->dtype));
+  }
+  c.n = nominal;
+  if (irows >= 0 && icols >= 0) {
+    int64_t rows, cols;
+    shape(nominal, &rows, &cols);
+    put_val(in->params[irows].dtype, &c.sc[irows], (double)rows);
+    put_val(in->params[icols].dtype, &c.sc[icols], (double)cols);
+    c.n = (size_t)(rows * cols);
+    c.cols = cols;
+  }
+  void *args[MAXP];
+  args_of(&c, NULL, c.dev, args); /* scalars set; buffers NULL */
+  int rc = hk_kernel_lens(k, c.n, args, c.lens);
+  CHECK_MSG(rc == HK_OK, "%s n=%zu: hk_kernel_lens: %d (%s)", in->name, c.n,
+            rc, hk_last_error());
+  if (rc) return;
+
+  /* host images */
+  uint64_t seed = hash_str(in->name) ^ (nominal * 0x2545f4914f6cdd1dull) ^
+                  (uint64_t)flags;
+  int float_out = 0;
+  for (int i = 0; i < in->nparams; i++) {
+    const hk_param_info_t *p = &in->params[i];
+    if (!is_buf(p)) continue;
+    size_t es = hk_dtype_size(p->dtype);
+    size_t len = c.lens[i] > 0 ? (size_t)c.lens[i] : 0;
+    c.lens[i] = (int64_t)len;
+    c.bytes[i] = (len + GUARD) * es;
+    c.init[i] = malloc(c.bytes[i]);
+    c.img[i] = malloc(c.bytes[i]);
+    c.cpu[i] = malloc(c.bytes[i]);
+    c.absr[i] = malloc(c.bytes[i]);
+    c.got[i] = malloc(c.bytes[i]);
+    if (!c.init[i] || !c.img[i] || !c.cpu[i] || !c.absr[i] || !c.got[i]) {
+      CHECK_MSG(0, "%s n=%zu: out of memory", in->name, nominal);
+      free_case(&c);
+      return;
+    }
+    memset(c.init[i], 0xAB, c.bytes[i]);
+    memset(c.img[i], 0xCD, c.bytes[i]);
+    if (p->role == HK_ROLE_IN || p->role == HK_ROLE_INOUT) {
+      double lo, hi;
+      domain(c.base, p->name, p->dtype, &lo, &hi);
+      uint64_t s = seed ^ hash_str(p->name);
+      for (size_t j = 0; j < len; j++) {
+        uint64_t r = splitmix(&s);
+        double v;
+        if (is_float(p->dtype) && c.int_inputs)
+          v = (double)(int)(r % 7) - 3;
+        else if (is_float(p->dtype))
+          v = lo + (hi - lo) * ((double)(r >> 11) * 0x1.0p-53);
+        else
+          v = lo + (double)(r % (uint64_t)(hi - lo + 1));
+        put_val(p->dtype, c.init[i] + j * es, v);
+      }
+      memcpy(c.img[i], c.init[i], len * es);
+    } else if (is_float(p->dtype)) {
+      float_out = 1;
+    }
+    if (p->role == HK_ROLE_INOUT && is_float(p->dtype)) float_out = 1;
+  }
+
+  /* the CPU */
+  for (int i = 0; i < in->nparams; i++)
+    if (is_buf(&in->params[i])) memcpy(c.cpu[i], c.init[i], c.bytes[i]);
+  args_of(&c, c.cpu, NULL, args);
+  rc = hk_call_on(k, HK_BACKEND_CPU, c.n, args);
+  CHECK_MSG(rc == HK_OK, "%s n=%zu: hk_call_on cpu: %d (%s)", in->name,
+            nominal, rc, hk_last_error());
+  if (rc) {
+    free_case(&c);
+    return;
+  }
+  if (with_auto) { /* hk_call on host buffers: the same CPU code */
+    for (int i = 0; i < in->nparams; i++)
+      if (is_buf(&in->params[i])) memcpy(c.got[i], c.init[i], c.bytes[i]);
+    args_of(&c, c.got, NULL, args);
+    rc = hk_call(k, c.n, args);
+    CHECK_MSG(rc == HK_OK, "%s n=%zu: hk_call on host buffers: %d (%s)",
+              in->name, nominal, rc, hk_last_error());
+    for (int i = 0; rc == HK_OK && i < in->nparams; i++) {
+      const hk_param_info_t *p = &in->params[i];
+      if (!is_buf(p) || p->role == HK_ROLE_IN) continue;
+      size_t l = (size_t)c.lens[i] * hk_dtype_size(p->dtype);
+      CHECK_MSG(!memcmp(c.got[i], c.cpu[i], l),
+                "%s n=%zu: hk_call on host buffers: %s differs from "
+                "hk_call_on cpu",
+                in->name, nominal, p->name);
+    }
+  }
+  if (float_out && in->kind != HK_KIND_ELEMENTWISE) { /* sum |terms| */
+    for (int i = 0; i < in->nparams; i++) {
+      const hk_param_info_t *p = &in->params[i];
+      if (!is_buf(p)) continue;
+      memcpy(c.absr[i], c.init[i], c.bytes[i]);
+      if (is_float(p->dtype) && p->role != HK_ROLE_OUT)
+        for (size_t j = 0; j < (size_t)c.lens[i]; j++)
+          put_val(p->dtype, c.absr[i] + j * hk_dtype_size(p->dtype),
+                  fabs(get_f(p->dtype, c.init[i], j)));
+    }
+    args_of(&c, c.absr, NULL, args);
+    c.have_abs = hk_call_on(k, HK_BACKEND_CPU, c.n, args) == HK_OK;
+  }
+
+  /* the GPU */
+  for (int i = 0; i < in->nparams; i++) {
+    if (!is_buf(&in->params[i])) continue;
+    rc = hk_device_alloc(&c.dev[i], c.bytes[i]);
+    CHECK_MSG(rc == HK_OK, "%s n=%zu: hk_device_alloc(%zu): %d (%s)",
+              in->name, nominal, c.bytes[i], rc, hk_last_error());
+    if (rc) {
+      c.dev[i] = NULL;
+      free_case(&c);
+      return;
+    }
+  }
+  if (upload(&c) == HK_OK) {
+    args_of(&c, NULL, c.dev, args);
+    rc = hk_call_on(k, HK_BACKEND_CUDA, c.n, args);
+    CHECK_MSG(rc == HK_OK, "%s n=%zu: hk_call_on cuda: %d (%s)", in->name,
+              nominal, rc, hk_last_error());
+    if (rc == HK_OK && download(&c) == HK_OK)
+      compare(&c, nominal, "hk_call_on cuda");
+  }
+  if (with_auto && upload(&c) == HK_OK) { /* hk_call on device buffers */
+    args_of(&c, NULL, c.dev, args);
+    rc = hk_call(k, c.n, args);
+    CHECK_MSG(rc == HK_OK, "%s n=%zu: hk_call on device buffers: %d (%s)",
+              in->name, nominal, rc, hk_last_error());
+    if (rc == HK_OK && download(&c) == HK_OK)
+      compare(&c, nominal, "hk_call on device buffers");
+  }
+  free_case(&c);
+}
+
+/* Every kernel of l with the cuda target, at every size. Returns how many
+ * ran. */
+static int run_all(klist_t *l) {
+  int ran = 0;
+  for (int i = 0; i < l->n; i++) {
+    hk_kernel_t *k = l->k[i];
+    const hk_kernel_info_t *in = hk_kernel_info(k);
+    if (!(in->targets & HK_TARGET_CUDA)) continue;
+    unsigned b = hk_kernel_backends(k);
+    CHECK_MSG(b == (HK_TARGET_CPU | HK_TARGET_CUDA),
+              "%s: hk_kernel_backends = %u (%s)", in->name, b,
+              hk_last_error());
+    int rc = hk_kernel_prepare(k, HK_BACKEND_CUDA);
+    CHECK_MSG(rc == HK_OK, "%s: hk_kernel_prepare cuda: %d (%s)", in->name,
+              rc, hk_last_error());
+    if (rc) continue;
+    char base[64];
+    base_name(in->name, base, sizeof base);
+    int sums = in->kind == HK_KIND_REDUCTION ||
+               (in->kind == HK_KIND_RAW && strcmp(base, "softmax") &&
+                strcmp(base, "log_softmax"));
+    for (size_t s = 0; s < COUNT(sizes); s++) {
+      run_case(k, sizes[s], sizes[s] == AUTO_N ? RUN_AUTO : 0);
+      if (sums) run_case(k, sizes[s], RUN_INT);
+    }
+    ran++;
+  }
+  return ran;
+}
+
+/* ---- 0. Always: host buffers, names, the CPU backend ---------------------- */
+
+static void test_host_buffers(void) {
+  unsigned char src[1000], dst[1000];
+  for (int i = 0; i < 1000; i++) src[i] = (unsigned char)(i * 7 + 3);
+  hk_buffer_t *b = NULL;
+  int rc = hk_buffer_create(&b, HK_MEM_HOST, sizeof src);
+  CHECK_MSG(rc == HK_OK && b, "hk_buffer_create host: %d (%s)", rc,
+            hk_last_error());
+  if (rc || !b) return;
+  CHECK(hk_buffer_data(b) != NULL);
+  CHECK_INT_EQ(hk_buffer_size(b), sizeof src);
+  CHECK_INT_EQ(hk_buffer_where(b), HK_MEM_HOST);
+  CHECK_INT_EQ(hk_mem_where(hk_buffer_data(b)), HK_MEM_HOST);
+  CHECK_OK(hk_buffer_copy_in(b, 0, src, sizeof src, NULL));
+  CHECK(!memcmp(hk_buffer_data(b), src, sizeof src)); /* plain memcpy */
+  memset(dst, 0, sizeof dst);
+  CHECK_OK(hk_buffer_copy_out(b, 100, dst, 50, NULL));
+  CHECK(!memcmp(dst, src + 100, 50));
+  CHECK(dst[50] == 0);
+  unsigned char ten[10];
+  memset(ten, 0x5A, sizeof ten);
+  CHECK_OK(hk_buffer_copy_in(b, 500, ten, sizeof ten, NULL));
+  CHECK_OK(hk_buffer_copy_out(b, 0, dst, sizeof dst, NULL));
+  CHECK(!memcmp(dst, src, 500));
+  CHECK(!memcmp(dst + 500, ten, 10));
+  CHECK(!memcmp(dst + 510, src + 510, 490));
+  /* the whole range, and nothing past it */
+  CHECK_OK(hk_buffer_copy_in(b, 0, src, 0, NULL));
+  CHECK_INT_EQ(hk_buffer_copy_in(b, 997, src, 4, NULL), HK_EINVAL);
+  CHECK_INT_EQ(hk_buffer_copy_in(b, 0, src, 1001, NULL), HK_EINVAL);
+  CHECK_INT_EQ(hk_buffer_copy_in(b, SIZE_MAX, src, 2, NULL), HK_EINVAL);
+  CHECK_INT_EQ(hk_buffer_copy_out(b, 997, dst, 4, NULL), HK_EINVAL);
+  CHECK_INT_EQ(hk_buffer_copy_out(b, 0, dst, 1001, NULL), HK_EINVAL);
+  CHECK_INT_EQ(hk_buffer_copy_out(b, SIZE_MAX, dst, 2, NULL), HK_EINVAL);
+  CHECK_OK(hk_buffer_copy_out(b, 0, dst, sizeof dst, NULL));
+  CHECK(!memcmp(dst + 500, ten, 10)); /* refused copies changed nothing */
+  hk_buffer_destroy(b);
+  hk_buffer_destroy(NULL);
+
+  int on_stack = 0;
+  void *heap = malloc(64);
+  CHECK_INT_EQ(hk_mem_where(&on_stack), HK_MEM_HOST);
+  CHECK_INT_EQ(hk_mem_where(heap), HK_MEM_HOST);
+  free(heap);
+
+  CHECK_STR_EQ(hk_backend_name(HK_BACKEND_AUTO), "auto");
+  CHECK_STR_EQ(hk_backend_name(HK_BACKEND_CPU), "cpu");
+  CHECK_STR_EQ(hk_backend_name(HK_BACKEND_CUDA), "cuda");
+}
+
+/* add_f32 on the CPU through hk_call_on and hk_call; with_device: whether
+ * a device is there (else the CUDA side must be refused). */
+static void test_cpu_backend(int with_device) {
+  hk_context_t *ctx = mkctx(NULL, NULL, 0, 0);
+  hk_kernel_t *k = find(ctx, "add_f32");
+  if (!k) {
+    hk_context_destroy(ctx);
+    return;
+  }
+  enum { N = 4099 };
+  float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+  float *out = malloc(N * sizeof *out);
+  for (int i = 0; i < N; i++) {
+    x[i] = (float)i * 0.5f - 7;
+    y[i] = (float)(i % 13) - 3.25f;
+  }
+  void *args[] = {x, y, out};
+  memset(out, 0, N * sizeof *out);
+  CHECK_OK(hk_call_on(k, HK_BACKEND_CPU, N, args));
+  int bad = 0;
+  for (int i = 0; i < N; i++) bad += out[i] != x[i] + y[i];
+  CHECK_MSG(bad == 0, "hk_call_on cpu: %d wrong", bad);
+  memset(out, 0, N * sizeof *out);
+  CHECK_OK(hk_call(k, N, args));
+  bad = 0;
+  for (int i = 0; i < N; i++) bad += out[i] != x[i] + y[i];
+  CHECK_MSG(bad == 0, "hk_call: %d wrong", bad);
+  memset(out, 0, N * sizeof *out);
+  CHECK_OK(hk_call_on(k, HK_BACKEND_AUTO, N, args));
+  bad = 0;
+  for (int i = 0; i < N; i++) bad += out[i] != x[i] + y[i];
+  CHECK_MSG(bad == 0, "hk_call_on auto: %d wrong", bad);
+
+  unsigned b = hk_kernel_backends(k);
+  CHECK(b & HK_TARGET_CPU);
+  CHECK(hk_kernel_info(k)->targets & HK_TARGET_CUDA);
+  if (!with_device) {
+    CHECK_MSG(!(b & HK_TARGET_CUDA), "backends %u without a device", b);
+    CHECK_INT_EQ(hk_call_on(k, HK_BACKEND_CUDA, N, args), HK_EUNSUPPORTED);
+    CHECK_CONTAINS(hk_last_error(), "no CUDA device");
+    CHECK_INT_EQ(hk_kernel_prepare(k, HK_BACKEND_CUDA), HK_EUNSUPPORTED);
+    CHECK_CONTAINS(hk_last_error(), "no CUDA device");
+  } else {
+    CHECK_MSG(b & HK_TARGET_CUDA, "backends %u with a device", b);
+  }
+  free(x);
+  free(y);
+  free(out);
+  hk_context_destroy(ctx);
+}
+
+/* Without a device: every CUDA entry point is refused. */
+static void test_no_device(void) {
+  hk_cuda_device_info_t di;
+  CHECK_INT_EQ(hk_cuda_device_info(&di), HK_EUNSUPPORTED);
+  CHECK_CONTAINS(hk_last_error(), "no CUDA device");
+  void *p = NULL;
+  CHECK_INT_EQ(hk_device_alloc(&p, 1024), HK_EUNSUPPORTED);
+  CHECK_CONTAINS(hk_last_error(), "no CUDA device");
+  hk_stream_t *s = NULL;
+  CHECK_INT_EQ(hk_stream_create(&s), HK_EUNSUPPORTED);
+  CHECK_CONTAINS(hk_last_error(), "no CUDA device");
+  hk_pool_stats_t st;
+  CHECK_INT_EQ(hk_pool_stats(&st), HK_EUNSUPPORTED);
+  CHECK_CONTAINS(hk_last_error(), "no CUDA device");
+  hk_buffer_t *b = NULL;
+  CHECK_INT_EQ(hk_buffer_create(&b, HK_MEM_DEVICE, 1024), HK_EUNSUPPORTED);
+  CHECK_CONTAINS(hk_last_error(), "no CUDA device");
+  CHECK_INT_EQ(hk_cuda_init(), HK_EUNSUPPORTED); /* the first result again */
+}
+
+/* ---- 1. The stdlib on the GPU -------------------------------------------------- */
+
+static void test_stdlib(void) {
+  hk_context_t *ctx = mkctx(NULL, NULL, 0, 0);
+  if (!ctx) return;
+  static klist_t l;
+  memset(&l, 0, sizeof l);
+  l.origin = "stdlib";
+  hk_kernel_foreach(ctx, collect, &l);
+  CHECK(l.n > 0);
+  static const char *const must[] = {"add_f32",     "add_i64",  "axpy_f64",
+                                     "sum_f32",     "norm2_f64", "softmax_f32",
+                                     "log_softmax_f64", "arange_i32", NULL};
+  for (const char *const *m = must; *m; m++) {
+    hk_kernel_t *k = find(ctx, *m);
+    if (k) CHECK_MSG(hk_kernel_info(k)->targets & HK_TARGET_CUDA,
+                     "%s has no cuda target", *m);
+  }
+  int ran = run_all(&l);
+  printf("stdlib: %d kernels with the cuda target, %zu sizes each\n", ran,
+         COUNT(sizes));
+  CHECK(ran > 0);
+
+  /* where hk_call runs, and the wrong side */
+  hk_kernel_t *k = find(ctx, "add_f32");
+  if (k) {
+    enum { N = 1000 };
+    float *hx = malloc(N * sizeof(float));
+    void *dx = NULL, *dy = NULL, *dout = NULL;
+    for (int i = 0; i < N; i++) hx[i] = (float)i;
+    CHECK_OK(hk_device_alloc(&dx, N * sizeof(float)));
+    CHECK_OK(hk_device_alloc(&dy, N * sizeof(float)));
+    CHECK_OK(hk_device_alloc(&dout, N * sizeof(float)));
+    if (dx && dy && dout) {
+      void *mixed[] = {dx, hx, dout};
+      CHECK_INT_EQ(hk_call(k, N, mixed), HK_EINVAL);
+      show("mixed buffers", hk_last_error());
+      CHECK_INT_EQ(hk_call_on(k, HK_BACKEND_AUTO, N, mixed), HK_EINVAL);
+      void *hosts[] = {hx, hx, hx};
+      CHECK_INT_EQ(hk_call_on(k, HK_BACKEND_CUDA, N, hosts), HK_EINVAL);
+      show("host buffers on cuda", hk_last_error());
+      void *devs[] = {dx, dy, dout};
+      CHECK_INT_EQ(hk_call_on(k, HK_BACKEND_CPU, N, devs), HK_EINVAL);
+      show("device buffers on cpu", hk_last_error());
+      CHECK_INT_EQ(hk_call_async(k, NULL, N, hosts), HK_EINVAL);
+    }
+    CHECK_OK(hk_device_free(dx));
+    CHECK_OK(hk_device_free(dy));
+    CHECK_OK(hk_device_free(dout));
+    free(hx);
+  }
+  hk_context_destroy(ctx);
+}
+
+/* ---- 2. The example plugins on the GPU ---------------------------------------- */
+
+static void test_plugins(int have_nvrtc) {
+  char dir[4200], cache[4200];
+  snprintf(dir, sizeof dir, "%s/plugins", g_src);
+  snprintf(cache, sizeof cache, "%s/plugin_cache", g_root);
+  make_dir(cache);
+  /* the source tree's permissions are not what this test is about */
+  hk_context_t *ctx = mkctx(dir, cache, 0, HK_ALLOW_UNSAFE_PERMISSIONS);
+  if (!ctx) return;
+  CHECK_STR_EQ(hk_context_problems(ctx), "");
+  static const char *const gpu[] = {"saxpy_f32",      "saxpy_f64",
+                                    "clamp_f32",      "clamp_f64",
+                                    "clamp_i32",      "huber_loss_f32",
+                                    "huber_loss_f64", "matvec_f32",
+                                    "matvec_f64",     NULL};
+  static const char *const cpu_only[] = {"cumsum_f32", "cumsum_f64",
+                                         "cumsum_i64", NULL};
+  for (const char *const *m = gpu; *m; m++) {
+    hk_kernel_t *k = find(ctx, *m);
+    if (k) CHECK_MSG(hk_kernel_info(k)->targets & HK_TARGET_CUDA,
+                     "%s has no cuda target", *m);
+  }
+  void *d = NULL;
+  CHECK_OK(hk_device_alloc(&d, 4096 * 8));
+  for (const char *const *m = cpu_only; *m; m++) {
+    hk_kernel_t *k = find(ctx, *m);
+    if (!k) continue;
+    CHECK_MSG(!(hk_kernel_info(k)->targets & HK_TARGET_CUDA),
+              "%s has the cuda target", *m);
+    CHECK_INT_EQ(hk_kernel_backends(k), HK_TARGET_CPU);
+    CHECK_INT_EQ(hk_kernel_prepare(k, HK_BACKEND_CUDA), HK_EUNSUPPORTED);
+    show("cumsum prepare cuda", hk_last_error());
+    void *args[] = {d, (char *)d + 2048 * 8};
+    CHECK_INT_EQ(hk_call_on(k, HK_BACKEND_CUDA, 1000, args), HK_EUNSUPPORTED);
+    CHECK_INT_EQ(hk_call_async(k, NULL, 1000, args), HK_EUNSUPPORTED);
+  }
+  CHECK_OK(hk_device_free(d));
+
+  if (!have_nvrtc) { /* the GPU code of plugins needs NVRTC */
+    hk_kernel_t *k = find(ctx, "saxpy_f32");
+    if (k) {
+      CHECK_INT_EQ(hk_kernel_prepare(k, HK_BACKEND_CUDA), HK_EUNSUPPORTED);
+      CHECK_MSG(!(hk_kernel_backends(k) & HK_TARGET_CUDA), "%s",
+                "saxpy_f32 has a CUDA backend without NVRTC");
+    }
+    printf("NOTE: no NVRTC: plugin kernels on the GPU not tested\n");
+    hk_context_destroy(ctx);
+    return;
+  }
+
+  static klist_t l;
+  memset(&l, 0, sizeof l);
+  l.origin = "json";
+  hk_kernel_foreach(ctx, collect, &l);
+  int ran = run_all(&l);
+  printf("plugins: %d kernels with the cuda target, %zu sizes each\n", ran,
+         COUNT(sizes));
+  CHECK_INT_EQ(ran, COUNT(gpu) - 1);
+
+  /* mixed host and device buffers: refused, naming both parameters */
+  hk_kernel_t *k = find(ctx, "huber_loss_f32");
+  if (k) {
+    enum { N = 1000 };
+    float *pred = malloc(N * sizeof(float));
+    for (int i = 0; i < N; i++) pred[i] = (float)i;
+    void *target = NULL, *out = NULL;
+    float delta = 1;
+    CHECK_OK(hk_device_alloc(&target, N * sizeof(float)));
+    CHECK_OK(hk_device_alloc(&out, sizeof(float)));
+    void *args[] = {pred, target, &delta, out};
+    CHECK_INT_EQ(hk_call(k, N, args), HK_EINVAL);
+    const char *msg = hk_last_error();
+    show("mixed buffers (huber_loss_f32)", msg);
+    CHECK_CONTAINS(msg, "pred");
+    CHECK_CONTAINS(msg, "target");
+    CHECK_OK(hk_device_free(target));
+    CHECK_OK(hk_device_free(out));
+    free(pred);
+  }
+  hk_context_destroy(ctx);
+}
+
+/* ---- 3. The device memory pool --------------------------------------------- */
+
+static int get_stats(hk_pool_stats_t *st) {
+  memset(st, 0, sizeof *st);
+  int rc = hk_pool_stats(st);
+  CHECK_MSG(rc == HK_OK, "hk_pool_stats: %d (%s)", rc, hk_last_error());
+  return rc;
+}
+
+static void test_pool(void) {
+  hk_pool_stats_t s0, s1, s2, s3;
+  CHECK_OK(hk_pool_trim());
+  if (get_stats(&s0)) return;
+  CHECK_INT_EQ(s0.cached_bytes, 0);
+
+  void *p = NULL, *q = NULL;
+  CHECK_OK(hk_device_alloc(&p, MIB));
+  CHECK(p != NULL && (uintptr_t)p % 256 == 0);
+  CHECK_INT_EQ(hk_mem_where(p), HK_MEM_DEVICE);
+  if (get_stats(&s1)) return;
+  CHECK(s1.in_use_bytes >= s0.in_use_bytes + MIB);
+  CHECK_OK(hk_device_free(p));
+  if (get_stats(&s1)) return;
+  CHECK(s1.cached_bytes > 0);
+  CHECK_INT_EQ(s1.in_use_bytes, s0.in_use_bytes);
+  CHECK_OK(hk_device_alloc(&q, MIB));
+  if (get_stats(&s2)) return;
+  CHECK_MSG(s2.driver_allocs == s0.driver_allocs + 1,
+            "driver_allocs %" PRIu64 " -> %" PRIu64 " (expected +1)",
+            s0.driver_allocs, s2.driver_allocs);
+  CHECK_MSG(s2.reuses >= s0.reuses + 1, "reuses %" PRIu64 " -> %" PRIu64,
+            s0.reuses, s2.reuses);
+  CHECK_MSG(s2.allocs == s0.allocs + 2, "allocs %" PRIu64 " -> %" PRIu64,
+            s0.allocs, s2.allocs);
+  CHECK_OK(hk_device_free(q));
+  CHECK_OK(hk_pool_trim());
+  if (get_stats(&s3)) return;
+  CHECK_INT_EQ(s3.cached_bytes, 0);
+  CHECK_INT_EQ(s3.in_use_bytes, s0.in_use_bytes);
+  CHECK_MSG(s3.driver_frees > s2.driver_frees,
+            "driver_frees %" PRIu64 " -> %" PRIu64, s2.driver_frees,
+            s3.driver_frees);
+
+  /* pointers the pool did not give */
+  CHECK_OK(hk_device_free(NULL));
+  void *h = malloc(256);
+  CHECK_INT_EQ(hk_device_free(h), HK_EINVAL);
+  free(h);
+  void *r = NULL;
+  CHECK_OK(hk_device_alloc(&r, 4096));
+  if (r) {
+    CHECK_INT_EQ(hk_device_free((char *)r + 256), HK_EINVAL);
+    CHECK_INT_EQ(hk_mem_where((char *)r + 256), HK_MEM_DEVICE);
+    CHECK_OK(hk_device_free(r));
+  }
+
+  /* sizes */
+  static const size_t bytes[] = {0, 1, 255, 256, 4097, 3 * MIB};
+  unsigned char *src = malloc(3 * MIB), *dst = malloc(3 * MIB);
+  for (size_t i = 0; i < 3 * MIB; i++) src[i] = (unsigned char)(i * 31 + 7);
+  for (size_t i = 0; i < COUNT(bytes); i++) {
+    size_t nb = bytes[i];
+    void *d = NULL;
+    int rc = hk_device_alloc(&d, nb);
+    CHECK_MSG(rc == HK_OK, "hk_device_alloc(%zu): %d (%s)", nb, rc,
+              hk_last_error());
+    if (rc) continue;
+    CHECK_MSG(nb == 0 || (d && (uintptr_t)d % 256 == 0), "%zu bytes at %p",
+              nb, d);
+    if (nb) CHECK_INT_EQ(hk_mem_where(d), HK_MEM_DEVICE);
+    memset(dst, 0, nb ? nb : 1);
+    CHECK_OK(hk_memcpy_to_device(d, src, nb, NULL));
+    CHECK_OK(hk_memcpy_to_host(dst, d, nb, NULL));
+    CHECK_MSG(!memcmp(dst, src, nb), "%zu bytes: round trip differs", nb);
+    CHECK_OK(hk_device_free(d));
+
+    hk_buffer_t *b = NULL;
+    rc = hk_buffer_create(&b, HK_MEM_DEVICE, nb);
+    CHECK_MSG(rc == HK_OK, "hk_buffer_create device %zu: %d (%s)", nb, rc,
+              hk_last_error());
+    if (rc) continue;
+    CHECK_INT_EQ(hk_buffer_size(b), nb);
+    CHECK_INT_EQ(hk_buffer_where(b), HK_MEM_DEVICE);
+    memset(dst, 0, nb ? nb : 1);
+    CHECK_OK(hk_buffer_copy_in(b, 0, src, nb, NULL));
+    CHECK_OK(hk_buffer_copy_out(b, 0, dst, nb, NULL));
+    CHECK_MSG(!memcmp(dst, src, nb), "buffer %zu: round trip differs", nb);
+    hk_buffer_destroy(b);
+  }
+  free(src);
+  free(dst);
+  CHECK_OK(hk_pool_trim());
+  if (get_stats(&s3) == HK_OK) CHECK_INT_EQ(s3.cached_bytes, 0);
+}
+
+/* ---- 4. Buffers, streams, pinned and staged copies --------------------------- */
+
+/* out = 2.5 x on stream s, then y = 2 out + y: exact in floats for the
+ * integer-valued inputs used here. Checks y. */
+static void stream_round(hk_kernel_t *scale, hk_kernel_t *axpy,
+                         hk_stream_t *s, size_t n, float *xsrc, float *ysrc,
+                         float *ydst, const char *what) {
+  hk_buffer_t *bx = NULL, *bo = NULL, *by = NULL;
+  size_t nb = n * sizeof(float);
+  CHECK_OK(hk_buffer_create(&bx, HK_MEM_DEVICE, nb));
+  CHECK_OK(hk_buffer_create(&bo, HK_MEM_DEVICE, nb));
+  CHECK_OK(hk_buffer_create(&by, HK_MEM_DEVICE, nb));
+  if (!bx || !bo || !by) goto out;
+  for (size_t i = 0; i < n; i++) {
+    xsrc[i] = (float)(i % 1000) - 500;
+    ysrc[i] = (float)(i % 7);
+  }
+  CHECK_OK(hk_buffer_copy_in(bx, 0, xsrc, nb, s));
+  CHECK_OK(hk_buffer_copy_in(by, 0, ysrc, nb, s));
+  if (s) { /* the sources may be reused at once (staged or pinned: queued) */
+    CHECK_OK(hk_stream_sync(s));
+    memset(xsrc, 0xEE, nb);
+    memset(ysrc, 0xEE, nb);
+  }
+  float alpha = 2.5f;
+  void *a1[] = {hk_buffer_data(bx), &alpha, hk_buffer_data(bo)};
+  CHECK_OK(hk_call_async(scale, s, n, a1));
+  alpha = 99; /* scalars are read before hk_call_async returns */
+  float two = 2;
+  void *a2[] = {&two, hk_buffer_data(bo), hk_buffer_data(by)};
+  CHECK_OK(hk_call_async(axpy, s, n, a2));
+  two = 99;
+  memset(ydst, 0, nb);
+  CHECK_OK(hk_buffer_copy_out(by, 0, ydst, nb, s));
+  CHECK_OK(hk_stream_sync(s));
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < n; i++) {
+    float want = 2 * (2.5f * ((float)(i % 1000) - 500)) + (float)(i % 7);
+    if (ydst[i] != want && bad++ == 0) first = i;
+  }
+  CHECK_MSG(bad == 0, "%s: %zu of %zu wrong, first [%zu] = %g", what, bad, n,
+            first, bad ? (double)ydst[first] : 0.0);
+  /* a part of it, at an offset */
+  if (n > 4097) {
+    memset(ydst, 0, nb);
+    size_t off = 4097 * sizeof(float);
+    CHECK_OK(hk_buffer_copy_out(by, off, ydst, nb - off, s));
+    CHECK_OK(hk_stream_sync(s));
+    float want = 2 * (2.5f * ((float)(4097 % 1000) - 500)) + (float)(4097 % 7);
+    CHECK_MSG(ydst[0] == want, "%s: at offset: %g != %g", what,
+              (double)ydst[0], (double)want);
+  }
+out:
+  hk_buffer_destroy(bx);
+  hk_buffer_destroy(bo);
+  hk_buffer_destroy(by);
+}
+
+static void test_buffers_streams(void) {
+  hk_context_t *ctx = mkctx(NULL, NULL, 0, 0);
+  hk_kernel_t *scale = find(ctx, "scale_f32"), *axpy = find(ctx, "axpy_f32");
+  if (!scale || !axpy) {
+    hk_context_destroy(ctx);
+    return;
+  }
+  /* device buffer basics */
+  hk_buffer_t *b = NULL;
+  size_t nb = MIB + 3;
+  CHECK_OK(hk_buffer_create(&b, HK_MEM_DEVICE, nb));
+  if (b) {
+    CHECK(hk_buffer_data(b) != NULL);
+    CHECK_INT_EQ(hk_buffer_size(b), nb);
+    CHECK_INT_EQ(hk_buffer_where(b), HK_MEM_DEVICE);
+    CHECK_INT_EQ(hk_mem_where(hk_buffer_data(b)), HK_MEM_DEVICE);
+    unsigned char *src = malloc(nb), *dst = malloc(nb);
+    for (size_t i = 0; i < nb; i++) src[i] = (unsigned char)(i * 13 + 1);
+    CHECK_OK(hk_buffer_copy_in(b, 0, src, nb, NULL));
+    memset(dst, 0, nb);
+    CHECK_OK(hk_buffer_copy_out(b, 0, dst, nb, NULL));
+    CHECK(!memcmp(dst, src, nb));
+    CHECK_OK(hk_buffer_copy_in(b, 1001, src, 77, NULL));
+    CHECK_OK(hk_buffer_copy_out(b, 1000, dst, 79, NULL));
+    CHECK(dst[0] == src[1000] && !memcmp(dst + 1, src, 77) &&
+          dst[78] == src[1078]);
+    CHECK_INT_EQ(hk_buffer_copy_in(b, nb - 3, src, 4, NULL), HK_EINVAL);
+    CHECK_INT_EQ(hk_buffer_copy_in(b, SIZE_MAX, src, 2, NULL), HK_EINVAL);
+    CHECK_INT_EQ(hk_buffer_copy_out(b, 0, dst, nb + 1, NULL), HK_EINVAL);
+    free(src);
+    free(dst);
+    hk_buffer_destroy(b);
+  }
+  /* a host buffer is pinned now, and a plain memcpy */
+  hk_buffer_t *h = NULL;
+  CHECK_OK(hk_buffer_create(&h, HK_MEM_HOST, 4096));
+  if (h) {
+    CHECK_INT_EQ(hk_buffer_where(h), HK_MEM_HOST);
+    CHECK_INT_EQ(hk_mem_where(hk_buffer_data(h)), HK_MEM_HOST);
+    char msg[4096];
+    memset(msg, 'q', sizeof msg);
+    CHECK_OK(hk_buffer_copy_in(h, 0, msg, sizeof msg, NULL));
+    CHECK(!memcmp(hk_buffer_data(h), msg, sizeof msg));
+    hk_buffer_destroy(h);
+  }
+
+  /* synchronous, default stream, own stream; pinned and malloc'ed */
+  size_t small = 65536 + 3, big = 5 * MIB + 3; /* big: over 16 MiB */
+  void *vx = NULL, *vy = NULL, *vd = NULL;
+  CHECK_OK(hk_host_alloc(&vx, big * sizeof(float)));
+  CHECK_OK(hk_host_alloc(&vy, big * sizeof(float)));
+  CHECK_OK(hk_host_alloc(&vd, big * sizeof(float)));
+  float *px = vx, *py = vy, *pd = vd;
+  float *mx = malloc(big * sizeof(float)), *my = malloc(big * sizeof(float));
+  float *md = malloc(big * sizeof(float));
+  hk_stream_t *s = NULL;
+  CHECK_OK(hk_stream_create(&s));
+  if (px && py && pd && mx && my && md && s) {
+    CHECK_INT_EQ(hk_mem_where(px), HK_MEM_HOST);
+    CHECK_INT_EQ(hk_mem_where(mx), HK_MEM_HOST);
+    stream_round(scale, axpy, NULL, small, mx, my, md, "sync, malloc");
+    stream_round(scale, axpy, NULL, big, mx, my, md, "sync, malloc, big");
+    stream_round(scale, axpy, NULL, big, px, py, pd, "sync, pinned, big");
+    stream_round(scale, axpy, s, small, px, py, pd, "stream, pinned");
+    stream_round(scale, axpy, s, big, px, py, pd, "stream, pinned, big");
+    stream_round(scale, axpy, s, small, mx, my, md, "stream, malloc");
+    stream_round(scale, axpy, s, big, mx, my, md, "stream, malloc, big");
+    stream_round(scale, axpy, s, big, px, my, md, "stream, mixed host");
+
+    /* hk_memcpy_* on a stream, both kinds of host memory */
+    void *d = NULL;
+    size_t nbig = big * sizeof(float);
+    CHECK_OK(hk_device_alloc(&d, nbig));
+    if (d) {
+      for (size_t i = 0; i < big; i++) mx[i] = (float)i;
+      CHECK_OK(hk_memcpy_to_device(d, mx, nbig, s));
+      memset(mx, 0, nbig); /* staged: reusable at once */
+      memset(pd, 0, nbig);
+      CHECK_OK(hk_memcpy_to_host(pd, d, nbig, s));
+      CHECK_OK(hk_stream_sync(s));
+      size_t bad = 0;
+      for (size_t i = 0; i < big; i++) bad += pd[i] != (float)i;
+      CHECK_MSG(bad == 0, "memcpy malloc -> device -> pinned: %zu wrong", bad);
+      for (size_t i = 0; i < big; i++) px[i] = (float)(big - i);
+      CHECK_OK(hk_memcpy_to_device(d, px, nbig, s));
+      memset(md, 0, nbig);
+      CHECK_OK(hk_memcpy_to_host(md, d, nbig, s));
+      CHECK_OK(hk_stream_sync(s));
+      bad = 0;
+      for (size_t i = 0; i < big; i++) bad += md[i] != (float)(big - i);
+      CHECK_MSG(bad == 0, "memcpy pinned -> device -> malloc: %zu wrong", bad);
+      CHECK_OK(hk_device_free(d));
+    }
+  }
+  CHECK_OK(hk_stream_sync(NULL));
+  hk_stream_destroy(s);
+  hk_stream_destroy(NULL);
+  hk_host_free(px);
+  hk_host_free(py);
+  hk_host_free(pd);
+  free(mx);
+  free(my);
+  free(md);
+  hk_context_destroy(ctx);
+}
+
+/* ---- 5. The NVRTC disk cache and compile errors ------------------------------ */
+
+static const char c_scale_json[] =
+    "{\n"
+    "  \"schema_version\": 1,\n"
+    "  \"name\": \"c_scale\",\n"
+    "  \"doc\": \"out = x * 2.5\",\n"
+    "  \"kind\": \"elementwise\",\n"
+    "  \"params\": [\n"
+    "    {\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+    "    {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}\n"
+    "  ],\n"
+    "  \"body\": \"out = x * 2.5f;\",\n"
+    "  \"targets\": [\"cpu\", \"cuda\"]\n"
+    "}\n";
+
+static const char bad_cuda_json[] =
+    "{\n"
+    "  \"schema_version\": 1,\n"
+    "  \"name\": \"bad_cuda\",\n"
+    "  \"kind\": \"raw\",\n"
+    "  \"params\": [\n"
+    "    {\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+    "    {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}\n"
+    "  ],\n"
+    "  \"cpu\": [\n"
+    "    \"for (size_t i = 0; i < n; ++i)\",\n"
+    "    \"    out[i] = x[i];\"\n"
+    "  ],\n"
+    "  \"cuda\": [\n"
+    "    \"size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;\",\n"
+    "    \"if (i < n) out[i] = x[i] * undeclared_thing;\"\n"
+    "  ],\n"
+    "  \"targets\": [\"cpu\", \"cuda\"]\n"
+    "}\n";
+
+/* Runs c_scale on the GPU at n = 1007; must give x * 2.5 exactly. */
+static void run_c_scale(hk_kernel_t *k, const char *what) {
+  enum { N = 1007 };
+  float x[N], out[N];
+  void *dx = NULL, *dout = NULL;
+  for (int i = 0; i < N; i++) x[i] = (float)i * 0.75f - 100;
+  CHECK_OK(hk_device_alloc(&dx, sizeof x));
+  CHECK_OK(hk_device_alloc(&dout, sizeof out));
+  if (dx && dout) {
+    CHECK_OK(hk_memcpy_to_device(dx, x, sizeof x, NULL));
+    void *args[] = {dx, dout};
+    CHECK_OK(hk_call_on(k, HK_BACKEND_CUDA, N, args));
+    memset(out, 0, sizeof out);
+    CHECK_OK(hk_memcpy_to_host(out, dout, sizeof out, NULL));
+    int bad = 0;
+    for (int i = 0; i < N; i++) bad += out[i] != x[i] * 2.5f;
+    CHECK_MSG(bad == 0, "c_scale (%s): %d of %d wrong", what, bad, N);
+  }
+  CHECK_OK(hk_device_free(dx));
+  CHECK_OK(hk_device_free(dout));
+}
+
+/* A context on dir and cache; prepares c_scale for CUDA and checks what the
+ * log says: compiled (or from the disk cache), and corrupt entry or not. */
+static void nvrtc_round(const char *dir, const char *cache,
+                        const char *path, int want_compiled,
+                        int want_corrupt, const char *what) {
+  log_clear();
+  hk_context_t *ctx = mkctx(dir, cache, 1, 0);
+  hk_kernel_t *k = find(ctx, "c_scale");
+  if (k) {
+    int rc = hk_kernel_prepare(k, HK_BACKEND_CUDA);
+    CHECK_MSG(rc == HK_OK, "%s: hk_kernel_prepare cuda: %d (%s)", what, rc,
+              hk_last_error());
+    CHECK_MSG(hk_kernel_backends(k) & HK_TARGET_CUDA, "%s: no cuda backend",
+              what);
+    const char *lg = log_text();
+    show(what, lg);
+    CHECK_MSG(log_has(path), "%s: the log does not name %s: \"%s\"", what,
+              path, lg);
+    if (want_compiled) {
+      CHECK_MSG(log_has("compiled by NVRTC for sm_"),
+                "%s: not compiled: \"%s\"", what, lg);
+      CHECK_MSG(!log_has("from the disk cache"), "%s: from the cache: \"%s\"",
+                what, lg);
+    } else {
+      CHECK_MSG(log_has("loaded from the disk cache"),
+                "%s: not from the disk cache: \"%s\"", what, lg);
+      CHECK_MSG(!log_has("compiled by NVRTC"), "%s: compiled: \"%s\"", what,
+                lg);
+    }
+    if (want_corrupt)
+      CHECK_MSG(log_has("disk cache entry was corrupt; compiling again"),
+                "%s: no corrupt entry reported: \"%s\"", what, lg);
+    else
+      CHECK_MSG(!log_has("corrupt"), "%s: corrupt: \"%s\"", what, lg);
+    run_c_scale(k, what);
+  }
+  hk_context_destroy(ctx);
+}
+
+static int g_damage_mode; /* 0: flip a byte in the middle; 1: truncate */
+static int g_damaged;
+
+static int damage_one(const char *path, const struct stat *st, int flag,
+                      struct FTW *f) {
+  (void)f;
+  size_t l = strlen(path);
+  if (flag != FTW_F || l < 3 || strcmp(path + l - 3, ".so")) return 0;
+  if (g_damage_mode == 0) {
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    unsigned char byte = 0;
+    off_t at = st->st_size / 2;
+    int ok = fd >= 0 && pread(fd, &byte, 1, at) == 1;
+    byte ^= 0xFF;
+    ok = ok && pwrite(fd, &byte, 1, at) == 1;
+    if (fd >= 0) close(fd);
+    CHECK_MSG(ok, "cannot alter %s: %s", path, strerror(errno));
+  } else {
+    CHECK_MSG(truncate(path, st->st_size / 2) == 0, "cannot truncate %s: %s",
+              path, strerror(errno));
+  }
+  g_damaged++;
+  return 0;
+}
+
+static void damage_cache(const char *cache, int mode) {
+  g_damage_mode = mode;
+  g_damaged = 0;
+  nftw(cache, damage_one, 16, FTW_PHYS);
+  CHECK_MSG(g_damaged > 0, "no *.so entry in %s", cache);
+}
+
+/* The 1-based line of the first occurrence of needle in text. */
+static int line_of(const char *text, const char *needle) {
+  const char *at = strstr(text, needle);
+  int line = 1;
+  if (!at) return -1;
+  for (const char *p = text; p < at; p++) line += *p == '\n';
+  return line;
+}
+
+static void test_nvrtc_cache(void) {
+  char dir[4200], cache[4200], path[4300];
+  snprintf(dir, sizeof dir, "%s/nvrtc_plugins", g_root);
+  snprintf(cache, sizeof cache, "%s/nvrtc_cache", g_root);
+  snprintf(path, sizeof path, "%s/c_scale.json", dir);
+  make_dir(dir);
+  make_dir(cache);
+  CHECK_MSG(write_file(path, c_scale_json) == 0, "cannot write %s", path);
+
+  nvrtc_round(dir, cache, path, 1, 0, "miss");
+  nvrtc_round(dir, cache, path, 0, 0, "hit");
+  damage_cache(cache, 0);
+  nvrtc_round(dir, cache, path, 1, 1, "byte flipped");
+  nvrtc_round(dir, cache, path, 0, 0, "hit after rebuild");
+  damage_cache(cache, 1);
+  nvrtc_round(dir, cache, path, 1, 1, "truncated");
+  nvrtc_round(dir, cache, path, 0, 0, "hit after rebuild 2");
+
+  /* a compile error in a raw kernel's cuda body */
+  char bdir[4200], bpath[4300], bcache[4200];
+  snprintf(bdir, sizeof bdir, "%s/bad_plugins", g_root);
+  snprintf(bcache, sizeof bcache, "%s/bad_cache", g_root);
+  snprintf(bpath, sizeof bpath, "%s/bad_cuda.json", bdir);
+  make_dir(bdir);
+  make_dir(bcache);
+  CHECK_MSG(write_file(bpath, bad_cuda_json) == 0, "cannot write %s", bpath);
+  log_clear();
+  hk_context_t *ctx = mkctx(bdir, bcache, 1, 0);
+  hk_kernel_t *k = find(ctx, "bad_cuda");
+  if (k) {
+    int rc = hk_kernel_prepare(k, HK_BACKEND_CUDA);
+    const char *msg = hk_last_error();
+    show("cuda compile error", msg);
+    CHECK_MSG(rc == HK_ECOMPILE, "%d (%s)", rc, msg);
+    char want[4400];
+    snprintf(want, sizeof want, "%s:%d:", bpath,
+             line_of(bad_cuda_json, "undeclared_thing"));
+    CHECK_CONTAINS(msg, want);
+    CHECK_CONTAINS(msg, "undeclared_thing");
+    /* the CPU side is unaffected */
+    float x[3] = {1, 2, 3}, out[3] = {0};
+    void *args[] = {x, out};
+    CHECK_OK(hk_call_on(k, HK_BACKEND_CPU, 3, args));
+    CHECK(out[0] == 1 && out[1] == 2 && out[2] == 3);
+  }
+  hk_context_destroy(ctx);
+}
+
+/* ---- main ------------------------------------------------------------------- */
+
+int main(int argc, char **argv) {
+  umask(022);
+  unsetenv("HK_CC");
+  unsetenv("HK_PLUGIN_PATH");
+  unsetenv("HK_CACHE_DIR");
+  const char *s = argc > 1 ? argv[1] : getenv("HK_SOURCE_DIR");
+  if (s && *s) {
+    snprintf(g_src, sizeof g_src, "%s", s);
+  } else { /* tests/test_cuda.c -> the tree */
+    snprintf(g_src, sizeof g_src, "%s", __FILE__);
+    char *t = strstr(g_src, "/tests/test_cuda.c");
+    if (t) *t = '\0';
+    else snprintf(g_src, sizeof g_src, ".");
+  }
+  g_verbose = getenv("HK_TEST_VERBOSE") && *getenv("HK_TEST_VERBOSE") != '0';
+
+  /* 0. the CUDA backend starts, or says why not */
+  int init = hk_cuda_init();
+  char reason[2048];
+  snprintf(reason, sizeof reason, "%s", hk_last_error());
+  CHECK_MSG(init == HK_OK || init == HK_EUNSUPPORTED,
+            "hk_cuda_init: %d (%s)", init, reason);
+  int have_device = init == HK_OK;
+  if (!have_device) CHECK_CONTAINS(reason, "no CUDA device");
+  CHECK_INT_EQ(hk_cuda_init(), init);
+
+  test_host_buffers();
+  test_cpu_backend(have_device);
+
+  if (!have_device) {
+    test_no_device();
+    if (check_failures) {
+      fprintf(stderr, "test_cuda: %d checks, %d failed\n", check_count,
+              check_failures);
+      return 1;
+    }
+    const char *r = strstr(reason, "no CUDA device");
+    if (r) {
+      r += strlen("no CUDA device");
+      while (*r == ':' || *r == ' ') r++;
+    } else {
+      r = reason;
+    }
+    size_t rl = strcspn(r, "\n");
+    printf("SKIPPED: no CUDA device: %.*s\n", (int)rl, r);
+    return 77;
+  }
+
+  hk_cuda_device_info_t di;
+  memset(&di, 0, sizeof di);
+  CHECK_OK(hk_cuda_device_info(&di));
+  printf("device %d: %s, sm_%d%d, %d SMs, %.1f GiB, driver %d, NVRTC %d\n",
+         di.ordinal, di.name, di.major, di.minor, di.sm_count,
+         (double)di.total_memory / (double)(1u << 30), di.driver_version,
+         di.nvrtc_version);
+  CHECK(di.name[0] != '\0');
+  CHECK(di.major >= 5);
+  CHECK(di.sm_count > 0);
+  CHECK(di.total_memory > 0);
+  CHECK(di.driver_version > 0);
+  int have_nvrtc = di.nvrtc_version > 0;
+
+  if (!mkdtemp(g_root)) {
+    CHECK_MSG(0, "cannot create a temp folder: %s", strerror(errno));
+    fprintf(stderr, "test_cuda: %d checks, %d failed\n", check_count,
+            check_failures);
+    return 1;
+  }
+  chmod(g_root, 0700);
+
+  test_stdlib();
+  test_plugins(have_nvrtc);
+  test_pool();
+  test_buffers_streams();
+  if (have_nvrtc) test_nvrtc_cache();
+  else printf("NOTE: no NVRTC: the NVRTC disk cache not tested\n");
+
+  const char *keep = getenv("HK_TEST_KEEP");
+  if (keep && *keep && *keep != '0') printf("kept %s\n", g_root);
+  else rm_rf(g_root);
+
+  printf("test_cuda: %d checks, %d failed\n", check_count, check_failures);
+  return check_failures ? 1 : 0;
+}

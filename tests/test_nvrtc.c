@@ -1,0 +1,155 @@
+/* test_nvrtc.c — the CUDA that hk emits compiles with NVRTC, and NVRTC's
+ * errors are reported in the kernel file. Needs NVRTC (the CUDA toolkit),
+ * not a GPU: compiles for sm_80 and sm_90. Skipped (77) without NVRTC.
+ *
+ * Usage: test_nvrtc SOURCE_DIR (the stdlib_kernels/ and plugins/ there). */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda.h"
+#include "diag.h"
+#include "emit.h"
+#include "kernel.h"
+
+static int checks, failures;
+
+#define CHECK(cond, ...)                                   \
+  do {                                                     \
+    checks++;                                              \
+    if (!(cond)) {                                         \
+      failures++;                                          \
+      fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                        \
+      fputc('\n', stderr);                                 \
+    }                                                      \
+  } while (0)
+
+static const char *const archs[] = {"sm_80", "sm_90"};
+
+/* Compiles f's CUDA for every arch; returns the diagnostics of the last
+ * failure (formatted, malloc'ed) or NULL when all compiled. */
+static char *compile_all(const hk_nvrtc_api_t *nv, hkc_file *f) {
+  hkc_buf src = HKC_BUF_INIT;
+  hkc_linemap map = {0};
+  hkc_file *files[] = {f};
+  char *fail = NULL;
+  if (hkc_emit_cuda_mapped(files, 1, HKC_EMIT_PLUGIN, &src, &map) || src.oom)
+    return strdup("emit failed");
+  for (size_t a = 0; a < sizeof archs / sizeof *archs; a++) {
+    hkc_diags d = HKC_DIAGS_INIT;
+    size_t len = 0;
+    char *cubin = hk__nvrtc_compile(f, nv, hkc_buf_str(&src), &map, archs[a],
+                                    &len, &d);
+    if (!cubin) {
+      hkc_buf m = HKC_BUF_INIT;
+      hkc_diags_format(&d, &m);
+      free(fail);
+      fail = strdup(hkc_buf_str(&m));
+      hkc_buf_free(&m);
+    } else {
+      /* a cubin is an ELF image */
+      CHECK(len > 4 && !memcmp(cubin, "\x7f" "ELF", 4), "%s: no ELF cubin",
+            f->path);
+    }
+    free(cubin);
+    hkc_diags_free(&d);
+  }
+  hkc_buf_free(&src);
+  hkc_linemap_free(&map);
+  return fail;
+}
+
+static int has_cuda(const hkc_file *f) {
+  for (int i = 0; i < f->nkernels; i++)
+    if (f->kernels[i].targets & HK_TARGET_CUDA) return 1;
+  return 0;
+}
+
+static int compile_dir(const hk_nvrtc_api_t *nv, const char *dir) {
+  DIR *d = opendir(dir);
+  CHECK(d != NULL, "cannot open %s", dir);
+  if (!d) return 0;
+  int count = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t n = strlen(e->d_name);
+    if (n < 6 || strcmp(e->d_name + n - 5, ".json")) continue;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    hkc_diags dg = HKC_DIAGS_INIT;
+    hkc_file *f = NULL;
+    CHECK(hkc_file_load(path, &f, &dg) == 0, "%s does not load", path);
+    if (f && has_cuda(f)) {
+      char *fail = compile_all(nv, f);
+      CHECK(fail == NULL, "NVRTC rejects the CUDA of %s:\n%s", path, fail);
+      free(fail);
+      count++;
+    }
+    hkc_file_free(f);
+    hkc_diags_free(&dg);
+  }
+  closedir(d);
+  return count;
+}
+
+/* A raw kernel whose CUDA body has an error on its second line: the error
+ * is reported at that line of the kernel file, field cuda. */
+static void compile_error_located(const hk_nvrtc_api_t *nv) {
+  const char *text =
+      "{\n"
+      "  \"schema_version\": 1,\n"
+      "  \"name\": \"broken\",\n"
+      "  \"kind\": \"raw\",\n"
+      "  \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"inout\"}],\n"
+      "  \"cuda\": [\"size_t k = blockIdx.x;\",\n"
+      "           \"x[k] = undeclared_thing + 1;\"]\n"
+      "}\n";
+  hkc_diags d = HKC_DIAGS_INIT;
+  hkc_file *f = NULL;
+  CHECK(hkc_file_parse("broken.json", text, strlen(text), &f, &d) == 0,
+        "broken.json does not parse");
+  if (!f) return;
+  char *fail = compile_all(nv, f);
+  CHECK(fail != NULL, "an undeclared identifier compiled");
+  if (fail) {
+    CHECK(strstr(fail, "broken.json:7:") != NULL,
+          "the error is not located at line 7 of the file:\n%s", fail);
+    CHECK(strstr(fail, "cuda") != NULL, "the field is not named:\n%s", fail);
+    CHECK(strstr(fail, "undeclared_thing") != NULL,
+          "the message does not name the identifier:\n%s", fail);
+    CHECK(strstr(fail, "bug in hk") == NULL, "blamed on hk:\n%s", fail);
+  }
+  free(fail);
+  hkc_file_free(f);
+  hkc_diags_free(&d);
+}
+
+int main(int argc, char **argv) {
+  const char *src = argc > 1 ? argv[1] : getenv("HK_SOURCE_DIR");
+  if (!src) {
+    fprintf(stderr, "usage: test_nvrtc SOURCE_DIR\n");
+    return 2;
+  }
+  const hk_nvrtc_api_t *nv;
+  int version;
+  char why[600];
+  if (hk__nvrtc(&nv, &version, why, sizeof why)) {
+    printf("SKIPPED: %s\n", why);
+    return 77;
+  }
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/stdlib_kernels", src);
+  int nstd = compile_dir(nv, dir);
+  snprintf(dir, sizeof dir, "%s/plugins", src);
+  int nplug = compile_dir(nv, dir);
+  CHECK(nstd >= 5, "only %d stdlib files target cuda", nstd);
+  CHECK(nplug >= 3, "only %d plugin files target cuda", nplug);
+  compile_error_located(nv);
+  printf("NVRTC %d.%d: the CUDA of %d stdlib and %d plugin kernel files "
+         "compiles for sm_80 and sm_90\n",
+         version / 1000, version % 1000 / 10, nstd, nplug);
+  printf("test_nvrtc: %d checks, %d failed\n", checks, failures);
+  return failures ? 1 : 0;
+}
