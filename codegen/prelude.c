@@ -8,6 +8,7 @@
  * classification macros, and the constants. The same text works under tcc,
  * gcc and clang.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "emit.h"
@@ -203,7 +204,7 @@ static void put_pragmas(hkc_buf *o) {
       "#endif\n\n");
 }
 
-void hkc_emit_prelude(hkc_emit_mode mode, hkc_buf *o) {
+static void emit_prelude(hkc_emit_mode mode, hkc_buf *o) {
   hkc_buf_put(o, "/* ---- hk prelude ---- */\n");
   if (mode == HKC_EMIT_STDLIB) {
     hkc_buf_put(o,
@@ -219,6 +220,38 @@ void hkc_emit_prelude(hkc_emit_mode mode, hkc_buf *o) {
   if (mode == HKC_EMIT_PLUGIN) put_limits(o);
   put_pragmas(o);
   hkc_emit_len_helpers(o);
+}
+
+/* The prelude depends on the mode only, and formatting it (hundreds of
+ * printf calls) costs more than the rest of a small kernel's source: each
+ * mode's text is made once per process and copied after that. Kept for the
+ * life of the process (NULL if that allocation failed: then emitted each
+ * time). */
+static struct {
+  pthread_once_t once;
+  char *text;
+  size_t len;
+} preludes[2] = {{PTHREAD_ONCE_INIT, NULL, 0}, {PTHREAD_ONCE_INIT, NULL, 0}};
+
+static void make_prelude(hkc_emit_mode mode) {
+  hkc_buf b = HKC_BUF_INIT;
+  emit_prelude(mode, &b);
+  size_t len = b.len;
+  char *text = hkc_buf_take(&b); /* NULL when out of memory */
+  preludes[mode == HKC_EMIT_STDLIB].len = text ? len : 0;
+  preludes[mode == HKC_EMIT_STDLIB].text = text;
+}
+static void make_plugin_prelude(void) { make_prelude(HKC_EMIT_PLUGIN); }
+static void make_stdlib_prelude(void) { make_prelude(HKC_EMIT_STDLIB); }
+
+void hkc_emit_prelude(hkc_emit_mode mode, hkc_buf *o) {
+  int i = mode == HKC_EMIT_STDLIB;
+  pthread_once(&preludes[i].once,
+               i ? make_stdlib_prelude : make_plugin_prelude);
+  if (preludes[i].text)
+    hkc_buf_putn(o, preludes[i].text, preludes[i].len);
+  else
+    emit_prelude(mode, o);
 }
 
 void hkc_emit_cuda_prelude(hkc_buf *o) {

@@ -5,7 +5,7 @@
  * A kernel file's path through here:
  *   read + permission check -> parse and validate (codegen) -> generate C
  *   with a line map -> cache key = SHA-256(ABI, compiler identity, flags,
- *   CPU, C) -> disk cache hit: dlopen, tier opt at once; else libtcc, tier
+ *   CPU, prelude, C around the prelude) -> disk cache hit: dlopen, tier opt at once; else libtcc, tier
  *   jit, and the opt tier queued for the background worker, which builds,
  *   checks the object's imports, stores it in the cache, dlopens it and
  *   swaps each handle's implementation.
@@ -215,20 +215,107 @@ void hk__need_cc(hk_context_t *ctx) {
   ctx->cc_probed = 1;
 }
 
+/* A length-prefixed part of a cache key: no ambiguity between parts. */
+static void key_part(hk_sha256_t *s, const char *p, size_t n) {
+  uint64_t len = n;
+  hk__sha256_update(s, &len, sizeof len);
+  hk__sha256_update(s, p, n);
+}
+
+/* The prelude every plugin's generated C contains (made once). */
+static pthread_once_t prelude_once = PTHREAD_ONCE_INIT;
+static char *prelude; /* NULL when out of memory: keys then hash the C whole */
+static size_t prelude_len;
+
+static void make_prelude(void) {
+  hkc_buf b = HKC_BUF_INIT;
+  hkc_emit_prelude(HKC_EMIT_PLUGIN, &b);
+  size_t n = b.len;
+  prelude = hkc_buf_take(&b);
+  prelude_len = prelude ? n : 0;
+}
+
+/* The hash state after the part of the key that all the kernels of a
+ * compiler share: the ABI version, the compiler's identity, its flags, the
+ * CPU, and the prelude. Hashing it once per process, not once per kernel,
+ * halves the cost of a key (the prelude is most of a small kernel's C). */
+static pthread_mutex_t key_memo_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  char *id, *flags, *cpu; /* what the state was made from; NULL: none */
+  hk_sha256_t s;
+} key_memo; /* under key_memo_lock */
+
+static int same_text(const char *a, const char *b) {
+  return a && strcmp(a, b) == 0;
+}
+
+static void key_prefix(const char *id, const char *flags, const char *cpu,
+                       hk_sha256_t *s) {
+  pthread_mutex_lock(&key_memo_lock);
+  if (same_text(key_memo.id, id) && same_text(key_memo.flags, flags) &&
+      same_text(key_memo.cpu, cpu)) {
+    *s = key_memo.s;
+    pthread_mutex_unlock(&key_memo_lock);
+    return;
+  }
+  char abi[64];
+  hk__sha256_init(s);
+  snprintf(abi, sizeof abi, "hk abi %u\n", HK_ABI_VERSION);
+  hk__sha256_update(s, abi, strlen(abi));
+  key_part(s, id, strlen(id));
+  key_part(s, flags, strlen(flags));
+  key_part(s, cpu, strlen(cpu));
+  key_part(s, prelude ? prelude : "", prelude_len);
+  free(key_memo.id);
+  free(key_memo.flags);
+  free(key_memo.cpu);
+  key_memo.id = strdup(id);
+  key_memo.flags = strdup(flags);
+  key_memo.cpu = strdup(cpu);
+  if (!key_memo.id || !key_memo.flags || !key_memo.cpu) {
+    free(key_memo.id);
+    free(key_memo.flags);
+    free(key_memo.cpu);
+    key_memo.id = key_memo.flags = key_memo.cpu = NULL;
+  }
+  key_memo.s = *s;
+  pthread_mutex_unlock(&key_memo_lock);
+}
+
+/* The cache key of a module's generated C: SHA-256 of the shared prefix
+ * above, then the C. Where the C holds the prelude (it always does), the
+ * prelude is already hashed: the C goes in as the text before it and the
+ * text after it, under a tag of its own; otherwise whole, under another.
+ * Either way the key is a function of every byte of the C, and C that
+ * differs gives different input. */
 static void cache_key(const hk_context_t *ctx, const char *csrc,
                       uint8_t key[32]) {
+  pthread_once(&prelude_once, make_prelude);
   hk_sha256_t s;
-  char abi[64];
-  hk__sha256_init(&s);
-  snprintf(abi, sizeof abi, "hk abi %u\n", HK_ABI_VERSION);
-  hk__sha256_update(&s, abi, strlen(abi));
-  const char *parts[] = {ctx->cc.identity ? ctx->cc.identity : "",
-                         hk__cc_flags(HK_CC_OPT), ctx->cc.cpu ? ctx->cc.cpu : "",
-                         csrc};
-  for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
-    uint64_t n = strlen(parts[i]); /* length-prefixed: no ambiguity */
-    hk__sha256_update(&s, &n, sizeof n);
-    hk__sha256_update(&s, parts[i], (size_t)n);
+  key_prefix(ctx->cc.identity ? ctx->cc.identity : "", hk__cc_flags(HK_CC_OPT),
+             ctx->cc.cpu ? ctx->cc.cpu : "", &s);
+  size_t n = strlen(csrc);
+  /* Find the prelude by its start, then check all of it. */
+  const char *at = NULL;
+  if (prelude_len >= 16) {
+    const char *from = csrc;
+    size_t left = n;
+    while ((at = memmem(from, left, prelude, 16)) != NULL) {
+      size_t off = (size_t)(at - csrc);
+      if (n - off >= prelude_len && memcmp(at, prelude, prelude_len) == 0)
+        break;
+      from = at + 1;
+      left = n - off - 1;
+    }
+  }
+  if (at) {
+    size_t off = (size_t)(at - csrc);
+    hk__sha256_update(&s, "S", 1);
+    key_part(&s, csrc, off);
+    key_part(&s, at + prelude_len, n - off - prelude_len);
+  } else {
+    hk__sha256_update(&s, "W", 1);
+    key_part(&s, csrc, n);
   }
   hk__sha256_final(&s, key);
 }

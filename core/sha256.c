@@ -3,11 +3,18 @@
  * the digest does not depend on the host's endianness. */
 #include "sha256.h"
 
+#include <stdatomic.h>
 #include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HK_SHA_NI 1
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
 
 /* FIPS 180-4 §4.2.2: the first 32 bits of the fractional parts of the cube
  * roots of the first 64 primes. */
-static const uint32_t K[64] = {
+static _Alignas(16) const uint32_t K[64] = {
     0x428a2f98u, 0x71374491u, 0xb5c0fbcfu, 0xe9b5dba5u, 0x3956c25bu,
     0x59f111f1u, 0x923f82a4u, 0xab1c5ed5u, 0xd807aa98u, 0x12835b01u,
     0x243185beu, 0x550c7dc3u, 0x72be5d74u, 0x80deb1feu, 0x9bdc06a7u,
@@ -26,8 +33,8 @@ static uint32_t rotr(uint32_t x, unsigned r) {
   return (x >> r) | (x << (32u - r));
 }
 
-/* §6.2.2: folds one 64-byte block into the state. */
-static void compress(uint32_t h[8], const uint8_t *p) {
+/* §6.2.2: folds one 64-byte block into the state (the portable code). */
+static void compress1(uint32_t h[8], const uint8_t *p) {
   uint32_t w[64];
   for (int t = 0; t < 16; t++)
     w[t] = (uint32_t)p[4 * t] << 24 | (uint32_t)p[4 * t + 1] << 16 |
@@ -65,6 +72,94 @@ static void compress(uint32_t h[8], const uint8_t *p) {
   h[7] += hh;
 }
 
+static void compress_portable(uint32_t h[8], const uint8_t *p, size_t nblocks) {
+  for (; nblocks; nblocks--, p += 64) compress1(h, p);
+}
+
+#ifdef HK_SHA_NI
+/* The same with the SHA extensions (Intel's SHA-NI, also on AMD since Zen):
+ * sha256rnds2 does two rounds on the state held as ABEF and CDGH halves,
+ * sha256msg1 / sha256msg2 extend the message schedule four words at a time
+ * (W[t-16] + s0(W[t-15]), then + W[t-7] + s1(W[t-2])). */
+__attribute__((target("sha,sse4.1"))) static void
+compress_shani(uint32_t h[8], const uint8_t *p, size_t nblocks) {
+  /* Big-endian words: reverse the bytes of each 32-bit lane. */
+  const __m128i bswap =
+      _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
+  __m128i tmp = _mm_loadu_si128((const __m128i *)(const void *)&h[0]);
+  __m128i st1 = _mm_loadu_si128((const __m128i *)(const void *)&h[4]);
+  tmp = _mm_shuffle_epi32(tmp, 0xB1);          /* CDAB */
+  st1 = _mm_shuffle_epi32(st1, 0x1B);          /* EFGH */
+  __m128i st0 = _mm_alignr_epi8(tmp, st1, 8);  /* ABEF */
+  st1 = _mm_blend_epi16(st1, tmp, 0xF0);       /* CDGH */
+  for (; nblocks; nblocks--, p += 64) {
+    const __m128i abef = st0, cdgh = st1;
+    __m128i w[4]; /* W[4i .. 4i+3] of the last four groups, w[i & 3] */
+    for (int i = 0; i < 16; i++) {
+      __m128i m;
+      if (i < 4) {
+        m = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i));
+        m = _mm_shuffle_epi8(m, bswap);
+      } else {
+        m = _mm_sha256msg1_epu32(w[i & 3], w[(i + 1) & 3]);
+        m = _mm_add_epi32(m, _mm_alignr_epi8(w[(i + 3) & 3], w[(i + 2) & 3], 4));
+        m = _mm_sha256msg2_epu32(m, w[(i + 3) & 3]);
+      }
+      w[i & 3] = m;
+      m = _mm_add_epi32(
+          m, _mm_load_si128((const __m128i *)(const void *)&K[4 * i]));
+      st1 = _mm_sha256rnds2_epu32(st1, st0, m);
+      m = _mm_shuffle_epi32(m, 0x0E); /* the upper two words */
+      st0 = _mm_sha256rnds2_epu32(st0, st1, m);
+    }
+    st0 = _mm_add_epi32(st0, abef);
+    st1 = _mm_add_epi32(st1, cdgh);
+  }
+  tmp = _mm_shuffle_epi32(st0, 0x1B);    /* FEBA */
+  st1 = _mm_shuffle_epi32(st1, 0xB1);    /* DCHG */
+  st0 = _mm_blend_epi16(tmp, st1, 0xF0); /* DCBA */
+  st1 = _mm_alignr_epi8(st1, tmp, 8);    /* HGFE */
+  _mm_storeu_si128((__m128i *)(void *)&h[0], st0);
+  _mm_storeu_si128((__m128i *)(void *)&h[4], st1);
+}
+
+/* CPUID directly: clang 14's __builtin_cpu_supports does not know "sha".
+ * The SSE registers need no OS check on x86-64. */
+static int cpu_has_sha(void) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+  int ssse3 = (c >> 9) & 1, sse41 = (c >> 19) & 1;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+  return ssse3 && sse41 && ((b >> 29) & 1); /* leaf 7: EBX bit 29, SHA */
+}
+#else
+static int cpu_has_sha(void) { return 0; }
+#endif
+
+/* 0: not chosen yet; 1: portable; 2: SHA extensions. Threads that race on
+ * the first choice compute and store the same value. */
+static atomic_int impl;
+
+static int choose(int accel) {
+  int v = accel && cpu_has_sha() ? 2 : 1;
+  atomic_store_explicit(&impl, v, memory_order_relaxed);
+  return v;
+}
+
+HK_INTERNAL int hk__sha256_accel(int on) { return choose(on) == 2; }
+
+static void compress(uint32_t h[8], const uint8_t *p, size_t nblocks) {
+  int v = atomic_load_explicit(&impl, memory_order_relaxed);
+  if (v == 0) v = choose(1);
+#ifdef HK_SHA_NI
+  if (v == 2) {
+    compress_shani(h, p, nblocks);
+    return;
+  }
+#endif
+  compress_portable(h, p, nblocks);
+}
+
 HK_INTERNAL void hk__sha256_init(hk_sha256_t *s) {
   /* §5.3.3: the fractional parts of the square roots of the first 8 primes. */
   static const uint32_t H0[8] = {0x6a09e667u, 0xbb67ae85u, 0x3c6ef372u,
@@ -86,11 +181,14 @@ HK_INTERNAL void hk__sha256_update(hk_sha256_t *s, const void *data, size_t n) {
     p += take;
     n -= take;
     if (s->nbuf < 64) return;
-    compress(s->h, s->buf);
+    compress(s->h, s->buf, 1);
     s->nbuf = 0;
   }
-  for (; n >= 64; p += 64, n -= 64)
-    compress(s->h, p); /* whole blocks in place */
+  if (n >= 64) { /* whole blocks in place */
+    compress(s->h, p, n / 64);
+    p += n / 64 * 64;
+    n %= 64;
+  }
   if (n) memcpy(s->buf, p, n);
   s->nbuf = n;
 }

@@ -22,6 +22,10 @@ HK_INTERNAL void hk__sha256_update(hk_sha256_t *s, const void *data, size_t n);
 HK_INTERNAL void hk__sha256_final(hk_sha256_t *s, uint8_t out[32]);
 /* One-shot: the digest of n bytes at data. */
 HK_INTERNAL void hk__sha256(const void *data, size_t n, uint8_t out[32]);
+/* For tests: on != 0 uses the SHA extensions where the CPU has them (the
+ * default), 0 forces the portable code. Returns 1 when the extensions are
+ * now in use. Both give the same digests. */
+HK_INTERNAL int hk__sha256_accel(int on);
 /* Lowercase hex of n bytes into out, which holds 2n + 1 chars (NUL-ended). */
 HK_INTERNAL void hk__hex(const uint8_t *bytes, size_t n, char *out);
 

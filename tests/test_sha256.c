@@ -1,5 +1,6 @@
 /* test_sha256.c — SHA-256 against the FIPS 180-4 / NIST vectors, incremental
- * updates against one-shot, and against sha256sum when it is installed. */
+ * updates against one-shot, the SHA-extension code against the portable code,
+ * and against sha256sum when it is installed. */
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -139,9 +140,80 @@ static void test_sha256sum(void) {
   rmdir(dir);
 }
 
+/* The digest of n bytes at p in pieces of step bytes, with the code chosen by
+ * accel (see hk__sha256_accel). */
+static void digest_with(int accel, const uint8_t *p, size_t n, size_t step,
+                        uint8_t out[32]) {
+  hk__sha256_accel(accel);
+  hk_sha256_t s;
+  hk__sha256_init(&s);
+  for (size_t off = 0; off < n; off += step)
+    hk__sha256_update(&s, p + off, n - off < step ? n - off : step);
+  hk__sha256_final(&s, out);
+}
+
+/* The SHA-extension code (where the CPU has it) and the portable code give
+ * the same digests: every length from 0 to 300 at every alignment mod 16,
+ * in one piece and in pieces, and a few MB of random data. */
+static void test_accel_matches_portable(void) {
+  int accel = hk__sha256_accel(1);
+  printf("note: SHA extensions %s\n",
+         accel ? "in use: compared with the portable code"
+               : "not available: the portable code only");
+  size_t big = 5u << 20;
+  uint8_t *buf = malloc(big + 64);
+  CHECK(buf != NULL);
+  if (!buf) return;
+  unsigned seed = 2024;
+  for (size_t i = 0; i < big + 64; i++) {
+    seed = seed * 1103515245u + 12345u;
+    buf[i] = (uint8_t)(seed >> 16);
+  }
+  uint8_t a[32], b[32];
+  for (size_t len = 0; len <= 300; len++)
+    for (size_t align = 0; align < 16; align++) {
+      digest_with(1, buf + align, len, len ? len : 1, a);
+      digest_with(0, buf + align, len, len ? len : 1, b);
+      CHECK_MSG(memcmp(a, b, 32) == 0, "len %zu at +%zu", len, align);
+      digest_with(1, buf + align, len, 1 + len % 67, b);
+      CHECK_MSG(memcmp(a, b, 32) == 0, "len %zu at +%zu in pieces", len,
+                align);
+    }
+  static const size_t sizes[] = {1u << 20, (3u << 20) + 17, 5u << 20};
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    digest_with(1, buf + k, sizes[k], sizes[k], a);
+    digest_with(0, buf + k, sizes[k], sizes[k], b);
+    CHECK_MSG(memcmp(a, b, 32) == 0, "size %zu", sizes[k]);
+    digest_with(1, buf + k, sizes[k], 4099, b);
+    CHECK_MSG(memcmp(a, b, 32) == 0, "size %zu in pieces", sizes[k]);
+  }
+  /* A state copied midway (as cache keys do) forks the computation with
+   * either code. */
+  for (int mode = 0; mode < 2; mode++) {
+    hk__sha256_accel(mode);
+    hk_sha256_t s, t;
+    hk__sha256_init(&s);
+    hk__sha256_update(&s, buf, 1000);
+    t = s;
+    hk__sha256_update(&t, buf + 1000, 333);
+    hk__sha256_final(&t, a);
+    hk__sha256(buf, 1333, b);
+    CHECK_MSG(memcmp(a, b, 32) == 0, "forked state, accel %d", mode);
+  }
+  hk__sha256_accel(1);
+  free(buf);
+}
+
 int main(void) {
-  test_vectors();
-  test_incremental();
+  /* The vectors and the incremental test with each code in turn. */
+  for (int accel = 1; accel >= 0; accel--) {
+    if (accel && !hk__sha256_accel(1)) continue; /* no SHA extensions */
+    hk__sha256_accel(accel);
+    test_vectors();
+    test_incremental();
+  }
+  hk__sha256_accel(1);
+  test_accel_matches_portable();
   test_hex();
   test_sha256sum();
   CHECK_DONE();
