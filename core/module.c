@@ -195,15 +195,81 @@ int hk__check_object(int fd, size_t size, char *why, size_t whylen) {
   return 0;
 }
 
-/* dlopens the object open at fd through /proc/self/fd, so that what was
- * checked through fd is what gets loaded. The caller must keep fd open
- * until dlclose (see hk_module_t.dl_fd). */
-static void *dlopen_fd(int fd, char *why, size_t whylen) {
+/* ---- Loading objects through their fd ------------------------------------------
+ *
+ * An object is dlopened as "/proc/self/fd/N", so that what was checked
+ * through fd N is what gets loaded. glibc knows loaded objects by that
+ * name, and by file identity: a second dlopen of the same file (another
+ * context loading the same cache entry) returns the first link map, still
+ * named after the first fd. So fd N must stay open as long as anyone in
+ * the process holds that object, or a later, different file opened as fd N
+ * would be "found" loaded already and the wrong code run (two contexts on
+ * one cache did this). The table below (documented global state) keeps
+ * one fd per loaded file, with a count of its holders. */
+
+typedef struct dl_entry {
+  dev_t dev;
+  ino_t ino;
+  int fd;
+  void *h;
+  int refs;
+  struct dl_entry *next;
+} dl_entry;
+
+static pthread_mutex_t dl_lock = PTHREAD_MUTEX_INITIALIZER;
+static dl_entry *dl_loaded;
+
+/* Loads the object open at fd, taking fd (kept open while the object is
+ * loaded, or closed). Returns the handle, or NULL with the reason in why. */
+static void *dl_open(int fd, char *why, size_t whylen) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    snprintf(why, whylen, "cannot load it: %s", strerror(errno));
+    close(fd);
+    return NULL;
+  }
+  pthread_mutex_lock(&dl_lock);
+  for (dl_entry *e = dl_loaded; e; e = e->next)
+    if (e->dev == st.st_dev && e->ino == st.st_ino) {
+      e->refs++;
+      pthread_mutex_unlock(&dl_lock);
+      close(fd); /* the same file is loaded: its first fd stays */
+      return e->h;
+    }
+  dl_entry *e = malloc(sizeof *e);
   char p[64];
   snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
-  void *h = dlopen(p, RTLD_NOW | RTLD_LOCAL);
-  if (!h) snprintf(why, whylen, "cannot load it: %s", dlerror());
+  void *h = e ? dlopen(p, RTLD_NOW | RTLD_LOCAL) : NULL;
+  if (!h) {
+    pthread_mutex_unlock(&dl_lock);
+    snprintf(why, whylen, "cannot load it: %s",
+             e ? dlerror() : "out of memory");
+    free(e);
+    close(fd);
+    return NULL;
+  }
+  *e = (dl_entry){st.st_dev, st.st_ino, fd, h, 1, dl_loaded};
+  dl_loaded = e;
+  pthread_mutex_unlock(&dl_lock);
   return h;
+}
+
+/* Drops one hold on h (from dl_open); the last one unloads it and closes
+ * its fd. */
+static void dl_close(void *h) {
+  pthread_mutex_lock(&dl_lock);
+  for (dl_entry **pp = &dl_loaded; *pp; pp = &(*pp)->next) {
+    dl_entry *e = *pp;
+    if (e->h != h) continue;
+    if (--e->refs == 0) {
+      *pp = e->next;
+      dlclose(h);
+      close(e->fd);
+      free(e);
+    }
+    break;
+  }
+  pthread_mutex_unlock(&dl_lock);
 }
 
 /* ---- Cache keys ------------------------------------------------------------------ */
@@ -353,8 +419,9 @@ static int from_cache(hk_context_t *ctx, hk_module_t *m, hkc_diags *d) {
   char why[600];
   void *h = NULL;
   if (hk__check_object(fd, size, why, sizeof why) == 0)
-    h = dlopen_fd(fd, why, sizeof why);
-  if (!h) close(fd);
+    h = dl_open(fd, why, sizeof why);
+  else
+    close(fd);
   if (!h) {
     hk__log(ctx, "%s: the disk cache entry cannot be used (%s); compiling "
                  "again", m->path, why);
@@ -363,14 +430,12 @@ static int from_cache(hk_context_t *ctx, hk_module_t *m, hkc_diags *d) {
   hkc_diags quiet = HKC_DIAGS_INIT;
   if (resolve_all(m, resolve_dl, h, HK_TIER_OPT, m->impls, &quiet)) {
     hkc_diags_free(&quiet);
-    dlclose(h);
-    close(fd);
+    dl_close(h);
     return -1;
   }
   hkc_diags_free(&quiet);
   (void)d;
   m->dl = h;
-  m->dl_fd = fd;
   atomic_store(&m->opt_state, HK__OPT_DONE);
   return 0;
 }
@@ -456,18 +521,13 @@ int hk__opt_build(hk_context_t *ctx, hk_module_t *m) {
     int status;
     fd = hk__cache_get(ctx->cache, m->key, &size, NULL, &status);
     if (fd >= 0 && hk__check_object(fd, size, why, sizeof why) == 0)
-      h = dlopen_fd(fd, why, sizeof why);
-    if (fd >= 0 && !h) {
+      h = dl_open(fd, why, sizeof why);
+    else if (fd >= 0)
       close(fd);
-      fd = -1;
-    }
   }
   if (!h) { /* no cache, or it failed: load the built object itself */
     fd = open(so, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0 && !(h = dlopen_fd(fd, why, sizeof why))) {
-      close(fd);
-      fd = -1;
-    }
+    if (fd >= 0) h = dl_open(fd, why, sizeof why);
   }
   if (!h) {
     set_note(ctx, m, why);
@@ -480,15 +540,13 @@ int hk__opt_build(hk_context_t *ctx, hk_module_t *m) {
     set_note(ctx, m, hkc_buf_str(&note));
     hkc_buf_free(&note);
     hkc_diags_free(&d);
-    dlclose(h);
-    close(fd);
+    dl_close(h);
     goto clean;
   }
   hkc_diags_free(&d);
   /* Publish: handles of this module switch to the optimized code. */
   pthread_mutex_lock(&ctx->load_lock);
   m->dl = h;
-  m->dl_fd = fd;
   if (m->live)
     for (int i = 0; i < m->ninst; i++) {
       hk_kernel_t *k = m->kernels ? m->kernels[i] : NULL;
@@ -700,13 +758,15 @@ static int load_so(hk_context_t *ctx, hk_module_t *m, hkc_diags *d) {
   int fd = private_copy(m, &st, d);
   if (fd < 0) return d->oom ? HK_ENOMEM : HK_EIO;
   m->st = st;
-  if (hk__check_object(fd, (size_t)st.st_size, why, sizeof why) ||
-      !(m->dl = dlopen_fd(fd, why, sizeof why))) {
+  if (hk__check_object(fd, (size_t)st.st_size, why, sizeof why)) {
     close(fd);
     hkc_diag_add(d, HKC_ERROR, m->path, 0, 0, "refused: %s", why);
     return HK_ESCHEMA;
   }
-  m->dl_fd = fd;
+  if (!(m->dl = dl_open(fd, why, sizeof why))) {
+    hkc_diag_add(d, HKC_ERROR, m->path, 0, 0, "refused: %s", why);
+    return HK_ESCHEMA;
+  }
   const uint32_t *abi = dlsym(m->dl, SO_ABI_SYMBOL);
   const char *desc = dlsym(m->dl, SO_DESC_SYMBOL);
   if (!abi || !desc) {
@@ -747,7 +807,6 @@ hk_module_t *hk__module_load(hk_context_t *ctx, const char *path,
   }
   m->ctx = ctx;
   m->kind = kind;
-  m->dl_fd = -1;
   atomic_init(&m->opt_state, HK__OPT_NONE);
   int rc;
   if (kind == HK__SRC_SO) {
@@ -775,8 +834,7 @@ hk_module_t *hk__module_load(hk_context_t *ctx, const char *path,
 void hk__module_free(hk_module_t *m) {
   if (!m) return;
   hk__cuda_module_free(m);
-  if (m->dl) dlclose(m->dl);
-  if (m->dl_fd >= 0) close(m->dl_fd); /* only now: see hk_module_t */
+  if (m->dl) dl_close(m->dl);
   hk__tcc_free(m->tcc);
   for (int i = 0; i < m->ninst; i++) free(m->infos ? m->infos[i] : NULL);
   free(m->infos);

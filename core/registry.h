@@ -86,11 +86,8 @@ typedef struct hk_module {
   hkc_linemap map;             /* where author code is in csrc */
   uint8_t key[32];             /* disk cache key of csrc */
   hk_tcc_t *tcc;               /* tier jit code */
-  void *dl;                    /* tier opt or prebuilt code */
-  int dl_fd;                   /* the fd dl was opened through: kept open
-                                  until dlclose, because glibc knows loaded
-                                  objects by name ("/proc/self/fd/N"), and a
-                                  reused N would return the old object */
+  void *dl;                    /* tier opt or prebuilt code (dl_open in
+                                  module.c: one fd per loaded file) */
   hk_impl_t *impls;            /* per instance: the code loaded at load */
   hk_impl_t *opt_impls;        /* per instance, once opt is ready */
   _Atomic int opt_state;       /* hk_opt_state */

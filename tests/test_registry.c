@@ -2301,6 +2301,45 @@ static void test_misc(void) {
 
 /* ---- main ------------------------------------------------------------------------------ */
 
+/* Two contexts hold one cache entry, the first is destroyed, then a third
+ * loads another entry. glibc knows loaded objects by their name,
+ * "/proc/self/fd/N", and by file identity (the second context got the
+ * first one's link map): were fd N closed with the first context while the
+ * second still holds the object, the third's entry, opened as the next free
+ * fd N, would be "found" loaded and the wrong code run. Four threads making
+ * contexts on one cache showed it ("does not define hk_range__..."). */
+static void test_shared_objects(void) {
+  if (!g_have_cc) return;
+  make_dir(P("sh1"));
+  make_dir(P("sh2"));
+  PATH(ka, "sh1/a.json");
+  PATH(kb, "sh2/b.json");
+  PATH(cache, "sh_cache");
+  write_kernel(ka, "sh_a", "out = x * 2.0f;");
+  write_kernel(kb, "sh_b", "out = x * 3.0f;");
+  /* the opt builds of both, into the cache */
+  hk_context_destroy(mkctx(HK_TIER_OPT, P("sh1"), cache, 0, NULL));
+  hk_context_destroy(mkctx(HK_TIER_OPT, P("sh2"), cache, 0, NULL));
+  hk_context_t *a = mkctx(HK_TIER_AUTO, P("sh1"), cache, 0, NULL);
+  hk_context_t *b = mkctx(HK_TIER_AUTO, P("sh1"), cache, 0, NULL);
+  if (!a || !b) return;
+  CHECK_INT_EQ(hk_kernel_tier(find(b, "sh_a")), HK_TIER_OPT);
+  hk_context_destroy(a);
+  for (int round = 0; round < 3; round++) {
+    hk_context_t *c = mkctx(HK_TIER_AUTO, P("sh2"), cache, 0, NULL);
+    if (!c) break;
+    hk_kernel_t *k = find(c, "sh_b");
+    CHECK_MSG(k && hk_kernel_tier(k) == HK_TIER_OPT,
+              "round %d: sh_b from the cache is on tier %s: %s", round,
+              k ? hk_tier_name(hk_kernel_tier(k)) : "-", k ? note_of(k) : "");
+    CHECK_MSG(runs_times(c, "sh_b", 3.0f), "round %d: sh_b runs other code",
+              round);
+    CHECK(runs_times(b, "sh_a", 2.0f));
+    hk_context_destroy(c);
+  }
+  hk_context_destroy(b);
+}
+
 int main(int argc, char **argv) {
   umask(022);
   if (argc == 4 && !strcmp(argv[1], "--race-child"))
@@ -2361,6 +2400,7 @@ int main(int argc, char **argv) {
   PART("threads (jit)", stress(HK_TIER_JIT, "stress_jit"));
   PART("threads (auto)", stress(HK_TIER_AUTO, "stress_auto"));
   PART("misc", test_misc());
+  PART("shared objects", test_shared_objects());
 #undef PART
   for (int i = 0; i < nt; i++) printf("%-16s %6.2f s\n", times[i].name, times[i].t);
   printf("%-16s %6.2f s\n", "total", now_s() - t0);
