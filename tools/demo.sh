@@ -1,8 +1,8 @@
 #!/bin/sh
 # demo.sh — the README's main job: install what is missing, build, and show
-# hk working: the stdlib compiled from kernel files, kernels run on .npy
-# files, a located error in a bad kernel file, and inline against the
-# hand-written loop.
+# hk working: the stdlib compiled from kernel files, stdlib and plugin
+# kernels run on .npy files (on the GPU too, where there is one), a located
+# error in a bad kernel file, and the inline-vs-dynamic table.
 set -eu
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -39,6 +39,30 @@ say hk run sum_f32 x=x.npy
 $HK run sum_f32 x="$tmp/x.npy"
 say hk run softmax_f32 x=x.npy rows=2 cols=4
 $HK run softmax_f32 x="$tmp/x.npy" rows=2 cols=4
+
+echo
+echo "== plugin kernels: kernel files dropped into a folder (plugins/), compiled"
+echo "   at run time (libtcc at once, the system compiler in the background,"
+echo "   cached on disk for the next run)"
+say hk list --plugins plugins '| grep json'
+$HK list --plugins plugins | awk 'NR == 1 || $4 == "json"' | cut -c1-110
+say hk run saxpy_f32 --plugins plugins alpha=2 x=x.npy y=y.npy
+$HK run saxpy_f32 --plugins plugins alpha=2 x="$tmp/x.npy" y="$tmp/y.npy"
+say hk run huber_loss_f32 --plugins plugins pred=x.npy target=y.npy delta=1
+$HK run huber_loss_f32 --plugins plugins pred="$tmp/x.npy" target="$tmp/y.npy" delta=1
+say hk run clamp_f32 --plugins plugins x=x.npy lo=1 hi=3 --tier jit
+$HK run clamp_f32 --plugins plugins x="$tmp/x.npy" lo=1 hi=3 --tier jit
+
+echo
+echo "== the GPU: the same kernels with --backend cuda (where there is one)"
+say hk run add_f32 x=x.npy y=y.npy --backend cuda
+if ! $HK run add_f32 x="$tmp/x.npy" y="$tmp/y.npy" --backend cuda 2>"$tmp/gpu.err"; then
+  sed 's/^/  /' "$tmp/gpu.err"
+  echo "  (no GPU here: every kernel runs on the CPU; tools/gpu_check.sh on a GPU machine)"
+else
+  say hk run saxpy_f32 --plugins plugins --backend cuda alpha=2 x=x.npy y=y.npy
+  $HK run saxpy_f32 --plugins plugins --backend cuda alpha=2 x="$tmp/x.npy" y="$tmp/y.npy"
+fi
 
 echo
 echo "== a malformed kernel file gets located errors (and exit status 1)"
