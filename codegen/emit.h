@@ -33,6 +33,9 @@ typedef struct hkc_linemap {
 void hkc_linemap_free(hkc_linemap *m);
 /* The author-code entry for generated line gen_line, or NULL. */
 const hkc_line_entry *hkc_linemap_find(const hkc_linemap *m, unsigned gen_line);
+/* Starts recording into map (which must be empty) where author code lands
+ * in what is appended to o from now on; o->map = NULL stops it. */
+void hkc_linemap_start(hkc_buf *o, hkc_linemap *map);
 /* Records that src text at src_off starts at the buffer's current end,
  * which is on a line after `col - 1` other characters (emitters only). */
 void hkc_linemap_note(hkc_buf *o, const hkc_src *src, size_t src_off,
@@ -51,6 +54,10 @@ int hkc_emit_c(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
  * empty; free it with hkc_linemap_free). */
 int hkc_emit_c_mapped(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
                       hkc_buf *out, hkc_linemap *map);
+/* Elements per vector step of a CUDA elementwise kernel whose widest
+ * buffer element has this many bytes: as many as fit in 16 bytes (one
+ * 128-bit load or store), at most 4. The launcher sizes grids by it. */
+int hkc_cuda_lanes(size_t widest);
 /* Appends CUDA C for every instance with the cuda target. */
 int hkc_emit_cuda(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
                   hkc_buf *out);

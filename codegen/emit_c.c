@@ -618,13 +618,17 @@ static void emit_table(hkc_buf *o, hkc_file *const *files, int nfiles) {
   hkc_buf_printf(o, "};\n\nconst size_t hk__stdlib_count = %zu;\n", count);
 }
 
-int hkc_emit_c_mapped(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
-                      hkc_buf *o, hkc_linemap *map) {
+void hkc_linemap_start(hkc_buf *o, hkc_linemap *map) {
   o->map = map;
   o->counted = o->len;
   o->line = 1;
   for (size_t i = 0; i < o->len; i++)
     if (o->data[i] == '\n') o->line++;
+}
+
+int hkc_emit_c_mapped(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
+                      hkc_buf *o, hkc_linemap *map) {
+  hkc_linemap_start(o, map);
   int rc = hkc_emit_c(files, nfiles, mode, o);
   o->map = NULL;
   return rc;

@@ -13,6 +13,7 @@
  *   raw          hk_cuda__NAME(params..., n): the author's CUDA body, which
  *                decides itself which elements each thread takes.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,8 +24,11 @@
 #define ct hkc_param_ctype
 #define is_buffer hkc_is_buffer
 
-/* Lanes per vector access: as many elements of the widest buffer type as
- * fit in 16 bytes (one 128-bit load or store), at most 4. */
+int hkc_cuda_lanes(size_t widest) {
+  size_t lanes = 16 / (widest ? widest : 1);
+  return lanes > 4 ? 4 : (int)lanes;
+}
+
 static int vec_lanes(const hkc_instance *in) {
   size_t widest = 1;
   for (int i = 0; i < in->k->nparams; i++) {
@@ -32,8 +36,7 @@ static int vec_lanes(const hkc_instance *in) {
     size_t sz = hk_dtype_size(hkc_param_type(in, p));
     if (is_buffer(p) && sz > widest) widest = sz;
   }
-  size_t lanes = 16 / widest;
-  return lanes > 4 ? 4 : (int)lanes;
+  return hkc_cuda_lanes(widest);
 }
 
 /* Elementwise: the body once, in a device function that every element goes
@@ -167,6 +170,20 @@ static void emit_elementwise(hkc_buf *o, const hkc_instance *in) {
   hkc_buf_put(o, "    }\n}\n\n");
 }
 
+/* "hk_map__NAME(x[AT], alpha, AT, n)": a reduction's map at element AT. */
+static void put_map_call(hkc_buf *o, const hkc_kernel *k, const char *nm,
+                         const char *at) {
+  hkc_buf_printf(o, "hk_map__%s(", nm);
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (p->role == HK_ROLE_SCALAR)
+      hkc_buf_printf(o, "%s, ", p->name);
+    else if (p->role != HK_ROLE_OUT)
+      hkc_buf_printf(o, "hk_p_%s[%s], ", p->name, at);
+  }
+  hkc_buf_printf(o, "%s, n)", at);
+}
+
 static void emit_reduction(hkc_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
@@ -225,33 +242,21 @@ static void emit_reduction(hkc_buf *o, const hkc_instance *in) {
                  "    for (; i + 3 * hk_stride < n; i += 4 * hk_stride) {\n",
                  acc);
   for (int u = 0; u < 4; u++) {
-    hkc_buf_printf(o, "        const %s hk_v%d = hk_map__%s(", acc, u, nm);
-    for (int i = 0; i < k->nparams; i++) {
-      const hkc_param *p = &k->params[i];
-      if (p->role == HK_ROLE_OUT) continue;
-      if (p->role == HK_ROLE_SCALAR)
-        hkc_buf_printf(o, "%s, ", p->name);
-      else
-        hkc_buf_printf(o, "hk_p_%s[i + %d * hk_stride], ", p->name, u);
-    }
-    hkc_buf_printf(o, "i + %d * hk_stride, n);\n", u);
+    char at[32];
+    snprintf(at, sizeof at, "i + %d * hk_stride", u);
+    hkc_buf_printf(o, "        const %s hk_v%d = ", acc, u);
+    put_map_call(o, k, nm, at);
+    hkc_buf_put(o, ";\n");
   }
   for (int u = 0; u < 4; u++)
     hkc_buf_printf(o, "        hk_a%d = hk_combine__%s(hk_a%d, hk_v%d);\n", u,
                    nm, u, u);
   hkc_buf_printf(o, "    }\n    for (; i < n; i += hk_stride)\n"
-                    "        hk_a0 = hk_combine__%s(hk_a0, hk_map__%s(",
-                 nm, nm);
-  for (int i = 0; i < k->nparams; i++) {
-    const hkc_param *p = &k->params[i];
-    if (p->role == HK_ROLE_OUT) continue;
-    if (p->role == HK_ROLE_SCALAR)
-      hkc_buf_printf(o, "%s, ", p->name);
-    else
-      hkc_buf_printf(o, "hk_p_%s[i], ", p->name);
-  }
+                    "        hk_a0 = hk_combine__%s(hk_a0, ",
+                 nm);
+  put_map_call(o, k, nm, "i");
   hkc_buf_printf(o,
-                 "i, n));\n"
+                 ");\n"
                  "    const %s hk_acc = hk_combine__%s(hk_combine__%s(hk_a0, "
                  "hk_a1), hk_combine__%s(hk_a2, hk_a3));\n",
                  acc, nm, nm, nm);
@@ -331,11 +336,7 @@ static void emit_raw(hkc_buf *o, const hkc_instance *in) {
 
 int hkc_emit_cuda_mapped(hkc_file *const *files, int nfiles,
                          hkc_emit_mode mode, hkc_buf *o, hkc_linemap *map) {
-  o->map = map;
-  o->counted = o->len;
-  o->line = 1;
-  for (size_t i = 0; i < o->len; i++)
-    if (o->data[i] == '\n') o->line++;
+  hkc_linemap_start(o, map);
   int rc = hkc_emit_cuda(files, nfiles, mode, o);
   o->map = NULL;
   return rc;

@@ -219,8 +219,7 @@ static int is_temp_name(const char *s) {
 /* --- reading ----------------------------------------------------------------
  */
 
-/* Reads exactly n bytes at off; 0, or -1 on error or early end of file. */
-static int pread_all(int fd, void *buf, size_t n, uint64_t off) {
+int hk__pread_all(int fd, void *buf, size_t n, uint64_t off) {
   uint8_t *p = buf;
   while (n) {
     ssize_t r = pread(fd, p, n, (off_t)off);
@@ -240,7 +239,7 @@ static int pread_all(int fd, void *buf, size_t n, uint64_t off) {
 static int verify(int fd, uint64_t fsize, size_t *elf_size, char **meta) {
   uint8_t tr[HK_CACHE_TRAILER];
   if (fsize < HK_CACHE_TRAILER ||
-      pread_all(fd, tr, sizeof tr, fsize - sizeof tr) != 0)
+      hk__pread_all(fd, tr, sizeof tr, fsize - sizeof tr) != 0)
     return -1;
   if (memcmp(tr, HK_CACHE_MAGIC, 8) != 0) return -1;
   uint64_t esz = get_le64(tr + 8), msz = get_le64(tr + 16);
@@ -264,7 +263,7 @@ static int verify(int fd, uint64_t fsize, size_t *elf_size, char **meta) {
   int ok = 1;
   for (uint64_t off = 0; ok && off < hashed_end;) {
     size_t n = hashed_end - off < CHUNK ? (size_t)(hashed_end - off) : CHUNK;
-    if (pread_all(fd, buf, n, off) != 0) {
+    if (hk__pread_all(fd, buf, n, off) != 0) {
       ok = 0;
       break;
     }

@@ -57,6 +57,10 @@ enum { HK_CACHE_HIT = 0, HK_CACHE_MISS = 1, HK_CACHE_CORRUPT = 2 };
 HK_INTERNAL int hk__cache_get(hk_cache_t *c, const uint8_t key[32],
                               size_t *elf_size, char **meta, int *status);
 
+/* Reads exactly n bytes of fd at off; 0, or -1 on error or early end of
+ * file (EINTR is retried). */
+HK_INTERNAL int hk__pread_all(int fd, void *buf, size_t n, uint64_t off);
+
 /* Stores the shared object at so_path (a regular, non-empty file) as the
  * entry for key, with meta (NULL for none): writes [elf][meta][trailer] to a
  * new temp file in the cache directory (mode 0600, named .hk-<pid>-<random

@@ -549,10 +549,9 @@ HK_API int hk_memcpy_to_device(void *dst, const void *src, size_t bytes,
   struct hk_stream *st = hk__stream(s);
   CUdeviceptr d = (CUdeviceptr)(uintptr_t)dst;
   CUresult r;
-  if (mem_type(src) == HK_CU_MEMORYTYPE_HOST) { /* pinned: straight DMA */
-    r = a->cuMemcpyHtoDAsync(d, src, bytes, st->s);
-  } else if (bytes < STAGE_MIN) {
-    /* pageable: the driver returns once src has been read */
+  if (bytes < STAGE_MIN || mem_type(src) == HK_CU_MEMORYTYPE_HOST) {
+    /* pinned: straight DMA; small and pageable: the driver returns once
+     * src has been read */
     r = a->cuMemcpyHtoDAsync(d, src, bytes, st->s);
   } else {
     pthread_mutex_lock(&st->lock);

@@ -82,7 +82,7 @@ static int resolve_entry(CUmodule mod, const hk_kernel_info_t *info,
   return 0;
 }
 
-/* Lanes of the elementwise vector loop (as codegen/emit_cuda.c). */
+/* Lanes of the elementwise vector loop the emitter wrote. */
 static unsigned lanes_of(const hk_kernel_info_t *info) {
   if (info->kind != HK_KIND_ELEMENTWISE) return 1;
   size_t widest = 1;
@@ -90,8 +90,7 @@ static unsigned lanes_of(const hk_kernel_info_t *info) {
     if (info->params[i].role != HK_ROLE_SCALAR &&
         hk_dtype_size(info->params[i].dtype) > widest)
       widest = hk_dtype_size(info->params[i].dtype);
-  size_t l = 16 / widest;
-  return l > 4 ? 4 : (unsigned)l;
+  return (unsigned)hkc_cuda_lanes(widest);
 }
 
 static pthread_mutex_t stdlib_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -138,17 +137,10 @@ static void cuda_key(const char *src, int nvrtc_version, uint8_t key[32]) {
   hk__sha256_final(&s, key);
 }
 
-/* Reads n bytes at the start of fd. */
+/* Reads n bytes at the start of fd (malloc'ed), or NULL. */
 static char *read_fd(int fd, size_t n) {
   char *b = malloc(n ? n : 1);
-  size_t got = 0;
-  while (b && got < n) {
-    ssize_t r = pread(fd, b + got, n - got, (off_t)got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
-  if (b && got != n) {
+  if (b && hk__pread_all(fd, b, n, 0)) {
     free(b);
     b = NULL;
   }
