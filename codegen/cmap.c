@@ -62,7 +62,7 @@ static int find_symbol(const hkc_file *f, const char *sym, int *line,
 
 int hkc_report_compiler_output(const char *out, const hkc_linemap *m,
                                const hkc_file *f, const char *compiler,
-                               hkc_diags *d) {
+                               hku_diags *d) {
   int reported = 0;
   for (const char *line = out; line && *line;) {
     const char *nl = strchr(line, '\n');
@@ -82,12 +82,12 @@ int hkc_report_compiler_output(const char *out, const hkc_linemap *m,
         memcpy(sym, s0, sl);
         sym[sl] = '\0';
         if (find_symbol(f, sym, &fl, &fc, &field))
-          hkc_diag_add(d, HKC_ERROR, f->path, fl, fc,
+          hku_diag_add(d, HKU_ERROR, f->path, fl, fc,
                        "%s: uses '%s', which is not available to kernel code "
                        "(only the C99 <math.h> functions are)",
                        field, sym);
         else
-          hkc_diag_add(d, HKC_ERROR, f->path, 0, 0,
+          hku_diag_add(d, HKU_ERROR, f->path, 0, 0,
                        "the generated code needs '%s', which hk does not "
                        "provide (%s); this is a bug in hk",
                        sym, compiler);
@@ -103,11 +103,11 @@ int hkc_report_compiler_output(const char *out, const hkc_linemap *m,
           if (!near && gc >= e->gen_col) off += gc - e->gen_col;
           if (off > e->src->len) off = e->src->len;
           hkc_src_pos(f->doc, e->src, off, &fl, &fc);
-          hkc_diag_add(d, HKC_ERROR, f->path, fl, fc, "%s: %.*s (%s%s)",
+          hku_diag_add(d, HKU_ERROR, f->path, fl, fc, "%s: %.*s (%s%s)",
                        e->src->field, mlen, msg, compiler,
                        near ? ", at or near this line" : "");
         } else {
-          hkc_diag_add(d, HKC_ERROR, f->path, 0, 0,
+          hku_diag_add(d, HKU_ERROR, f->path, 0, 0,
                        "generated code failed to compile (%s, generated line "
                        "%u): %.*s; this is a bug in hk",
                        compiler, gl, mlen, msg);

@@ -35,10 +35,10 @@ void hkc_linemap_free(hkc_linemap *m);
 const hkc_line_entry *hkc_linemap_find(const hkc_linemap *m, unsigned gen_line);
 /* Starts recording into map (which must be empty) where author code lands
  * in what is appended to o from now on; o->map = NULL stops it. */
-void hkc_linemap_start(hkc_buf *o, hkc_linemap *map);
+void hkc_linemap_start(hku_buf *o, hkc_linemap *map);
 /* Records that src text at src_off starts at the buffer's current end,
  * which is on a line after `col - 1` other characters (emitters only). */
-void hkc_linemap_note(hkc_buf *o, const hkc_src *src, size_t src_off,
+void hkc_linemap_note(hku_buf *o, const hkc_src *src, size_t src_off,
                       unsigned col);
 
 /* Lanes of a reduction's inner loop for an accumulator of this many bytes:
@@ -49,47 +49,47 @@ int hkc_reduce_lanes(size_t acc_size);
 /* Appends C for every instance of every kernel of the files. Returns 0, or
  * -1 when out of memory (the files are already valid). */
 int hkc_emit_c(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
-               hkc_buf *out);
+               hku_buf *out);
 /* The same, recording where author code lands in map (which must be
  * empty; free it with hkc_linemap_free). */
 int hkc_emit_c_mapped(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
-                      hkc_buf *out, hkc_linemap *map);
+                      hku_buf *out, hkc_linemap *map);
 /* Elements per vector step of a CUDA elementwise kernel whose widest
  * buffer element has this many bytes: as many as fit in 16 bytes (one
  * 128-bit load or store), at most 4. The launcher sizes grids by it. */
 int hkc_cuda_lanes(size_t widest);
 /* Appends CUDA C for every instance with the cuda target. */
 int hkc_emit_cuda(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
-                  hkc_buf *out);
+                  hku_buf *out);
 /* The same, recording where author code lands in map (as for C). */
 int hkc_emit_cuda_mapped(hkc_file *const *files, int nfiles,
-                         hkc_emit_mode mode, hkc_buf *out, hkc_linemap *map);
+                         hkc_emit_mode mode, hku_buf *out, hkc_linemap *map);
 /* Appends the public header declaring the typed stdlib functions. */
-int hkc_emit_stdlib_header(hkc_file *const *files, int nfiles, hkc_buf *out);
+int hkc_emit_stdlib_header(hkc_file *const *files, int nfiles, hku_buf *out);
 /* The C prototype of an instance's typed function, without ';'. */
-void hkc_emit_typed_proto(const hkc_instance *in, hkc_buf *out);
+void hkc_emit_typed_proto(const hkc_instance *in, hku_buf *out);
 
 /* The prelude every plugin translation unit starts with (types, math
  * declarations, constants); stdlib mode uses system headers instead of the
  * type and limit definitions. */
-void hkc_emit_prelude(hkc_emit_mode mode, hkc_buf *out);
-void hkc_emit_cuda_prelude(hkc_buf *out);
+void hkc_emit_prelude(hkc_emit_mode mode, hku_buf *out);
+void hkc_emit_cuda_prelude(hku_buf *out);
 
 /* ---- Shared by the C and CUDA emitters ---- */
 /* The C type of a parameter in an instance ("float", "int64_t"). */
 const char *hkc_param_ctype(const hkc_instance *in, const hkc_param *p);
 int hkc_is_buffer(const hkc_param *p);
 /* The author's code, line by line, each indented by ind spaces. */
-void hkc_put_code(hkc_buf *o, const hkc_src *s, int ind);
+void hkc_put_code(hku_buf *o, const hkc_src *s, int ind);
 /* An expression on one line, in parentheses, comments removed. */
-void hkc_put_expr(hkc_buf *o, const hkc_src *s);
+void hkc_put_expr(hku_buf *o, const hkc_src *s);
 /* "typedef float T;" for each placeholder the given code uses. */
-void hkc_put_holders(hkc_buf *o, const hkc_instance *in,
+void hkc_put_holders(hku_buf *o, const hkc_instance *in,
                      const hkc_src *const *srcs, int nsrcs, int ind);
 /* "const float *PREFIXx" for a buffer, "float alpha" for a scalar
  * ("const float alpha" with const_scalar: code that runs per element must
  * not change a scalar, or results would depend on the thread count). */
-void hkc_put_param(hkc_buf *o, const hkc_instance *in, const hkc_param *p,
+void hkc_put_param(hku_buf *o, const hkc_instance *in, const hkc_param *p,
                    const char *ptr_prefix, int const_scalar);
 
 /* Reports the error lines of a C compiler's output about the generated
@@ -99,15 +99,15 @@ void hkc_put_param(hkc_buf *o, const hkc_instance *in, const hkc_param *p,
  * compiler in the messages. Returns the number of errors reported. */
 int hkc_report_compiler_output(const char *out, const hkc_linemap *m,
                                const hkc_file *f, const char *compiler,
-                               hkc_diags *d);
+                               hku_diags *d);
 
 /* Appends a checked len expression of instance in (it needs `int hk_bad`
  * in scope, set on overflow); 0 or -1 (invalid: validated files never
  * are). And the helpers it calls (part of every prelude). */
-int hkc_emit_len(const hkc_src *src, const hkc_instance *in, hkc_buf *out);
-void hkc_emit_len_helpers(hkc_buf *o);
+int hkc_emit_len(const hkc_src *src, const hkc_instance *in, hku_buf *out);
+void hkc_emit_len_helpers(hku_buf *o);
 
 /* Appends s as a C string literal. */
-void hkc_emit_c_string(hkc_buf *out, const char *s);
+void hkc_emit_c_string(hku_buf *out, const char *s);
 
 #endif

@@ -26,19 +26,19 @@ int hkc_reduce_lanes(size_t acc_size) { return acc_size >= 8 ? 8 : 16; }
 
 /* ---- Helpers ----------------------------------------------------------------- */
 
-void hkc_emit_c_string(hkc_buf *o, const char *s) {
-  hkc_buf_putc(o, '"');
+void hkc_emit_c_string(hku_buf *o, const char *s) {
+  hku_buf_putc(o, '"');
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
     if (*p == '"' || *p == '\\')
-      hkc_buf_printf(o, "\\%c", *p);
+      hku_buf_printf(o, "\\%c", *p);
     else if (*p == '\n')
-      hkc_buf_put(o, "\\n");
+      hku_buf_put(o, "\\n");
     else if (*p < 32 || *p == 127 || *p == '?')
-      hkc_buf_printf(o, "\\%03o", *p); /* '?' too: no trigraphs */
+      hku_buf_printf(o, "\\%03o", *p); /* '?' too: no trigraphs */
     else
-      hkc_buf_putc(o, (char)*p);
+      hku_buf_putc(o, (char)*p);
   }
-  hkc_buf_putc(o, '"');
+  hku_buf_putc(o, '"');
 }
 
 static const char *dtype_enum(hk_dtype_t t) {
@@ -49,14 +49,14 @@ static const char *dtype_enum(hk_dtype_t t) {
 }
 
 /* Appends text for use inside a C comment: no comment end can slip in. */
-static void put_comment_text(hkc_buf *o, const char *s) {
+static void put_comment_text(hku_buf *o, const char *s) {
   for (; *s; s++) {
     if (s[0] == '*' && s[1] == '/')
-      hkc_buf_put(o, "* ");
+      hku_buf_put(o, "* ");
     else if (*s == '\n' || *s == '\r')
-      hkc_buf_putc(o, ' ');
+      hku_buf_putc(o, ' ');
     else
-      hkc_buf_putc(o, *s);
+      hku_buf_putc(o, *s);
   }
 }
 
@@ -81,7 +81,7 @@ const hkc_line_entry *hkc_linemap_find(const hkc_linemap *m, unsigned gen_line) 
   return lo < m->n && m->v[lo].gen_line == gen_line ? &m->v[lo] : NULL;
 }
 
-void hkc_linemap_note(hkc_buf *o, const hkc_src *src, size_t src_off,
+void hkc_linemap_note(hku_buf *o, const hkc_src *src, size_t src_off,
                       unsigned col) {
   hkc_linemap *m = o->map;
   if (!m || o->oom) return;
@@ -101,13 +101,13 @@ void hkc_linemap_note(hkc_buf *o, const hkc_src *src, size_t src_off,
 }
 
 /* The column the next character appended to o will have (1-based). */
-static unsigned next_col(const hkc_buf *o) {
+static unsigned next_col(const hku_buf *o) {
   size_t i = o->len;
   while (i > 0 && o->data[i - 1] != '\n') i--;
   return (unsigned)(o->len - i) + 1;
 }
 
-void hkc_put_code(hkc_buf *o, const hkc_src *s, int ind) {
+void hkc_put_code(hku_buf *o, const hkc_src *s, int ind) {
   const char *t = s->text, *e = t + s->len;
   while (t < e) {
     const char *nl = memchr(t, '\n', (size_t)(e - t));
@@ -115,22 +115,22 @@ void hkc_put_code(hkc_buf *o, const hkc_src *s, int ind) {
     while (n && (t[n - 1] == ' ' || t[n - 1] == '\t' || t[n - 1] == '\r')) n--;
     if (n) {
       hkc_linemap_note(o, s, (size_t)(t - s->text), (unsigned)ind + 1);
-      hkc_buf_printf(o, "%*s%.*s", ind, "", (int)n, t);
+      hku_buf_printf(o, "%*s%.*s", ind, "", (int)n, t);
     }
-    hkc_buf_putc(o, '\n');
+    hku_buf_putc(o, '\n');
     t += (nl ? (size_t)(nl - t) + 1 : (size_t)(e - t));
   }
 }
 
 /* An expression on one line, in parentheses. */
-void hkc_put_expr(hkc_buf *o, const hkc_src *s) {
+void hkc_put_expr(hku_buf *o, const hkc_src *s) {
   char *e = hkc_expr_oneline(s);
   if (!e) {
     o->oom = 1;
     return;
   }
   hkc_linemap_note(o, s, 0, next_col(o) + 1);
-  hkc_buf_printf(o, "(%s)", e);
+  hku_buf_printf(o, "(%s)", e);
   free(e);
 }
 
@@ -144,7 +144,7 @@ const char *hkc_param_ctype(const hkc_instance *in, const hkc_param *p) {
 int hkc_is_buffer(const hkc_param *p) { return p->role != HK_ROLE_SCALAR; }
 
 /* Declares the placeholder typedefs the code uses ("typedef float T;"). */
-void hkc_put_holders(hkc_buf *o, const hkc_instance *in,
+void hkc_put_holders(hku_buf *o, const hkc_instance *in,
                      const hkc_src *const *srcs, int nsrcs, int ind) {
   const hkc_kernel *k = in->k;
   for (int h = 0; h < k->nholders; h++) {
@@ -153,182 +153,182 @@ void hkc_put_holders(hkc_buf *o, const hkc_instance *in,
     for (int s = 0; s < nsrcs && !used; s++)
       used = srcs[s]->text && hkc_code_uses(srcs[s], id);
     if (used)
-      hkc_buf_printf(o, "%*stypedef %s %s;\n", ind, "",
+      hku_buf_printf(o, "%*stypedef %s %s;\n", ind, "",
                      hkc_ctype(in->bind[id[0] - 'A']), id);
   }
 }
 
 /* "const float *hk_p_x" / "float alpha": a parameter of a loop function. */
-void hkc_put_param(hkc_buf *o, const hkc_instance *in, const hkc_param *p,
+void hkc_put_param(hku_buf *o, const hkc_instance *in, const hkc_param *p,
                    const char *ptr_prefix, int const_scalar) {
   if (!is_buffer(p))
-    hkc_buf_printf(o, "%s%s %s", const_scalar ? "const " : "", ct(in, p),
+    hku_buf_printf(o, "%s%s %s", const_scalar ? "const " : "", ct(in, p),
                    p->name);
   else
-    hkc_buf_printf(o, "%s%s *%s%s", p->role == HK_ROLE_IN ? "const " : "",
+    hku_buf_printf(o, "%s%s *%s%s", p->role == HK_ROLE_IN ? "const " : "",
                    ct(in, p), ptr_prefix, p->name);
 }
 
 /* "*(const float *)hk_args[0]" / "(float *)hk_args[2]": parameter i taken
  * from the uniform argument array. */
-static void put_arg(hkc_buf *o, const hkc_instance *in, const hkc_param *p,
+static void put_arg(hku_buf *o, const hkc_instance *in, const hkc_param *p,
                     int i) {
   if (!is_buffer(p))
-    hkc_buf_printf(o, "*(const %s *)hk_args[%d]", ct(in, p), i);
+    hku_buf_printf(o, "*(const %s *)hk_args[%d]", ct(in, p), i);
   else
-    hkc_buf_printf(o, "(%s%s *)hk_args[%d]", p->role == HK_ROLE_IN ? "const " : "",
+    hku_buf_printf(o, "(%s%s *)hk_args[%d]", p->role == HK_ROLE_IN ? "const " : "",
                    ct(in, p), i);
 }
 
-static void put_args_call(hkc_buf *o, const hkc_instance *in, unsigned skip_out) {
+static void put_args_call(hku_buf *o, const hkc_instance *in, unsigned skip_out) {
   const hkc_kernel *k = in->k;
   int first = 1;
   for (int i = 0; i < k->nparams; i++) {
     if (skip_out && k->params[i].role == HK_ROLE_OUT) continue;
-    hkc_buf_put(o, first ? "" : ", ");
+    hku_buf_put(o, first ? "" : ", ");
     put_arg(o, in, &k->params[i], i);
     first = 0;
   }
 }
 
 /* The typed public function's parameter list (stdlib). */
-static void put_typed_params(hkc_buf *o, const hkc_instance *in) {
+static void put_typed_params(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   for (int i = 0; i < k->nparams; i++) {
     hkc_put_param(o, in, &k->params[i], "", 0);
-    hkc_buf_put(o, ", ");
+    hku_buf_put(o, ", ");
   }
-  hkc_buf_put(o, "size_t n");
+  hku_buf_put(o, "size_t n");
 }
 
-void hkc_emit_typed_proto(const hkc_instance *in, hkc_buf *o) {
-  hkc_buf_printf(o, "HK_API void hk_%s(", in->name);
+void hkc_emit_typed_proto(const hkc_instance *in, hku_buf *o) {
+  hku_buf_printf(o, "HK_API void hk_%s(", in->name);
   put_typed_params(o, in);
-  hkc_buf_put(o, ")");
+  hku_buf_put(o, ")");
 }
 
 /* void *const hk_args[N] = {...}: the typed parameters as an argument array. */
-static void put_args_array(hkc_buf *o, const hkc_instance *in, int ind) {
+static void put_args_array(hku_buf *o, const hkc_instance *in, int ind) {
   const hkc_kernel *k = in->k;
-  hkc_buf_printf(o, "%*svoid *const hk_args[%d] = {", ind, "", k->nparams);
+  hku_buf_printf(o, "%*svoid *const hk_args[%d] = {", ind, "", k->nparams);
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
-    hkc_buf_printf(o, "%s(void *)%s%s", i ? ", " : "", is_buffer(p) ? "" : "&",
+    hku_buf_printf(o, "%s(void *)%s%s", i ? ", " : "", is_buffer(p) ? "" : "&",
                    p->name);
   }
-  hkc_buf_put(o, "};\n");
+  hku_buf_put(o, "};\n");
 }
 
 static unsigned flags_of(const hkc_kernel *k) { return hkc_is_heavy(k) ? 1u : 0u; }
 
 /* ---- elementwise --------------------------------------------------------------- */
 
-static void emit_elementwise(hkc_buf *o, const hkc_instance *in,
+static void emit_elementwise(hku_buf *o, const hkc_instance *in,
                              hkc_emit_mode mode, const char *link) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
   const hkc_src *srcs[] = {&k->body};
 
-  hkc_buf_printf(o, "HK_INLINE void hk_loop__%s(", nm);
+  hku_buf_printf(o, "HK_INLINE void hk_loop__%s(", nm);
   for (int i = 0; i < k->nparams; i++) {
     hkc_put_param(o, in, &k->params[i], "hk_p_", 1);
-    hkc_buf_put(o, ", ");
+    hku_buf_put(o, ", ");
   }
-  hkc_buf_put(o, "size_t n, size_t hk_begin, size_t hk_end)\n{\n");
+  hku_buf_put(o, "size_t n, size_t hk_begin, size_t hk_end)\n{\n");
   hkc_put_holders(o, in, srcs, 1, 4);
   for (int i = 0; i < k->nparams; i++)
     if (!is_buffer(&k->params[i]))
-      hkc_buf_printf(o, "    (void)%s;\n", k->params[i].name);
-  hkc_buf_put(o, "    (void)n;\n    HK_IVDEP\n");
-  hkc_buf_put(o, "    for (size_t i = hk_begin; i < hk_end; ++i) {\n");
+      hku_buf_printf(o, "    (void)%s;\n", k->params[i].name);
+  hku_buf_put(o, "    (void)n;\n    HK_IVDEP\n");
+  hku_buf_put(o, "    for (size_t i = hk_begin; i < hk_end; ++i) {\n");
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     if (p->role == HK_ROLE_IN)
-      hkc_buf_printf(o, "        const %s %s = hk_p_%s[i];\n", ct(in, p),
+      hku_buf_printf(o, "        const %s %s = hk_p_%s[i];\n", ct(in, p),
                      p->name, p->name);
     else if (p->role == HK_ROLE_INOUT)
-      hkc_buf_printf(o, "        %s %s = hk_p_%s[i];\n", ct(in, p), p->name,
+      hku_buf_printf(o, "        %s %s = hk_p_%s[i];\n", ct(in, p), p->name,
                      p->name);
     else if (p->role == HK_ROLE_OUT)
-      hkc_buf_printf(o, "        %s %s = 0;\n", ct(in, p), p->name);
+      hku_buf_printf(o, "        %s %s = 0;\n", ct(in, p), p->name);
   }
   for (int i = 0; i < k->nparams; i++)
     if (is_buffer(&k->params[i]))
-      hkc_buf_printf(o, "        (void)%s;\n", k->params[i].name);
-  hkc_buf_put(o, "        do {\n");
+      hku_buf_printf(o, "        (void)%s;\n", k->params[i].name);
+  hku_buf_put(o, "        do {\n");
   hkc_put_code(o, &k->body, 12);
-  hkc_buf_put(o, "        } while (0);\n");
+  hku_buf_put(o, "        } while (0);\n");
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     if (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT)
-      hkc_buf_printf(o, "        hk_p_%s[i] = %s;\n", p->name, p->name);
+      hku_buf_printf(o, "        hk_p_%s[i] = %s;\n", p->name, p->name);
   }
-  hkc_buf_put(o, "    }\n}\n\n");
+  hku_buf_put(o, "    }\n}\n\n");
 
-  hkc_buf_printf(o,
+  hku_buf_printf(o,
                  "%svoid hk_range__%s(void *const *hk_args, size_t n, size_t "
                  "hk_begin, size_t hk_end, void *hk_partial)\n{\n"
                  "    (void)hk_partial;\n    hk_loop__%s(",
                  link, nm, nm);
   put_args_call(o, in, 0);
-  hkc_buf_put(o, ", n, hk_begin, hk_end);\n}\n\n");
+  hku_buf_put(o, ", n, hk_begin, hk_end);\n}\n\n");
 
   if (mode == HKC_EMIT_STDLIB) {
     unsigned fl = flags_of(k);
     hkc_emit_typed_proto(in, o);
-    hkc_buf_put(o, ";\n");
+    hku_buf_put(o, ";\n");
     hkc_emit_typed_proto(in, o);
-    hkc_buf_printf(o, "\n{\n    if (n >= hk__par_min[%u]) {\n", fl);
+    hku_buf_printf(o, "\n{\n    if (n >= hk__par_min[%u]) {\n", fl);
     put_args_array(o, in, 8);
-    hkc_buf_printf(o,
+    hku_buf_printf(o,
                    "        hk__par_elementwise(hk_range__%s, hk_args, n, %uu);\n"
                    "        return;\n    }\n    hk_loop__%s(",
                    nm, fl, nm);
     for (int i = 0; i < k->nparams; i++)
-      hkc_buf_printf(o, "%s, ", k->params[i].name);
-    hkc_buf_put(o, "n, 0, n);\n}\n\n");
+      hku_buf_printf(o, "%s, ", k->params[i].name);
+    hku_buf_put(o, "n, 0, n);\n}\n\n");
   }
 }
 
 /* ---- reduction --------------------------------------------------------------------- */
 
 /* The locals of element i: "const float x = hk_p_x[i];" for each in. */
-static void put_element_locals(hkc_buf *o, const hkc_instance *in, int ind) {
+static void put_element_locals(hku_buf *o, const hkc_instance *in, int ind) {
   const hkc_kernel *k = in->k;
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     if (p->role == HK_ROLE_IN)
-      hkc_buf_printf(o, "%*sconst %s %s = hk_p_%s[i];\n", ind, "", ct(in, p),
+      hku_buf_printf(o, "%*sconst %s %s = hk_p_%s[i];\n", ind, "", ct(in, p),
                      p->name, p->name);
   }
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_IN)
-      hkc_buf_printf(o, "%*s(void)%s;\n", ind, "", k->params[i].name);
+      hku_buf_printf(o, "%*s(void)%s;\n", ind, "", k->params[i].name);
 }
 
 /* Parameters of the part function: every in buffer and scalar. */
-static void put_part_params(hkc_buf *o, const hkc_instance *in) {
+static void put_part_params(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   for (int i = 0; i < k->nparams; i++) {
     if (k->params[i].role == HK_ROLE_OUT) continue;
     hkc_put_param(o, in, &k->params[i], "hk_p_", 1);
-    hkc_buf_put(o, ", ");
+    hku_buf_put(o, ", ");
   }
 }
 
-static void put_scalar_params(hkc_buf *o, const hkc_instance *in) {
+static void put_scalar_params(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_SCALAR)
-      hkc_buf_printf(o, ", const %s %s", ct(in, &k->params[i]),
+      hku_buf_printf(o, ", const %s %s", ct(in, &k->params[i]),
                      k->params[i].name);
 }
 
-static void put_scalar_voids(hkc_buf *o, const hkc_instance *in, int ind) {
+static void put_scalar_voids(hku_buf *o, const hkc_instance *in, int ind) {
   const hkc_kernel *k = in->k;
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_SCALAR)
-      hkc_buf_printf(o, "%*s(void)%s;\n", ind, "", k->params[i].name);
+      hku_buf_printf(o, "%*s(void)%s;\n", ind, "", k->params[i].name);
 }
 
 static int out_index(const hkc_kernel *k) {
@@ -337,7 +337,7 @@ static int out_index(const hkc_kernel *k) {
   return -1;
 }
 
-static void emit_reduction(hkc_buf *o, const hkc_instance *in,
+static void emit_reduction(hku_buf *o, const hkc_instance *in,
                            hkc_emit_mode mode, const char *link) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
@@ -348,215 +348,215 @@ static void emit_reduction(hkc_buf *o, const hkc_instance *in,
   int oi = out_index(k);
 
   /* combine and finalize as functions: used by the lanes, the tail, merge */
-  hkc_buf_printf(o,
+  hku_buf_printf(o,
                  "HK_INLINE %s hk_combine__%s(const %s a, const %s b)\n{\n",
                  acc, nm, acc, acc);
   hkc_put_holders(o, in, srcs + 1, 1, 4);
-  hkc_buf_printf(o, "    return (%s)", acc);
+  hku_buf_printf(o, "    return (%s)", acc);
   hkc_put_expr(o, &k->combine);
-  hkc_buf_put(o, ";\n}\n\n");
+  hku_buf_put(o, ";\n}\n\n");
 
-  hkc_buf_printf(o, "HK_INLINE %s hk_final__%s(const %s acc, size_t n", acc,
+  hku_buf_printf(o, "HK_INLINE %s hk_final__%s(const %s acc, size_t n", acc,
                  nm, acc);
   put_scalar_params(o, in);
-  hkc_buf_put(o, ")\n{\n");
+  hku_buf_put(o, ")\n{\n");
   hkc_put_holders(o, in, srcs + 3, 1, 4);
   put_scalar_voids(o, in, 4);
-  hkc_buf_put(o, "    (void)n;\n");
+  hku_buf_put(o, "    (void)n;\n");
   if (k->finalize.text) {
-    hkc_buf_printf(o, "    return (%s)", acc);
+    hku_buf_printf(o, "    return (%s)", acc);
     hkc_put_expr(o, &k->finalize);
-    hkc_buf_put(o, ";\n}\n\n");
+    hku_buf_put(o, ";\n}\n\n");
   } else {
-    hkc_buf_put(o, "    return acc;\n}\n\n");
+    hku_buf_put(o, "    return acc;\n}\n\n");
   }
 
   /* the block reducer */
-  hkc_buf_printf(o, "HK_INLINE %s hk_part__%s(", acc, nm);
+  hku_buf_printf(o, "HK_INLINE %s hk_part__%s(", acc, nm);
   put_part_params(o, in);
-  hkc_buf_put(o, "size_t n, size_t hk_begin, size_t hk_end)\n{\n");
+  hku_buf_put(o, "size_t n, size_t hk_begin, size_t hk_end)\n{\n");
   hkc_put_holders(o, in, srcs, 3, 4);
   put_scalar_voids(o, in, 4);
-  hkc_buf_printf(o, "    (void)n;\n    %s hk_lane[%d];\n", acc, lanes);
-  hkc_buf_printf(o, "    for (int hk_l = 0; hk_l < %d; ++hk_l)\n", lanes);
-  hkc_buf_printf(o, "        hk_lane[hk_l] = (%s)", acc);
+  hku_buf_printf(o, "    (void)n;\n    %s hk_lane[%d];\n", acc, lanes);
+  hku_buf_printf(o, "    for (int hk_l = 0; hk_l < %d; ++hk_l)\n", lanes);
+  hku_buf_printf(o, "        hk_lane[hk_l] = (%s)", acc);
   hkc_put_expr(o, &k->identity);
-  hkc_buf_put(o, ";\n    size_t hk_i = hk_begin;\n");
-  hkc_buf_printf(o, "    for (; hk_end - hk_i >= %d; hk_i += %d) {\n", lanes,
+  hku_buf_put(o, ";\n    size_t hk_i = hk_begin;\n");
+  hku_buf_printf(o, "    for (; hk_end - hk_i >= %d; hk_i += %d) {\n", lanes,
                  lanes);
-  hkc_buf_printf(o, "        for (int hk_l = 0; hk_l < %d; ++hk_l) {\n", lanes);
-  hkc_buf_put(o, "            const size_t i = hk_i + (size_t)hk_l;\n");
+  hku_buf_printf(o, "        for (int hk_l = 0; hk_l < %d; ++hk_l) {\n", lanes);
+  hku_buf_put(o, "            const size_t i = hk_i + (size_t)hk_l;\n");
   put_element_locals(o, in, 12);
-  hkc_buf_printf(o, "            hk_lane[hk_l] = hk_combine__%s(hk_lane[hk_l], (%s)",
+  hku_buf_printf(o, "            hk_lane[hk_l] = hk_combine__%s(hk_lane[hk_l], (%s)",
                  nm, acc);
   hkc_put_expr(o, &k->map);
-  hkc_buf_put(o, ");\n        }\n    }\n");
+  hku_buf_put(o, ");\n        }\n    }\n");
   for (int w = lanes / 2; w >= 1; w /= 2)
-    hkc_buf_printf(o,
+    hku_buf_printf(o,
                    "    for (int hk_l = 0; hk_l < %d; ++hk_l)\n"
                    "        hk_lane[hk_l] = hk_combine__%s(hk_lane[hk_l], "
                    "hk_lane[hk_l + %d]);\n",
                    w, nm, w);
-  hkc_buf_printf(o, "    %s hk_acc = hk_lane[0];\n", acc);
-  hkc_buf_put(o, "    for (; hk_i < hk_end; ++hk_i) {\n");
-  hkc_buf_put(o, "        const size_t i = hk_i;\n");
+  hku_buf_printf(o, "    %s hk_acc = hk_lane[0];\n", acc);
+  hku_buf_put(o, "    for (; hk_i < hk_end; ++hk_i) {\n");
+  hku_buf_put(o, "        const size_t i = hk_i;\n");
   put_element_locals(o, in, 8);
-  hkc_buf_printf(o, "        hk_acc = hk_combine__%s(hk_acc, (%s)", nm, acc);
+  hku_buf_printf(o, "        hk_acc = hk_combine__%s(hk_acc, (%s)", nm, acc);
   hkc_put_expr(o, &k->map);
-  hkc_buf_put(o, ");\n    }\n    return hk_acc;\n}\n\n");
+  hku_buf_put(o, ");\n    }\n    return hk_acc;\n}\n\n");
 
   /* range: a whole reduction, or one block's partial */
-  hkc_buf_printf(o,
+  hku_buf_printf(o,
                  "%svoid hk_range__%s(void *const *hk_args, size_t n, size_t "
                  "hk_begin, size_t hk_end, void *hk_partial)\n{\n",
                  link, nm);
-  hkc_buf_printf(o, "    %s hk_acc = hk_part__%s(", acc, nm);
+  hku_buf_printf(o, "    %s hk_acc = hk_part__%s(", acc, nm);
   put_args_call(o, in, 1);
-  hkc_buf_printf(o, "%sn, hk_begin, hk_end);\n", k->nparams > 1 ? ", " : "");
-  hkc_buf_printf(o,
+  hku_buf_printf(o, "%sn, hk_begin, hk_end);\n", k->nparams > 1 ? ", " : "");
+  hku_buf_printf(o,
                  "    if (hk_partial) {\n        *(%s *)hk_partial = hk_acc;\n"
                  "        return;\n    }\n",
                  acc);
-  hkc_buf_printf(o, "    *(%s *)hk_args[%d] = hk_final__%s(hk_acc, n", acc, oi,
+  hku_buf_printf(o, "    *(%s *)hk_args[%d] = hk_final__%s(hk_acc, n", acc, oi,
                  nm);
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_SCALAR) {
-      hkc_buf_put(o, ", ");
+      hku_buf_put(o, ", ");
       put_arg(o, in, &k->params[i], i);
     }
-  hkc_buf_put(o, ");\n}\n\n");
+  hku_buf_put(o, ");\n}\n\n");
 
   /* merge: partials left to right, then finalize */
-  hkc_buf_printf(o,
+  hku_buf_printf(o,
                  "%svoid hk_merge__%s(void *const *hk_args, size_t n, const "
                  "void *hk_partials, size_t hk_count)\n{\n",
                  link, nm);
-  hkc_buf_printf(o,
+  hku_buf_printf(o,
                  "    const %s *hk_v = (const %s *)hk_partials;\n"
                  "    %s hk_acc = hk_v[0];\n"
                  "    for (size_t hk_k = 1; hk_k < hk_count; ++hk_k)\n"
                  "        hk_acc = hk_combine__%s(hk_acc, hk_v[hk_k]);\n",
                  acc, acc, acc, nm);
-  hkc_buf_printf(o, "    *(%s *)hk_args[%d] = hk_final__%s(hk_acc, n", acc, oi,
+  hku_buf_printf(o, "    *(%s *)hk_args[%d] = hk_final__%s(hk_acc, n", acc, oi,
                  nm);
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_SCALAR) {
-      hkc_buf_put(o, ", ");
+      hku_buf_put(o, ", ");
       put_arg(o, in, &k->params[i], i);
     }
-  hkc_buf_put(o, ");\n}\n\n");
+  hku_buf_put(o, ");\n}\n\n");
 
   if (mode == HKC_EMIT_STDLIB) {
     unsigned fl = flags_of(k);
     hkc_emit_typed_proto(in, o);
-    hkc_buf_put(o, ";\n");
+    hku_buf_put(o, ";\n");
     hkc_emit_typed_proto(in, o);
-    hkc_buf_put(o, "\n{\n    if (n > HK_REDUCE_BLOCK) {\n");
+    hku_buf_put(o, "\n{\n    if (n > HK_REDUCE_BLOCK) {\n");
     put_args_array(o, in, 8);
-    hkc_buf_printf(o,
+    hku_buf_printf(o,
                    "        hk__par_reduce(hk_range__%s, hk_merge__%s, "
                    "sizeof(%s), hk_args, n, %uu);\n        return;\n    }\n",
                    nm, nm, acc, fl);
-    hkc_buf_printf(o, "    *%s = hk_final__%s(hk_part__%s(",
+    hku_buf_printf(o, "    *%s = hk_final__%s(hk_part__%s(",
                    k->params[oi].name, nm, nm);
     for (int i = 0; i < k->nparams; i++)
       if (k->params[i].role != HK_ROLE_OUT)
-        hkc_buf_printf(o, "%s, ", k->params[i].name);
-    hkc_buf_put(o, "n, 0, n), n");
+        hku_buf_printf(o, "%s, ", k->params[i].name);
+    hku_buf_put(o, "n, 0, n), n");
     for (int i = 0; i < k->nparams; i++)
       if (k->params[i].role == HK_ROLE_SCALAR)
-        hkc_buf_printf(o, ", %s", k->params[i].name);
-    hkc_buf_put(o, ");\n}\n\n");
+        hku_buf_printf(o, ", %s", k->params[i].name);
+    hku_buf_put(o, ");\n}\n\n");
   }
 }
 
 /* ---- raw --------------------------------------------------------------------------- */
 
-static void emit_raw(hkc_buf *o, const hkc_instance *in, hkc_emit_mode mode,
+static void emit_raw(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode,
                      const char *link) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
   const hkc_src *srcs[] = {&k->cpu};
 
-  hkc_buf_printf(o, "static void hk_raw__%s(", nm);
+  hku_buf_printf(o, "static void hk_raw__%s(", nm);
   for (int i = 0; i < k->nparams; i++) {
     hkc_put_param(o, in, &k->params[i], "", 0);
-    hkc_buf_put(o, ", ");
+    hku_buf_put(o, ", ");
   }
-  hkc_buf_put(o, "size_t n)\n{\n");
+  hku_buf_put(o, "size_t n)\n{\n");
   hkc_put_holders(o, in, srcs, 1, 4);
   for (int i = 0; i < k->nparams; i++)
-    hkc_buf_printf(o, "    (void)%s;\n", k->params[i].name);
-  hkc_buf_put(o, "    (void)n;\n    {\n");
+    hku_buf_printf(o, "    (void)%s;\n", k->params[i].name);
+  hku_buf_put(o, "    (void)n;\n    {\n");
   hkc_put_code(o, &k->cpu, 8);
-  hkc_buf_put(o, "    }\n}\n\n");
+  hku_buf_put(o, "    }\n}\n\n");
 
-  hkc_buf_printf(o,
+  hku_buf_printf(o,
                  "%svoid hk_range__%s(void *const *hk_args, size_t n, size_t "
                  "hk_begin, size_t hk_end, void *hk_partial)\n{\n"
                  "    (void)hk_begin;\n    (void)hk_end;\n    (void)hk_partial;\n"
                  "    hk_raw__%s(",
                  link, nm, nm);
   put_args_call(o, in, 0);
-  hkc_buf_put(o, ", n);\n}\n\n");
+  hku_buf_put(o, ", n);\n}\n\n");
 
   if (mode == HKC_EMIT_STDLIB) {
     hkc_emit_typed_proto(in, o);
-    hkc_buf_put(o, ";\n");
+    hku_buf_put(o, ";\n");
     hkc_emit_typed_proto(in, o);
-    hkc_buf_printf(o, "\n{\n    hk_raw__%s(", nm);
+    hku_buf_printf(o, "\n{\n    hk_raw__%s(", nm);
     for (int i = 0; i < k->nparams; i++)
-      hkc_buf_printf(o, "%s, ", k->params[i].name);
-    hkc_buf_put(o, "n);\n}\n\n");
+      hku_buf_printf(o, "%s, ", k->params[i].name);
+    hku_buf_put(o, "n);\n}\n\n");
   }
 }
 
 /* ---- lens (every kind) ----------------------------------------------------------------- */
 
-static void emit_lens(hkc_buf *o, const hkc_instance *in, const char *link) {
+static void emit_lens(hku_buf *o, const hkc_instance *in, const char *link) {
   const hkc_kernel *k = in->k;
-  hkc_buf_printf(o,
+  hku_buf_printf(o,
                  "%sint hk_lens__%s(void *const *hk_args, size_t n, int64_t "
                  "*hk_lens)\n{\n",
                  link, in->name);
   int any_len = 0;
   for (int i = 0; i < k->nparams; i++) any_len |= k->params[i].len.text != NULL;
   if (any_len) {
-    hkc_buf_put(o, "    int hk_bad = 0;\n");
+    hku_buf_put(o, "    int hk_bad = 0;\n");
     for (int i = 0; i < k->nparams; i++)
       if (!is_buffer(&k->params[i])) {
-        hkc_buf_printf(o, "    const %s %s = ", ct(in, &k->params[i]),
+        hku_buf_printf(o, "    const %s %s = ", ct(in, &k->params[i]),
                        k->params[i].name);
         put_arg(o, in, &k->params[i], i);
-        hkc_buf_printf(o, ";\n    (void)%s;\n", k->params[i].name);
+        hku_buf_printf(o, ";\n    (void)%s;\n", k->params[i].name);
       }
   } else {
-    hkc_buf_put(o, "    (void)hk_args;\n");
+    hku_buf_put(o, "    (void)hk_args;\n");
   }
-  hkc_buf_put(o, "    (void)n;\n");
+  hku_buf_put(o, "    (void)n;\n");
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
-    hkc_buf_printf(o, "    hk_lens[%d] = ", i);
+    hku_buf_printf(o, "    hk_lens[%d] = ", i);
     if (!is_buffer(p))
-      hkc_buf_put(o, "-1;\n");
+      hku_buf_put(o, "-1;\n");
     else if (k->kind == HK_KIND_REDUCTION && p->role == HK_ROLE_OUT)
-      hkc_buf_put(o, "1;\n");
+      hku_buf_put(o, "1;\n");
     else if (p->len.text) {
       /* checked: overflow, division by zero or a negative count fail */
       if (hkc_emit_len(&p->len, in, o)) o->oom = 1;
-      hkc_buf_printf(o,
+      hku_buf_printf(o,
                      ";\n    if (hk_bad || hk_lens[%d] < 0)\n        return "
                      "-1;\n",
                      i);
     } else
-      hkc_buf_put(o, "(int64_t)n;\n");
+      hku_buf_put(o, "(int64_t)n;\n");
   }
-  hkc_buf_put(o, "    return 0;\n}\n\n");
+  hku_buf_put(o, "    return 0;\n}\n\n");
 }
 
 /* ---- Files ------------------------------------------------------------------------------ */
 
-static void emit_table(hkc_buf *o, hkc_file *const *files, int nfiles) {
+static void emit_table(hku_buf *o, hkc_file *const *files, int nfiles) {
   size_t count = 0;
   for (int f = 0; f < nfiles; f++)
     for (int i = 0; i < files[f]->nkernels; i++) {
@@ -564,11 +564,11 @@ static void emit_table(hkc_buf *o, hkc_file *const *files, int nfiles) {
       if (!(k->targets & HK_TARGET_CPU)) continue;
       for (int j = 0; j < k->ninst; j++) {
         const hkc_instance *in = &k->inst[j];
-        hkc_buf_printf(o, "static const hk_param_info_t hk_params__%s[] = {\n",
+        hku_buf_printf(o, "static const hk_param_info_t hk_params__%s[] = {\n",
                        in->name);
         for (int p = 0; p < k->nparams; p++) {
           const hkc_param *pp = &k->params[p];
-          hkc_buf_printf(o, "    {\"%s\", %s, HK_ROLE_%s, ", pp->name,
+          hku_buf_printf(o, "    {\"%s\", %s, HK_ROLE_%s, ", pp->name,
                          dtype_enum(hkc_param_type(in, pp)),
                          pp->role == HK_ROLE_IN      ? "IN"
                          : pp->role == HK_ROLE_OUT   ? "OUT"
@@ -579,16 +579,16 @@ static void emit_table(hkc_buf *o, hkc_file *const *files, int nfiles) {
             if (e) hkc_emit_c_string(o, e);
             free(e);
           } else {
-            hkc_buf_put(o, "NULL");
+            hku_buf_put(o, "NULL");
           }
-          hkc_buf_put(o, ", ");
+          hku_buf_put(o, ", ");
           hkc_emit_c_string(o, pp->doc ? pp->doc : "");
-          hkc_buf_put(o, "},\n");
+          hku_buf_put(o, "},\n");
         }
-        hkc_buf_put(o, "};\n");
+        hku_buf_put(o, "};\n");
       }
     }
-  hkc_buf_put(o, "\nconst hk_stdlib_entry_t hk__stdlib[] = {\n");
+  hku_buf_put(o, "\nconst hk_stdlib_entry_t hk__stdlib[] = {\n");
   for (int f = 0; f < nfiles; f++)
     for (int i = 0; i < files[f]->nkernels; i++) {
       const hkc_kernel *k = &files[f]->kernels[i];
@@ -597,28 +597,28 @@ static void emit_table(hkc_buf *o, hkc_file *const *files, int nfiles) {
         const hkc_instance *in = &k->inst[j];
         hk_dtype_t acc_t = k->kind == HK_KIND_REDUCTION ? hkc_acc_type(in)
                                                         : HK_DTYPE_INVALID;
-        hkc_buf_printf(o, "    {{\"%s\", ", in->name);
+        hku_buf_printf(o, "    {{\"%s\", ", in->name);
         hkc_emit_c_string(o, k->doc);
-        hkc_buf_printf(o, ", HK_KIND_%s, %uu, %d, hk_params__%s, \"stdlib\", ",
+        hku_buf_printf(o, ", HK_KIND_%s, %uu, %d, hk_params__%s, \"stdlib\", ",
                        k->kind == HK_KIND_ELEMENTWISE ? "ELEMENTWISE"
                        : k->kind == HK_KIND_REDUCTION ? "REDUCTION"
                                                       : "RAW",
                        k->targets, k->nparams, in->name);
         hkc_emit_c_string(o, files[f]->path);
-        hkc_buf_printf(o, "},\n     hk_range__%s, ", in->name);
+        hku_buf_printf(o, "},\n     hk_range__%s, ", in->name);
         if (k->kind == HK_KIND_REDUCTION)
-          hkc_buf_printf(o, "hk_merge__%s, ", in->name);
+          hku_buf_printf(o, "hk_merge__%s, ", in->name);
         else
-          hkc_buf_put(o, "NULL, ");
-        hkc_buf_printf(o, "hk_lens__%s, %zu, %uu, (void (*)(void))hk_%s},\n",
+          hku_buf_put(o, "NULL, ");
+        hku_buf_printf(o, "hk_lens__%s, %zu, %uu, (void (*)(void))hk_%s},\n",
                        in->name, hk_dtype_size(acc_t), flags_of(k), in->name);
         count++;
       }
     }
-  hkc_buf_printf(o, "};\n\nconst size_t hk__stdlib_count = %zu;\n", count);
+  hku_buf_printf(o, "};\n\nconst size_t hk__stdlib_count = %zu;\n", count);
 }
 
-void hkc_linemap_start(hkc_buf *o, hkc_linemap *map) {
+void hkc_linemap_start(hku_buf *o, hkc_linemap *map) {
   o->map = map;
   o->counted = o->len;
   o->line = 1;
@@ -627,7 +627,7 @@ void hkc_linemap_start(hkc_buf *o, hkc_linemap *map) {
 }
 
 int hkc_emit_c_mapped(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
-                      hkc_buf *o, hkc_linemap *map) {
+                      hku_buf *o, hkc_linemap *map) {
   hkc_linemap_start(o, map);
   int rc = hkc_emit_c(files, nfiles, mode, o);
   o->map = NULL;
@@ -635,13 +635,13 @@ int hkc_emit_c_mapped(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
 }
 
 int hkc_emit_c(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
-               hkc_buf *o) {
-  hkc_buf_put(o, "/* Generated by hk " HK_VERSION_STRING " from ");
+               hku_buf *o) {
+  hku_buf_put(o, "/* Generated by hk " HK_VERSION_STRING " from ");
   for (int f = 0; f < nfiles; f++) {
-    hkc_buf_put(o, f ? ", " : "");
+    hku_buf_put(o, f ? ", " : "");
     put_comment_text(o, files[f]->path);
   }
-  hkc_buf_put(o,
+  hku_buf_put(o,
               ".\n * Do not edit: edit the kernel file and generate again. */\n\n");
   hkc_emit_prelude(mode, o);
   const char *link = mode == HKC_EMIT_STDLIB ? "static " : "";
@@ -651,10 +651,10 @@ int hkc_emit_c(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
       if (!(k->targets & HK_TARGET_CPU)) continue;
       for (int j = 0; j < k->ninst; j++) {
         const hkc_instance *in = &k->inst[j];
-        hkc_buf_printf(o, "/* ---- %s: kernel \"%s\" (%s) from ", in->name,
+        hku_buf_printf(o, "/* ---- %s: kernel \"%s\" (%s) from ", in->name,
                        k->name, hk_kind_name(k->kind));
         put_comment_text(o, files[f]->path);
-        hkc_buf_put(o, " ---- */\n\n");
+        hku_buf_put(o, " ---- */\n\n");
         if (k->kind == HK_KIND_ELEMENTWISE)
           emit_elementwise(o, in, mode, link);
         else if (k->kind == HK_KIND_REDUCTION)
@@ -665,14 +665,14 @@ int hkc_emit_c(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
       }
     }
   if (mode == HKC_EMIT_STDLIB) {
-    hkc_buf_put(o, "/* ---- the stdlib registry table ---- */\n\n");
+    hku_buf_put(o, "/* ---- the stdlib registry table ---- */\n\n");
     emit_table(o, files, nfiles);
   }
   return o->oom ? -1 : 0;
 }
 
-int hkc_emit_stdlib_header(hkc_file *const *files, int nfiles, hkc_buf *o) {
-  hkc_buf_put(o,
+int hkc_emit_stdlib_header(hkc_file *const *files, int nfiles, hku_buf *o) {
+  hku_buf_put(o,
               "/* hk_stdlib.h — the typed stdlib functions of libhk.\n"
               " * Generated by hk " HK_VERSION_STRING
               " from the kernel files in stdlib_kernels/; do not edit.\n"
@@ -686,15 +686,15 @@ int hkc_emit_stdlib_header(hkc_file *const *files, int nfiles, hkc_buf *o) {
     for (int i = 0; i < files[f]->nkernels; i++) {
       const hkc_kernel *k = &files[f]->kernels[i];
       if (!(k->targets & HK_TARGET_CPU)) continue;
-      hkc_buf_printf(o, "/* %s (%s): ", k->name, hk_kind_name(k->kind));
+      hku_buf_printf(o, "/* %s (%s): ", k->name, hk_kind_name(k->kind));
       put_comment_text(o, k->doc);
-      hkc_buf_put(o, " */\n");
+      hku_buf_put(o, " */\n");
       for (int j = 0; j < k->ninst; j++) {
         hkc_emit_typed_proto(&k->inst[j], o);
-        hkc_buf_put(o, ";\n");
+        hku_buf_put(o, ";\n");
       }
-      hkc_buf_put(o, "\n");
+      hku_buf_put(o, "\n");
     }
-  hkc_buf_put(o, "#ifdef __cplusplus\n}\n#endif\n\n#endif /* HK_STDLIB_H */\n");
+  hku_buf_put(o, "#ifdef __cplusplus\n}\n#endif\n\n#endif /* HK_STDLIB_H */\n");
   return o->oom ? -1 : 0;
 }

@@ -44,46 +44,46 @@ static int vec_lanes(const hkc_instance *in) {
  * The kernel runs aligned buffers L elements at a time with 128-bit loads
  * and stores, then the rest (or everything, when a buffer is not aligned)
  * one element per thread, both as grid-stride loops. */
-static void emit_elementwise(hkc_buf *o, const hkc_instance *in) {
+static void emit_elementwise(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   const hkc_src *srcs[] = {&k->body};
   const int L = vec_lanes(in);
 
-  hkc_buf_printf(o, "static __device__ __forceinline__ void hk_body__%s(",
+  hku_buf_printf(o, "static __device__ __forceinline__ void hk_body__%s(",
                  in->name);
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     if (p->role == HK_ROLE_IN || p->role == HK_ROLE_SCALAR)
-      hkc_buf_printf(o, "const %s %s, ", ct(in, p), p->name);
+      hku_buf_printf(o, "const %s %s, ", ct(in, p), p->name);
     else
-      hkc_buf_printf(o, "%s &%s, ", ct(in, p), p->name);
+      hku_buf_printf(o, "%s &%s, ", ct(in, p), p->name);
   }
-  hkc_buf_put(o, "const size_t i, const size_t n)\n{\n");
+  hku_buf_put(o, "const size_t i, const size_t n)\n{\n");
   hkc_put_holders(o, in, srcs, 1, 4);
   for (int i = 0; i < k->nparams; i++)
-    hkc_buf_printf(o, "    (void)%s;\n", k->params[i].name);
-  hkc_buf_put(o, "    (void)i;\n    (void)n;\n    do {\n");
+    hku_buf_printf(o, "    (void)%s;\n", k->params[i].name);
+  hku_buf_put(o, "    (void)i;\n    (void)n;\n    do {\n");
   hkc_put_code(o, &k->body, 8);
-  hkc_buf_put(o, "    } while (0);\n}\n\n");
+  hku_buf_put(o, "    } while (0);\n}\n\n");
 
-  hkc_buf_printf(o, "extern \"C\" __global__ void hk_cuda__%s(", in->name);
+  hku_buf_printf(o, "extern \"C\" __global__ void hk_cuda__%s(", in->name);
   for (int i = 0; i < k->nparams; i++) {
     hkc_put_param(o, in, &k->params[i], "hk_p_", 1);
-    hkc_buf_put(o, ", ");
+    hku_buf_put(o, ", ");
   }
-  hkc_buf_put(o, "size_t n)\n{\n");
-  hkc_buf_put(o,
+  hku_buf_put(o, "size_t n)\n{\n");
+  hku_buf_put(o,
               "    const size_t hk_tid = (size_t)blockIdx.x * blockDim.x + "
               "threadIdx.x;\n"
               "    const size_t hk_stride = (size_t)blockDim.x * gridDim.x;\n"
               "    size_t hk_done = 0;\n");
   /* the vector part, when every buffer is aligned to its vector */
-  hkc_buf_put(o, "    if (1");
+  hku_buf_put(o, "    if (1");
   for (int i = 0; i < k->nparams; i++)
     if (is_buffer(&k->params[i]))
-      hkc_buf_printf(o, " && hk_aligned<%s, %d>(hk_p_%s)", ct(in, &k->params[i]),
+      hku_buf_printf(o, " && hk_aligned<%s, %d>(hk_p_%s)", ct(in, &k->params[i]),
                      L, k->params[i].name);
-  hkc_buf_printf(o,
+  hku_buf_printf(o,
                  ") {\n"
                  "        const size_t hk_nv = n / %d;\n"
                  "        for (size_t hk_v = hk_tid; hk_v < hk_nv; hk_v += "
@@ -93,98 +93,98 @@ static void emit_elementwise(hkc_buf *o, const hkc_instance *in) {
     const hkc_param *p = &k->params[i];
     if (p->role == HK_ROLE_SCALAR) continue;
     if (p->role == HK_ROLE_OUT)
-      hkc_buf_printf(o, "            hk_vec<%s, %d> hk_v_%s;\n", ct(in, p), L,
+      hku_buf_printf(o, "            hk_vec<%s, %d> hk_v_%s;\n", ct(in, p), L,
                      p->name);
     else
-      hkc_buf_printf(o,
+      hku_buf_printf(o,
                      "            %shk_vec<%s, %d> hk_v_%s = ((const hk_vec<%s, "
                      "%d> *)hk_p_%s)[hk_v];\n",
                      p->role == HK_ROLE_IN ? "const " : "", ct(in, p), L,
                      p->name, ct(in, p), L, p->name);
   }
-  hkc_buf_printf(o,
+  hku_buf_printf(o,
                  "#pragma unroll\n"
                  "            for (int hk_l = 0; hk_l < %d; ++hk_l) {\n",
                  L);
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     if (p->role == HK_ROLE_OUT)
-      hkc_buf_printf(o, "                %s %s = 0;\n", ct(in, p), p->name);
+      hku_buf_printf(o, "                %s %s = 0;\n", ct(in, p), p->name);
     else if (p->role == HK_ROLE_INOUT)
-      hkc_buf_printf(o, "                %s %s = hk_v_%s.v[hk_l];\n", ct(in, p),
+      hku_buf_printf(o, "                %s %s = hk_v_%s.v[hk_l];\n", ct(in, p),
                      p->name, p->name);
   }
-  hkc_buf_printf(o, "                hk_body__%s(", in->name);
+  hku_buf_printf(o, "                hk_body__%s(", in->name);
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     if (p->role == HK_ROLE_IN)
-      hkc_buf_printf(o, "hk_v_%s.v[hk_l], ", p->name);
+      hku_buf_printf(o, "hk_v_%s.v[hk_l], ", p->name);
     else
-      hkc_buf_printf(o, "%s, ", p->name);
+      hku_buf_printf(o, "%s, ", p->name);
   }
-  hkc_buf_printf(o, "hk_v * %d + hk_l, n);\n", L);
+  hku_buf_printf(o, "hk_v * %d + hk_l, n);\n", L);
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     if (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT)
-      hkc_buf_printf(o, "                hk_v_%s.v[hk_l] = %s;\n", p->name,
+      hku_buf_printf(o, "                hk_v_%s.v[hk_l] = %s;\n", p->name,
                      p->name);
   }
-  hkc_buf_put(o, "            }\n");
+  hku_buf_put(o, "            }\n");
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     if (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT)
-      hkc_buf_printf(o,
+      hku_buf_printf(o,
                      "            ((hk_vec<%s, %d> *)hk_p_%s)[hk_v] = hk_v_%s;\n",
                      ct(in, p), L, p->name, p->name);
   }
-  hkc_buf_printf(o,
+  hku_buf_printf(o,
                  "        }\n"
                  "        hk_done = hk_nv * %d;\n"
                  "    }\n",
                  L);
   /* the rest, one element per thread */
-  hkc_buf_put(o,
+  hku_buf_put(o,
               "    for (size_t i = hk_done + hk_tid; i < n; i += hk_stride) {\n");
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     if (p->role == HK_ROLE_OUT)
-      hkc_buf_printf(o, "        %s %s = 0;\n", ct(in, p), p->name);
+      hku_buf_printf(o, "        %s %s = 0;\n", ct(in, p), p->name);
     else if (p->role == HK_ROLE_INOUT)
-      hkc_buf_printf(o, "        %s %s = hk_p_%s[i];\n", ct(in, p), p->name,
+      hku_buf_printf(o, "        %s %s = hk_p_%s[i];\n", ct(in, p), p->name,
                      p->name);
   }
-  hkc_buf_printf(o, "        hk_body__%s(", in->name);
+  hku_buf_printf(o, "        hk_body__%s(", in->name);
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     if (p->role == HK_ROLE_IN)
-      hkc_buf_printf(o, "hk_p_%s[i], ", p->name);
+      hku_buf_printf(o, "hk_p_%s[i], ", p->name);
     else
-      hkc_buf_printf(o, "%s, ", p->name);
+      hku_buf_printf(o, "%s, ", p->name);
   }
-  hkc_buf_put(o, "i, n);\n");
+  hku_buf_put(o, "i, n);\n");
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     if (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT)
-      hkc_buf_printf(o, "        hk_p_%s[i] = %s;\n", p->name, p->name);
+      hku_buf_printf(o, "        hk_p_%s[i] = %s;\n", p->name, p->name);
   }
-  hkc_buf_put(o, "    }\n}\n\n");
+  hku_buf_put(o, "    }\n}\n\n");
 }
 
 /* "hk_map__NAME(x[AT], alpha, AT, n)": a reduction's map at element AT. */
-static void put_map_call(hkc_buf *o, const hkc_kernel *k, const char *nm,
+static void put_map_call(hku_buf *o, const hkc_kernel *k, const char *nm,
                          const char *at) {
-  hkc_buf_printf(o, "hk_map__%s(", nm);
+  hku_buf_printf(o, "hk_map__%s(", nm);
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     if (p->role == HK_ROLE_SCALAR)
-      hkc_buf_printf(o, "%s, ", p->name);
+      hku_buf_printf(o, "%s, ", p->name);
     else if (p->role != HK_ROLE_OUT)
-      hkc_buf_printf(o, "hk_p_%s[%s], ", p->name, at);
+      hku_buf_printf(o, "hk_p_%s[%s], ", p->name, at);
   }
-  hkc_buf_printf(o, "%s, n)", at);
+  hku_buf_printf(o, "%s, n)", at);
 }
 
-static void emit_reduction(hkc_buf *o, const hkc_instance *in) {
+static void emit_reduction(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
   const char *acc = hkc_ctype(hkc_acc_type(in));
@@ -193,47 +193,47 @@ static void emit_reduction(hkc_buf *o, const hkc_instance *in) {
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_OUT) oi = i;
 
-  hkc_buf_printf(o,
+  hku_buf_printf(o,
                  "static __device__ __forceinline__ %s hk_combine__%s(const %s a, "
                  "const %s b)\n{\n",
                  acc, nm, acc, acc);
   hkc_put_holders(o, in, srcs + 1, 1, 4);
-  hkc_buf_printf(o, "    return (%s)", acc);
+  hku_buf_printf(o, "    return (%s)", acc);
   hkc_put_expr(o, &k->combine);
-  hkc_buf_put(o, ";\n}\n\n");
+  hku_buf_put(o, ";\n}\n\n");
 
   /* map: the value of element i, as a function, so that the part kernel
    * can take several elements at once */
-  hkc_buf_printf(o, "static __device__ __forceinline__ %s hk_map__%s(", acc,
+  hku_buf_printf(o, "static __device__ __forceinline__ %s hk_map__%s(", acc,
                  nm);
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     if (p->role == HK_ROLE_OUT) continue;
-    hkc_buf_printf(o, "const %s %s, ", ct(in, p), p->name);
+    hku_buf_printf(o, "const %s %s, ", ct(in, p), p->name);
   }
-  hkc_buf_put(o, "const size_t i, const size_t n)\n{\n");
+  hku_buf_put(o, "const size_t i, const size_t n)\n{\n");
   hkc_put_holders(o, in, srcs, 1, 4);
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role != HK_ROLE_OUT)
-      hkc_buf_printf(o, "    (void)%s;\n", k->params[i].name);
-  hkc_buf_printf(o, "    (void)i;\n    (void)n;\n    return (%s)", acc);
+      hku_buf_printf(o, "    (void)%s;\n", k->params[i].name);
+  hku_buf_printf(o, "    (void)i;\n    (void)n;\n    return (%s)", acc);
   hkc_put_expr(o, &k->map);
-  hkc_buf_put(o, ";\n}\n\n");
+  hku_buf_put(o, ";\n}\n\n");
 
   /* part: one partial per block. Each thread keeps four accumulators over
    * a grid-stride share, four independent loads in flight. */
-  hkc_buf_printf(o, "extern \"C\" __global__ void hk_cuda_part__%s(", nm);
+  hku_buf_printf(o, "extern \"C\" __global__ void hk_cuda_part__%s(", nm);
   for (int i = 0; i < k->nparams; i++) {
     if (k->params[i].role == HK_ROLE_OUT) continue;
     hkc_put_param(o, in, &k->params[i], "hk_p_", 1);
-    hkc_buf_put(o, ", ");
+    hku_buf_put(o, ", ");
   }
-  hkc_buf_printf(o, "%s *hk_partials, size_t n)\n{\n", acc);
+  hku_buf_printf(o, "%s *hk_partials, size_t n)\n{\n", acc);
   hkc_put_holders(o, in, srcs + 2, 1, 4);
-  hkc_buf_printf(o, "    __shared__ %s hk_s[%d];\n    const %s hk_id = (%s)",
+  hku_buf_printf(o, "    __shared__ %s hk_s[%d];\n    const %s hk_id = (%s)",
                  acc, HKC_CUDA_BLOCK, acc, acc);
   hkc_put_expr(o, &k->identity);
-  hkc_buf_printf(o,
+  hku_buf_printf(o,
                  ";\n"
                  "    %s hk_a0 = hk_id, hk_a1 = hk_id, hk_a2 = hk_id, hk_a3 = "
                  "hk_id;\n"
@@ -244,23 +244,23 @@ static void emit_reduction(hkc_buf *o, const hkc_instance *in) {
   for (int u = 0; u < 4; u++) {
     char at[32];
     snprintf(at, sizeof at, "i + %d * hk_stride", u);
-    hkc_buf_printf(o, "        const %s hk_v%d = ", acc, u);
+    hku_buf_printf(o, "        const %s hk_v%d = ", acc, u);
     put_map_call(o, k, nm, at);
-    hkc_buf_put(o, ";\n");
+    hku_buf_put(o, ";\n");
   }
   for (int u = 0; u < 4; u++)
-    hkc_buf_printf(o, "        hk_a%d = hk_combine__%s(hk_a%d, hk_v%d);\n", u,
+    hku_buf_printf(o, "        hk_a%d = hk_combine__%s(hk_a%d, hk_v%d);\n", u,
                    nm, u, u);
-  hkc_buf_printf(o, "    }\n    for (; i < n; i += hk_stride)\n"
+  hku_buf_printf(o, "    }\n    for (; i < n; i += hk_stride)\n"
                     "        hk_a0 = hk_combine__%s(hk_a0, ",
                  nm);
   put_map_call(o, k, nm, "i");
-  hkc_buf_printf(o,
+  hku_buf_printf(o,
                  ");\n"
                  "    const %s hk_acc = hk_combine__%s(hk_combine__%s(hk_a0, "
                  "hk_a1), hk_combine__%s(hk_a2, hk_a3));\n",
                  acc, nm, nm, nm);
-  hkc_buf_printf(
+  hku_buf_printf(
       o,
       "    hk_s[threadIdx.x] = hk_acc;\n"
       "    __syncthreads();\n"
@@ -275,24 +275,24 @@ static void emit_reduction(hkc_buf *o, const hkc_instance *in) {
       nm);
 
   /* merge: one block over the partials, then finalize */
-  hkc_buf_printf(o,
+  hku_buf_printf(o,
                  "extern \"C\" __global__ void hk_cuda_merge__%s(const %s "
                  "*hk_partials, size_t hk_count, %s *hk_p_%s",
                  nm, acc, acc, k->params[oi].name);
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_SCALAR) {
-      hkc_buf_put(o, ", ");
+      hku_buf_put(o, ", ");
       hkc_put_param(o, in, &k->params[i], "", 1);
     }
-  hkc_buf_put(o, ", size_t n)\n{\n");
+  hku_buf_put(o, ", size_t n)\n{\n");
   hkc_put_holders(o, in, srcs, 4, 4);
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_SCALAR)
-      hkc_buf_printf(o, "    (void)%s;\n", k->params[i].name);
-  hkc_buf_printf(o, "    __shared__ %s hk_s[%d];\n    %s hk_acc = (%s)", acc,
+      hku_buf_printf(o, "    (void)%s;\n", k->params[i].name);
+  hku_buf_printf(o, "    __shared__ %s hk_s[%d];\n    %s hk_acc = (%s)", acc,
                  HKC_CUDA_BLOCK, acc, acc);
   hkc_put_expr(o, &k->identity);
-  hkc_buf_printf(
+  hku_buf_printf(
       o,
       ";\n"
       "    for (size_t hk_k = threadIdx.x; hk_k < hk_count; hk_k += blockDim.x)\n"
@@ -313,29 +313,29 @@ static void emit_reduction(hkc_buf *o, const hkc_instance *in) {
   if (k->finalize.text)
     hkc_put_expr(o, &k->finalize);
   else
-    hkc_buf_put(o, "acc");
-  hkc_buf_put(o, ";\n    }\n}\n\n");
+    hku_buf_put(o, "acc");
+  hku_buf_put(o, ";\n    }\n}\n\n");
 }
 
-static void emit_raw(hkc_buf *o, const hkc_instance *in) {
+static void emit_raw(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   const hkc_src *srcs[] = {&k->cuda};
-  hkc_buf_printf(o, "extern \"C\" __global__ void hk_cuda__%s(", in->name);
+  hku_buf_printf(o, "extern \"C\" __global__ void hk_cuda__%s(", in->name);
   for (int i = 0; i < k->nparams; i++) {
     hkc_put_param(o, in, &k->params[i], "", 0);
-    hkc_buf_put(o, ", ");
+    hku_buf_put(o, ", ");
   }
-  hkc_buf_put(o, "size_t n)\n{\n");
+  hku_buf_put(o, "size_t n)\n{\n");
   hkc_put_holders(o, in, srcs, 1, 4);
   for (int i = 0; i < k->nparams; i++)
-    hkc_buf_printf(o, "    (void)%s;\n", k->params[i].name);
-  hkc_buf_put(o, "    (void)n;\n    {\n");
+    hku_buf_printf(o, "    (void)%s;\n", k->params[i].name);
+  hku_buf_put(o, "    (void)n;\n    {\n");
   hkc_put_code(o, &k->cuda, 8);
-  hkc_buf_put(o, "    }\n}\n\n");
+  hku_buf_put(o, "    }\n}\n\n");
 }
 
 int hkc_emit_cuda_mapped(hkc_file *const *files, int nfiles,
-                         hkc_emit_mode mode, hkc_buf *o, hkc_linemap *map) {
+                         hkc_emit_mode mode, hku_buf *o, hkc_linemap *map) {
   hkc_linemap_start(o, map);
   int rc = hkc_emit_cuda(files, nfiles, mode, o);
   o->map = NULL;
@@ -343,9 +343,9 @@ int hkc_emit_cuda_mapped(hkc_file *const *files, int nfiles,
 }
 
 int hkc_emit_cuda(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
-                  hkc_buf *o) {
+                  hku_buf *o) {
   (void)mode; /* the same CUDA serves the stdlib and plugins */
-  hkc_buf_put(o, "/* Generated by hk " HK_VERSION_STRING
+  hku_buf_put(o, "/* Generated by hk " HK_VERSION_STRING
                  " (CUDA). Do not edit: edit the kernel file and generate "
                  "again.\n * Launch with 1-D blocks of 256 threads. */\n\n");
   hkc_emit_cuda_prelude(o);
@@ -355,7 +355,7 @@ int hkc_emit_cuda(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
       if (!(k->targets & HK_TARGET_CUDA)) continue;
       for (int j = 0; j < k->ninst; j++) {
         const hkc_instance *in = &k->inst[j];
-        hkc_buf_printf(o, "/* ---- %s: kernel \"%s\" (%s) ---- */\n\n",
+        hku_buf_printf(o, "/* ---- %s: kernel \"%s\" (%s) ---- */\n\n",
                        in->name, k->name, hk_kind_name(k->kind));
         if (k->kind == HK_KIND_ELEMENTWISE)
           emit_elementwise(o, in);

@@ -575,14 +575,14 @@ static int index_lines(hkj_doc *doc) {
   return 0;
 }
 
-static void at(hkc_diags *d, const hkj_doc *doc, size_t off, const char *msg) {
+static void at(hku_diags *d, const hkj_doc *doc, size_t off, const char *msg) {
   int line, col;
   hkj_pos(doc, off, &line, &col);
-  hkc_diag_add(d, HKC_ERROR, doc->path, line, col, "%s", msg);
+  hku_diag_add(d, HKU_ERROR, doc->path, line, col, "%s", msg);
 }
 
 int hkj_parse(const char *path, const char *text, size_t len, hkj_doc **out,
-              hkc_diags *d) {
+              hku_diags *d) {
   *out = NULL;
   hkj_doc *doc = calloc(1, sizeof *doc);
   if (!doc) goto oom;
@@ -635,28 +635,28 @@ int hkj_parse(const char *path, const char *text, size_t len, hkj_doc **out,
   *out = doc;
   return 0;
 oom:
-  hkc_diag_add(d, HKC_ERROR, path, 0, 0, "out of memory");
+  hku_diag_add(d, HKU_ERROR, path, 0, 0, "out of memory");
 fail:
   hkj_free(doc);
   return -1;
 }
 
-int hkj_load(const char *path, hkj_doc **out, hkc_diags *d) {
+int hkj_load(const char *path, hkj_doc **out, hku_diags *d) {
   *out = NULL;
   FILE *f = fopen(path, "rb");
   if (!f) {
-    hkc_diag_add(d, HKC_ERROR, path, 0, 0, "cannot read: %s", strerror(errno));
+    hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot read: %s", strerror(errno));
     return -1;
   }
   struct stat st;
   if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    hkc_diag_add(d, HKC_ERROR, path, 0, 0, "cannot read: not a regular file");
+    hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot read: not a regular file");
     fclose(f);
     return -1;
   }
   /* Kernel files are small; a huge one is a mistake, not a kernel. */
   if (st.st_size > 64 * 1024 * 1024) {
-    hkc_diag_add(d, HKC_ERROR, path, 0, 0,
+    hku_diag_add(d, HKU_ERROR, path, 0, 0,
                  "file too large for a kernel file (%lld bytes; limit 64 MiB)",
                  (long long)st.st_size);
     fclose(f);
@@ -666,7 +666,7 @@ int hkj_load(const char *path, hkj_doc **out, hkc_diags *d) {
   char *buf = malloc(len + 1);
   if (!buf) {
     fclose(f);
-    hkc_diag_add(d, HKC_ERROR, path, 0, 0, "out of memory");
+    hku_diag_add(d, HKU_ERROR, path, 0, 0, "out of memory");
     return -1;
   }
   size_t got = fread(buf, 1, len, f);
@@ -674,7 +674,7 @@ int hkj_load(const char *path, hkj_doc **out, hkc_diags *d) {
   fclose(f);
   if (err || got != len) {
     free(buf);
-    hkc_diag_add(d, HKC_ERROR, path, 0, 0, "cannot read: I/O error");
+    hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot read: I/O error");
     return -1;
   }
   int rc = hkj_parse(path, buf, len, out, d);

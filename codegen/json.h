@@ -51,10 +51,10 @@ typedef struct hkj_doc {
  * added to d (invalid UTF-8, a NUL byte, or the JSON syntax error and where
  * it is). */
 int hkj_parse(const char *path, const char *text, size_t len, hkj_doc **out,
-              hkc_diags *d);
+              hku_diags *d);
 /* Reads the file at path and parses it; a read failure is reported as
  * "PATH: error: cannot read: REASON". */
-int hkj_load(const char *path, hkj_doc **out, hkc_diags *d);
+int hkj_load(const char *path, hkj_doc **out, hku_diags *d);
 void hkj_free(hkj_doc *doc);
 
 /* The 1-based line and column (in characters) of a byte offset. */

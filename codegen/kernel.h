@@ -87,9 +87,9 @@ typedef struct hkc_file {
 /* Parses and validates a kernel file held in memory. Returns 0 and *out, or
  * -1 with at least one error in d (as many as could be found). */
 int hkc_file_parse(const char *path, const char *text, size_t len,
-                   hkc_file **out, hkc_diags *d);
+                   hkc_file **out, hku_diags *d);
 /* The same, reading the file. */
-int hkc_file_load(const char *path, hkc_file **out, hkc_diags *d);
+int hkc_file_load(const char *path, hkc_file **out, hku_diags *d);
 void hkc_file_free(hkc_file *f);
 
 /* The concrete type of parameter p in instance in. */
@@ -128,14 +128,14 @@ typedef enum hkc_code_mode {
  * Reports into d; returns the number of errors. */
 int hkc_check_code(const hkj_doc *doc, const hkc_src *src, hkc_code_mode mode,
                    const char *const *idents, const char *what,
-                   unsigned targets, hkc_diags *d);
+                   unsigned targets, hku_diags *d);
 /* The text with comments turned into spaces and newlines into spaces: an
  * expression that can be emitted on one line. malloc'ed; NULL on OOM. */
 char *hkc_expr_oneline(const hkc_src *src);
 /* Checks a raw kernel's len expression: integer arithmetic over integer
  * literals, integer scalars and n (lenexpr.c). Reports into d; 0 or -1. */
 int hkc_check_len(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
-                  hkc_diags *d);
+                  hku_diags *d);
 
 /* The offset of the first use of identifier id in the code, or -1. */
 long hkc_code_find(const hkc_src *src, const char *id);

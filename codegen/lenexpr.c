@@ -25,8 +25,8 @@ typedef struct lp {
   const hkc_instance *in; /* emitting: the instance (concrete types) */
   const char *t;
   size_t n, p;
-  hkc_buf *out; /* NULL when only checking */
-  hkc_diags *d;
+  hku_buf *out; /* NULL when only checking */
+  hku_diags *d;
   int errors;
 } lp;
 
@@ -44,7 +44,7 @@ static void lerr(lp *L, size_t off, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  hkc_diag_add(L->d, HKC_ERROR, L->doc->path, line, col, "%s: %s",
+  hku_diag_add(L->d, HKU_ERROR, L->doc->path, line, col, "%s: %s",
                L->src->field, msg);
 }
 
@@ -91,7 +91,7 @@ static void skip(lp *L) {
 }
 
 static void emit(lp *L, const char *s) {
-  if (L->out) hkc_buf_put(L->out, s);
+  if (L->out) hku_buf_put(L->out, s);
 }
 
 static int expr(lp *L);
@@ -141,7 +141,7 @@ static int primary(lp *L) {
            GRAMMAR);
       return -1;
     }
-    if (L->out) hkc_buf_printf(L->out, "(int64_t)%lluLL", v);
+    if (L->out) hku_buf_printf(L->out, "(int64_t)%lluLL", v);
     return 0;
   }
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') {
@@ -194,7 +194,7 @@ static int primary(lp *L) {
       }
       /* u64 may not fit int64; every other integer type does */
       if (L->out)
-        hkc_buf_printf(L->out,
+        hku_buf_printf(L->out,
                        hkc_param_type(L->in, p) == HK_U64
                            ? "hk_len_u64(%s, &hk_bad)"
                            : "(int64_t)%s",
@@ -229,7 +229,7 @@ static int unary(lp *L) {
  * level, emitted as nested calls: a * b / c -> div(mul(a, b), c). The
  * operands are emitted into temporary buffers to wrap them. */
 static int chain(lp *L, const char *ops, int (*operand)(lp *)) {
-  hkc_buf acc = HKC_BUF_INIT, *saved = L->out;
+  hku_buf acc = HKU_BUF_INIT, *saved = L->out;
   if (saved) L->out = &acc;
   int rc = operand(L);
   for (;;) {
@@ -243,25 +243,25 @@ static int chain(lp *L, const char *ops, int (*operand)(lp *)) {
       break;
     }
     char op = L->t[L->p++];
-    hkc_buf rhs = HKC_BUF_INIT;
+    hku_buf rhs = HKU_BUF_INIT;
     if (saved) L->out = &rhs;
     rc = operand(L);
     if (saved) {
       const char *fn = op == '+' ? "add" : op == '-' ? "sub"
                        : op == '*' ? "mul" : op == '/' ? "div" : "mod";
-      hkc_buf wrapped = HKC_BUF_INIT;
-      hkc_buf_printf(&wrapped, "hk_len_%s(%s, %s, &hk_bad)", fn,
-                     hkc_buf_str(&acc), hkc_buf_str(&rhs));
-      hkc_buf_free(&acc);
+      hku_buf wrapped = HKU_BUF_INIT;
+      hku_buf_printf(&wrapped, "hk_len_%s(%s, %s, &hk_bad)", fn,
+                     hku_buf_str(&acc), hku_buf_str(&rhs));
+      hku_buf_free(&acc);
       acc = wrapped;
     }
-    hkc_buf_free(&rhs);
+    hku_buf_free(&rhs);
   }
   if (saved) {
     L->out = saved;
-    hkc_buf_put(saved, hkc_buf_str(&acc));
+    hku_buf_put(saved, hku_buf_str(&acc));
   }
-  hkc_buf_free(&acc);
+  hku_buf_free(&acc);
   return rc;
 }
 
@@ -272,7 +272,7 @@ static int expr(lp *L) { return chain(L, "+-", term); }
 /* Parses src; with out, emits the checked C expression (which needs
  * `int hk_bad` in scope). Reports into d (may be NULL). 0 or -1. */
 static int run(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
-               const hkc_instance *in, hkc_buf *out, hkc_diags *d) {
+               const hkc_instance *in, hku_buf *out, hku_diags *d) {
   /* The text with comments blanked out (same offsets), so that positions
    * map straight back to the source. */
   char *text = malloc(src->len + 1);
@@ -327,17 +327,17 @@ static int run(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
 }
 
 int hkc_check_len(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
-                  hkc_diags *d) {
+                  hku_diags *d) {
   return run(doc, src, k, NULL, NULL, d);
 }
 
-int hkc_emit_len(const hkc_src *src, const hkc_instance *in, hkc_buf *out) {
+int hkc_emit_len(const hkc_src *src, const hkc_instance *in, hku_buf *out) {
   hkj_doc none = {0};
   return run(&none, src, in->k, in, out, NULL);
 }
 
-void hkc_emit_len_helpers(hkc_buf *o) {
-  hkc_buf_put(
+void hkc_emit_len_helpers(hku_buf *o) {
+  hku_buf_put(
       o,
       "/* Checked int64 arithmetic for len expressions: *bad is set on\n"
       " * overflow or division by zero (results are then meaningless). */\n"

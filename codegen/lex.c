@@ -115,7 +115,7 @@ typedef struct token {
 typedef struct checker {
   const hkj_doc *doc;
   const hkc_src *src;
-  hkc_diags *d;
+  hku_diags *d;
   int errors;
   token *toks;
   size_t ntoks, cap;
@@ -133,15 +133,15 @@ static void err(checker *c, size_t off, const char *fmt, ...) {
   if (c->errors > MAX_ERRORS_PER_SOURCE) return;
   int line, col;
   hkc_src_pos(c->doc, c->src, off, &line, &col);
-  hkc_buf m = HKC_BUF_INIT;
-  hkc_buf_printf(&m, "%s: ", c->src->field);
+  hku_buf m = HKU_BUF_INIT;
+  hku_buf_printf(&m, "%s: ", c->src->field);
   va_list ap;
   va_start(ap, fmt);
-  hkc_buf_vprintf(&m, fmt, ap);
+  hku_buf_vprintf(&m, fmt, ap);
   va_end(ap);
-  hkc_diag_add(c->d, HKC_ERROR, c->doc->path, line, col, "%s",
-               m.oom ? "out of memory" : hkc_buf_str(&m));
-  hkc_buf_free(&m);
+  hku_diag_add(c->d, HKU_ERROR, c->doc->path, line, col, "%s",
+               m.oom ? "out of memory" : hku_buf_str(&m));
+  hku_buf_free(&m);
 }
 
 static int push(checker *c, tk_kind kind, size_t off, size_t len) {
@@ -476,7 +476,7 @@ static void check_tokens(checker *c, hkc_code_mode mode,
 
 int hkc_check_code(const hkj_doc *doc, const hkc_src *src, hkc_code_mode mode,
                    const char *const *idents, const char *what,
-                   unsigned targets, hkc_diags *d) {
+                   unsigned targets, hku_diags *d) {
   checker c = {doc, src, d, 0, NULL, 0, 0, 0};
   c.cuda_shared = (targets & HK_TARGET_CUDA) &&
                   (mode == HKC_CODE_BODY || mode == HKC_CODE_EXPR);
@@ -538,7 +538,7 @@ char *hkc_expr_oneline(const hkc_src *src) {
 static size_t quiet_tokens(const hkc_src *src, token **out) {
   *out = NULL;
   if (!src->text) return 0;
-  hkc_diags quiet = HKC_DIAGS_INIT;
+  hku_diags quiet = HKU_DIAGS_INIT;
   hkj_doc none = {0};
   hkc_src nopos = *src; /* no positions: nothing is reported */
   nopos.nsegs = 0;
@@ -550,7 +550,7 @@ static size_t quiet_tokens(const hkc_src *src, token **out) {
   } else {
     free(c.toks);
   }
-  hkc_diags_free(&quiet);
+  hku_diags_free(&quiet);
   return n;
 }
 

@@ -11,11 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsutil.h"
 #include "kernel.h"
 
 typedef struct parser {
   hkj_doc *doc;
-  hkc_diags *d;
+  hku_diags *d;
   int errors;
 } parser;
 
@@ -28,12 +29,12 @@ static void verr(parser *P, size_t off, const char *field, const char *fmt,
   P->errors++;
   int line, col;
   hkj_pos(P->doc, off, &line, &col);
-  hkc_buf m = HKC_BUF_INIT;
-  if (field && *field) hkc_buf_printf(&m, "%s: ", field);
-  hkc_buf_vprintf(&m, fmt, ap);
-  hkc_diag_add(P->d, HKC_ERROR, P->doc->path, line, col, "%s",
-               m.oom ? "out of memory" : hkc_buf_str(&m));
-  hkc_buf_free(&m);
+  hku_buf m = HKU_BUF_INIT;
+  if (field && *field) hku_buf_printf(&m, "%s: ", field);
+  hku_buf_vprintf(&m, fmt, ap);
+  hku_diag_add(P->d, HKU_ERROR, P->doc->path, line, col, "%s",
+               m.oom ? "out of memory" : hku_buf_str(&m));
+  hku_buf_free(&m);
 }
 
 /* An error about the value v, named field. */
@@ -85,26 +86,6 @@ static const char *obj_name(const char *prefix) {
 
 /* ---- Small checks ----------------------------------------------------------- */
 
-static size_t edit_distance(const char *a, const char *b) {
-  size_t la = strlen(a), lb = strlen(b);
-  if (la > 32 || lb > 32) return 99;
-  size_t row[33];
-  for (size_t j = 0; j <= lb; j++) row[j] = j;
-  for (size_t i = 1; i <= la; i++) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= lb; j++) {
-      size_t up = row[j];
-      size_t best = diag + (a[i - 1] != b[j - 1]);
-      if (row[j] + 1 < best) best = row[j] + 1;
-      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-      row[j] = best;
-      diag = up;
-    }
-  }
-  return row[lb];
-}
-
 /* Reports duplicate keys and keys not in allowed (keys starting with '_'
  * are the author's annotations and are ignored). */
 static void check_keys_as(parser *P, const hkj_node *obj, const char *prefix,
@@ -139,12 +120,12 @@ static void check_keys_as(parser *P, const hkj_node *obj, const char *prefix,
     const char *best = NULL;
     size_t bestd = 3;
     for (a = allowed; *a; a++) {
-      size_t dd = edit_distance(*a, m->key);
+      size_t dd = hku_edit_distance(*a, m->key);
       if (dd < bestd) bestd = dd, best = *a;
     }
-    hkc_buf list = HKC_BUF_INIT;
+    hku_buf list = HKU_BUF_INIT;
     for (a = allowed; *a; a++)
-      hkc_buf_printf(&list, "%s%s", a == allowed ? "" : ", ", *a);
+      hku_buf_printf(&list, "%s%s", a == allowed ? "" : ", ", *a);
     if (best)
       err_key(P, m, objname,
               "unknown field \"%s\" (did you mean \"%s\"?)", m->key, best);
@@ -152,8 +133,8 @@ static void check_keys_as(parser *P, const hkj_node *obj, const char *prefix,
       err_key(P, m, objname,
               "unknown field \"%s\"; the fields are %s (and any starting "
               "with '_', which are ignored)",
-              m->key, hkc_buf_str(&list));
-    hkc_buf_free(&list);
+              m->key, hku_buf_str(&list));
+    hku_buf_free(&list);
   }
 }
 
@@ -216,11 +197,11 @@ static int take_src(parser *P, const hkj_node *obj, const char *key,
                     const char *prefix, hkc_src *out) {
   const hkj_node *v = hkj_get(obj, key);
   if (!v) return 0;
-  out->field = hkc_strdup(fld(prefix, "%s", key));
+  out->field = hku_strdup(fld(prefix, "%s", key));
   if (!out->field) goto oom;
   if (v->type == HKJ_STRING) {
     out->segs = malloc(sizeof *out->segs);
-    out->text = hkc_strdup(v->str);
+    out->text = hku_strdup(v->str);
     if (!out->segs || !out->text) goto oom;
     out->segs[0] = (hkc_seg){v, 0};
     out->nsegs = 1;
@@ -237,7 +218,7 @@ static int take_src(parser *P, const hkj_node *obj, const char *key,
     err(P, v, out->field, "is empty: expected C code");
     return -1;
   }
-  hkc_buf b = HKC_BUF_INIT;
+  hku_buf b = HKU_BUF_INIT;
   out->segs = calloc(v->nkids, sizeof *out->segs);
   if (!out->segs) goto oom;
   int bad = 0;
@@ -250,16 +231,16 @@ static int take_src(parser *P, const hkj_node *obj, const char *key,
       bad = 1;
       continue;
     }
-    if (i) hkc_buf_putc(&b, '\n');
+    if (i) hku_buf_putc(&b, '\n');
     out->segs[out->nsegs++] = (hkc_seg){line, b.len};
-    hkc_buf_putn(&b, line->str, line->str_len);
+    hku_buf_putn(&b, line->str, line->str_len);
   }
   if (bad) {
-    hkc_buf_free(&b);
+    hku_buf_free(&b);
     return -1;
   }
   out->len = b.len;
-  out->text = hkc_buf_take(&b);
+  out->text = hku_buf_take(&b);
   if (!out->text) goto oom;
   return 0;
 oom:
@@ -372,7 +353,7 @@ static void parse_params(parser *P, const hkj_node *obj, const char *prefix,
               err(P, v, f, "\"%s\" is already the name of params[%d]", s, j);
               break;
             }
-          p->name = hkc_strdup(s);
+          p->name = hku_strdup(s);
         }
       }
     }
@@ -437,7 +418,7 @@ static void parse_params(parser *P, const hkj_node *obj, const char *prefix,
     v = hkj_get(po, "doc");
     if (v) {
       const char *s = want_string(P, v, fld(ppre, "doc"), "a string");
-      if (s) p->doc = hkc_strdup(s);
+      if (s) p->doc = hku_strdup(s);
     }
     /* len is read here and checked once every parameter is known */
     if (take_src(P, po, "len", ppre, &p->len)) continue;
@@ -741,8 +722,8 @@ static void make_instances(parser *P, const hkj_node *obj, const char *prefix,
   for (size_t c = 0; c < count; c++) {
     hkc_instance *in = &k->inst[k->ninst++];
     in->k = k;
-    hkc_buf name = HKC_BUF_INIT;
-    hkc_buf_put(&name, k->name);
+    hku_buf name = HKU_BUF_INIT;
+    hku_buf_put(&name, k->name);
     /* the first placeholder varies slowest */
     size_t rest = c, stride = count;
     for (int h = 0; h < k->nholders; h++) {
@@ -750,9 +731,9 @@ static void make_instances(parser *P, const hkj_node *obj, const char *prefix,
       hk_dtype_t t = k->holders[h].types[rest / stride];
       rest %= stride;
       in->bind[k->holders[h].letter - 'A'] = t;
-      hkc_buf_printf(&name, "_%s", hk_dtype_name(t));
+      hku_buf_printf(&name, "_%s", hk_dtype_name(t));
     }
-    in->name = hkc_buf_take(&name);
+    in->name = hku_buf_take(&name);
     if (!in->name) {
       P->d->oom = 1;
     } else if (strlen(in->name) > HKC_INSTANCE_NAME_MAX) {
@@ -767,8 +748,8 @@ static void make_instances(parser *P, const hkj_node *obj, const char *prefix,
 static void parse_kernel(parser *P, const hkj_node *obj, const char *prefix,
                          int version_required, hkc_kernel *k) {
   k->node = obj;
-  k->prefix = hkc_strdup(prefix);
-  k->doc = hkc_strdup("");
+  k->prefix = hku_strdup(prefix);
+  k->doc = hku_strdup("");
   if (obj->type != HKJ_OBJECT) {
     err(P, obj, obj_name(prefix), "expected a kernel object, got %s",
         hkj_type_name(obj->type));
@@ -795,7 +776,7 @@ static void parse_kernel(parser *P, const hkj_node *obj, const char *prefix,
       err(P, v, f, "is %zu characters long; at most %d", strlen(s),
           HKC_NAME_MAX);
     else if (s)
-      k->name = hkc_strdup(s);
+      k->name = hku_strdup(s);
   }
 
   /* doc */
@@ -807,7 +788,7 @@ static void parse_kernel(parser *P, const hkj_node *obj, const char *prefix,
       err(P, v, f, "must be one line (it is shown by hk list)");
     } else if (s) {
       free(k->doc);
-      k->doc = hkc_strdup(s);
+      k->doc = hku_strdup(s);
     }
   }
 
@@ -953,12 +934,12 @@ static void check_unique(parser *P, hkc_file *f) {
 
 /* Puts the diagnostics from index first on in file order (stable, so a
  * note stays after its error). */
-static void sort_by_position(hkc_diags *d, size_t first) {
+static void sort_by_position(hku_diags *d, size_t first) {
   for (size_t i = first + 1; i < d->n; i++) {
-    hkc_diag g = d->v[i];
-    if (g.sev == HKC_NOTE) continue;
+    hku_diag g = d->v[i];
+    if (g.sev == HKU_NOTE) continue;
     size_t j = i;
-    while (j > first && d->v[j - 1].sev == HKC_ERROR &&
+    while (j > first && d->v[j - 1].sev == HKU_ERROR &&
            (d->v[j - 1].line > g.line ||
             (d->v[j - 1].line == g.line && d->v[j - 1].col > g.col))) {
       d->v[j] = d->v[j - 1];
@@ -969,7 +950,7 @@ static void sort_by_position(hkc_diags *d, size_t first) {
 }
 
 int hkc_file_parse(const char *path, const char *text, size_t len,
-                   hkc_file **out, hkc_diags *d) {
+                   hkc_file **out, hku_diags *d) {
   *out = NULL;
   size_t first_diag = d->n;
   hkj_doc *doc;
@@ -981,7 +962,7 @@ int hkc_file_parse(const char *path, const char *text, size_t len,
     return -1;
   }
   f->doc = doc;
-  f->path = hkc_strdup(doc->path);
+  f->path = hku_strdup(doc->path);
   parser P = {doc, d, 0};
   const hkj_node *root = doc->root;
   if (root->type != HKJ_OBJECT) {
@@ -1023,7 +1004,7 @@ int hkc_file_parse(const char *path, const char *text, size_t len,
   sort_by_position(d, first_diag);
   if (P.errors || d->oom || !f->path) {
     if (d->oom && !P.errors)
-      hkc_diag_add(d, HKC_ERROR, path, 0, 0, "out of memory");
+      hku_diag_add(d, HKU_ERROR, path, 0, 0, "out of memory");
     hkc_file_free(f);
     return -1;
   }
@@ -1031,7 +1012,7 @@ int hkc_file_parse(const char *path, const char *text, size_t len,
   return 0;
 }
 
-int hkc_file_load(const char *path, hkc_file **out, hkc_diags *d) {
+int hkc_file_load(const char *path, hkc_file **out, hku_diags *d) {
   *out = NULL;
   hkj_doc *doc;
   if (hkj_load(path, &doc, d)) return -1;

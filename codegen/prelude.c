@@ -14,8 +14,8 @@
 #include "emit.h"
 #include "mathfns.h"
 
-static void put_types(hkc_buf *o) {
-  hkc_buf_put(o,
+static void put_types(hku_buf *o) {
+  hku_buf_put(o,
               "typedef __SIZE_TYPE__ size_t;\n"
               "typedef __PTRDIFF_TYPE__ ptrdiff_t;\n"
               "typedef signed char int8_t;\n"
@@ -44,55 +44,55 @@ static const char *sig_ret(const char *sig, int f) {
   return f ? "float" : "double";
 }
 
-static void put_decl(hkc_buf *o, const char *name, const char *sig) {
+static void put_decl(hku_buf *o, const char *name, const char *sig) {
   for (int f = 0; f < 2; f++) {
     const char *t = f ? "float" : "double";
     const char *args = sig + (sig[1] == 'L' ? 3 : 2); /* after "X_" */
-    hkc_buf_printf(o, "%s %s%s(", sig_ret(sig, f), name, f ? "f" : "");
+    hku_buf_printf(o, "%s %s%s(", sig_ret(sig, f), name, f ? "f" : "");
     for (const char *a = args; *a; a++) {
       const char *at = *a == 'D' ? t : *a == 'I' ? "int" : "long";
-      hkc_buf_printf(o, "%s%s", a == args ? "" : ", ", at);
+      hku_buf_printf(o, "%s%s", a == args ? "" : ", ", at);
     }
-    hkc_buf_put(o, ");\n");
+    hku_buf_put(o, ");\n");
   }
 }
 
-static void put_generic(hkc_buf *o, const char *name, const char *sig) {
+static void put_generic(hku_buf *o, const char *name, const char *sig) {
   const char *args = sig + (sig[1] == 'L' ? 3 : 2);
   size_t nd = 0;
   for (const char *a = args; *a; a++) nd += *a == 'D';
   /* The controlling expression is an rvalue (+x, x + y) so that a const
    * float selects the float function under every compiler. */
   if (nd == 1 && args[1] == '\0')
-    hkc_buf_printf(o,
+    hku_buf_printf(o,
                    "#define %s(x) _Generic(+(x), float: %sf, default: %s)(x)\n",
                    name, name, name);
   else if (nd == 1)
-    hkc_buf_printf(
+    hku_buf_printf(
         o, "#define %s(x, e) _Generic(+(x), float: %sf, default: %s)(x, e)\n",
         name, name, name);
   else if (nd == 2)
-    hkc_buf_printf(o,
+    hku_buf_printf(o,
                    "#define %s(x, y) _Generic((x) + (y), float: %sf, default: "
                    "%s)(x, y)\n",
                    name, name, name);
   else
-    hkc_buf_printf(o,
+    hku_buf_printf(o,
                    "#define %s(x, y, z) _Generic((x) + (y) + (z), float: %sf, "
                    "default: %s)(x, y, z)\n",
                    name, name, name);
 }
 
-static void put_math(hkc_buf *o) {
-  hkc_buf_put(o, "/* The C99 math functions kernel code may call. */\n");
+static void put_math(hku_buf *o) {
+  hku_buf_put(o, "/* The C99 math functions kernel code may call. */\n");
 #define DECL(name, sig) put_decl(o, #name, #sig);
   HKC_MATH_FUNCTIONS(DECL)
 #undef DECL
-  hkc_buf_put(o, "\n/* Type generic, as in <tgmath.h> and CUDA C++. */\n");
+  hku_buf_put(o, "\n/* Type generic, as in <tgmath.h> and CUDA C++. */\n");
 #define GEN(name, sig) put_generic(o, #name, #sig);
   HKC_MATH_FUNCTIONS(GEN)
 #undef GEN
-  hkc_buf_put(
+  hku_buf_put(
       o,
       "\n/* Classification, the same under every compiler. */\n"
       "#define HK_MAYBE_UNUSED __attribute__((unused))\n"
@@ -126,8 +126,8 @@ static void put_math(hkc_buf *o) {
       "hk_signbit)(x)\n\n");
 }
 
-static void put_constants(hkc_buf *o) {
-  hkc_buf_put(
+static void put_constants(hku_buf *o) {
+  hku_buf_put(
       o,
       "/* Constants. */\n"
       "#if defined(__GNUC__) && !defined(__TINYC__)\n"
@@ -161,8 +161,8 @@ static void put_constants(hkc_buf *o) {
       "#define DBL_EPSILON 2.22044604925031308085e-16\n");
 }
 
-static void put_limits(hkc_buf *o) {
-  hkc_buf_put(o,
+static void put_limits(hku_buf *o) {
+  hku_buf_put(o,
               "#define INT8_MIN (-128)\n"
               "#define INT8_MAX 127\n"
               "#define INT16_MIN (-32767 - 1)\n"
@@ -178,8 +178,8 @@ static void put_limits(hkc_buf *o) {
               "#define SIZE_MAX ((size_t)-1)\n");
 }
 
-static void put_pragmas(hkc_buf *o) {
-  hkc_buf_put(
+static void put_pragmas(hku_buf *o) {
+  hku_buf_put(
       o,
       "\n/* Elementwise loops have no dependence between iterations; saying so\n"
       " * lets the compiler vectorize without assuming the buffers are\n"
@@ -204,10 +204,10 @@ static void put_pragmas(hkc_buf *o) {
       "#endif\n\n");
 }
 
-static void emit_prelude(hkc_emit_mode mode, hkc_buf *o) {
-  hkc_buf_put(o, "/* ---- hk prelude ---- */\n");
+static void emit_prelude(hkc_emit_mode mode, hku_buf *o) {
+  hku_buf_put(o, "/* ---- hk prelude ---- */\n");
   if (mode == HKC_EMIT_STDLIB) {
-    hkc_buf_put(o,
+    hku_buf_put(o,
                 "#include <stddef.h>\n"
                 "#include <stdint.h>\n\n"
                 "#include \"abi.h\"\n"
@@ -234,28 +234,28 @@ static struct {
 } preludes[2] = {{PTHREAD_ONCE_INIT, NULL, 0}, {PTHREAD_ONCE_INIT, NULL, 0}};
 
 static void make_prelude(hkc_emit_mode mode) {
-  hkc_buf b = HKC_BUF_INIT;
+  hku_buf b = HKU_BUF_INIT;
   emit_prelude(mode, &b);
   size_t len = b.len;
-  char *text = hkc_buf_take(&b); /* NULL when out of memory */
+  char *text = hku_buf_take(&b); /* NULL when out of memory */
   preludes[mode == HKC_EMIT_STDLIB].len = text ? len : 0;
   preludes[mode == HKC_EMIT_STDLIB].text = text;
 }
 static void make_plugin_prelude(void) { make_prelude(HKC_EMIT_PLUGIN); }
 static void make_stdlib_prelude(void) { make_prelude(HKC_EMIT_STDLIB); }
 
-void hkc_emit_prelude(hkc_emit_mode mode, hkc_buf *o) {
+void hkc_emit_prelude(hkc_emit_mode mode, hku_buf *o) {
   int i = mode == HKC_EMIT_STDLIB;
   pthread_once(&preludes[i].once,
                i ? make_stdlib_prelude : make_plugin_prelude);
   if (preludes[i].text)
-    hkc_buf_putn(o, preludes[i].text, preludes[i].len);
+    hku_buf_putn(o, preludes[i].text, preludes[i].len);
   else
     emit_prelude(mode, o);
 }
 
-void hkc_emit_cuda_prelude(hkc_buf *o) {
-  hkc_buf_put(
+void hkc_emit_cuda_prelude(hku_buf *o) {
+  hku_buf_put(
       o,
       "/* ---- hk CUDA prelude ---- */\n"
       "#if defined(__CUDACC_RTC__)\n"
@@ -296,10 +296,10 @@ void hkc_emit_cuda_prelude(hkc_buf *o) {
       "#endif\n");
   /* The M_, FLT_, DBL_ and integer limit constants, where the headers
    * seen by this compiler did not define them. */
-  hkc_buf tmp = HKC_BUF_INIT;
+  hku_buf tmp = HKU_BUF_INIT;
   put_constants(&tmp);
   put_limits(&tmp);
-  const char *t = hkc_buf_str(&tmp);
+  const char *t = hku_buf_str(&tmp);
   const char *line = t;
   int in_cond = 0;
   while (*line) {
@@ -311,13 +311,13 @@ void hkc_emit_cuda_prelude(hkc_buf *o) {
       const char *name = line + 8, *e = name;
       while (*e && *e != ' ' && *e != '(') e++;
       if ((size_t)(e - name) != 8 || memcmp(name, "INFINITY", 8)) {
-        hkc_buf_printf(o, "#ifndef %.*s\n%.*s\n#endif\n", (int)(e - name),
+        hku_buf_printf(o, "#ifndef %.*s\n%.*s\n#endif\n", (int)(e - name),
                        name, (int)len, line);
       }
     }
     if (len >= 6 && !memcmp(line, "#endif", 6)) in_cond = 0;
     line = *nl ? nl + 1 : nl;
   }
-  hkc_buf_free(&tmp);
-  hkc_buf_put(o, "\n");
+  hku_buf_free(&tmp);
+  hku_buf_put(o, "\n");
 }

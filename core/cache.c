@@ -10,6 +10,7 @@
  * out, so what is loaded is what was verified.
  */
 #include "cache.h"
+#include "fsutil.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -219,19 +220,6 @@ static int is_temp_name(const char *s) {
 /* --- reading ----------------------------------------------------------------
  */
 
-int hk__pread_all(int fd, void *buf, size_t n, uint64_t off) {
-  uint8_t *p = buf;
-  while (n) {
-    ssize_t r = pread(fd, p, n, (off_t)off);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
-    p += r;
-    off += (uint64_t)r;
-    n -= (size_t)r;
-  }
-  return 0;
-}
-
 /* Verifies the entry open at fd, whose size is fsize: the trailer is
  * consistent, meta holds no NUL, and the digest matches every byte before
  * it. On success returns 0 with *elf_size and, when meta is not NULL,
@@ -239,7 +227,7 @@ int hk__pread_all(int fd, void *buf, size_t n, uint64_t off) {
 static int verify(int fd, uint64_t fsize, size_t *elf_size, char **meta) {
   uint8_t tr[HK_CACHE_TRAILER];
   if (fsize < HK_CACHE_TRAILER ||
-      hk__pread_all(fd, tr, sizeof tr, fsize - sizeof tr) != 0)
+      hku_pread_all(fd, tr, sizeof tr, fsize - sizeof tr) != 0)
     return -1;
   if (memcmp(tr, HK_CACHE_MAGIC, 8) != 0) return -1;
   uint64_t esz = get_le64(tr + 8), msz = get_le64(tr + 16);
@@ -263,7 +251,7 @@ static int verify(int fd, uint64_t fsize, size_t *elf_size, char **meta) {
   int ok = 1;
   for (uint64_t off = 0; ok && off < hashed_end;) {
     size_t n = hashed_end - off < CHUNK ? (size_t)(hashed_end - off) : CHUNK;
-    if (hk__pread_all(fd, buf, n, off) != 0) {
+    if (hku_pread_all(fd, buf, n, off) != 0) {
       ok = 0;
       break;
     }
@@ -353,18 +341,6 @@ HK_INTERNAL int hk__cache_get(hk_cache_t *c, const uint8_t key[32],
 /* --- writing ----------------------------------------------------------------
  */
 
-static int write_all(int fd, const void *buf, size_t n) {
-  const uint8_t *p = buf;
-  while (n) {
-    ssize_t r = write(fd, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
-    p += r;
-    n -= (size_t)r;
-  }
-  return 0;
-}
-
 /* 64 bits for a temp file's name: getrandom, else the clock and a stack
  * address. Uniqueness comes from O_EXCL; randomness only avoids retries. */
 static uint64_t random_bits(void) {
@@ -410,7 +386,7 @@ static int write_entry(int out, int src, const char *so_path, const char *meta,
     }
     if (r == 0) break;
     hk__sha256_update(&s, buf, (size_t)r);
-    if (write_all(out, buf, (size_t)r) != 0) {
+    if (hku_write_all(out, buf, (size_t)r) != 0) {
       free(buf);
       return fail(err, errlen, "cannot write a cache entry: %s",
                   strerror(errno));
@@ -428,7 +404,7 @@ static int write_entry(int out, int src, const char *so_path, const char *meta,
   hk__sha256_update(&s, meta, msz);
   hk__sha256_update(&s, tr, 24);
   hk__sha256_final(&s, tr + 24);
-  if (write_all(out, meta, msz) != 0 || write_all(out, tr, sizeof tr) != 0)
+  if (hku_write_all(out, meta, msz) != 0 || hku_write_all(out, tr, sizeof tr) != 0)
     return fail(err, errlen, "cannot write a cache entry: %s", strerror(errno));
   return 0;
 }

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "pool.h" /* HK_INTERNAL */
+#include "internal.h"
 
 /* An entry for key K is the file <dir>/<hex(K)>.so:
  *   [ELF bytes][meta bytes: text, no NUL]["HKCACHE1"][u64 LE elf_size]
@@ -56,10 +56,6 @@ enum { HK_CACHE_HIT = 0, HK_CACHE_MISS = 1, HK_CACHE_CORRUPT = 2 };
  * a fresh entry over it meanwhile). Thread-safe. */
 HK_INTERNAL int hk__cache_get(hk_cache_t *c, const uint8_t key[32],
                               size_t *elf_size, char **meta, int *status);
-
-/* Reads exactly n bytes of fd at off; 0, or -1 on error or early end of
- * file (EINTR is retried). */
-HK_INTERNAL int hk__pread_all(int fd, void *buf, size_t n, uint64_t off);
 
 /* Stores the shared object at so_path (a regular, non-empty file) as the
  * entry for key, with meta (NULL for none): writes [elf][meta][trailer] to a

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "registry.h"
 #include "sha256.h"
 
@@ -42,13 +43,13 @@ void hk__log(hk_context_t *ctx, const char *fmt, ...) {
 
 /* Turns d into the thread's last error and returns code (HK_OK when d
  * holds no error). oom beats everything. */
-static int report(hkc_diags *d, int code) {
+static int report(hku_diags *d, int code) {
   if (d->oom) return hk__fail(HK_ENOMEM, "out of memory");
   if (!d->nerrors) return HK_OK;
-  hkc_buf b = HKC_BUF_INIT;
-  hkc_diags_format(d, &b);
-  hk__fail(code, "%s", hkc_buf_str(&b));
-  hkc_buf_free(&b);
+  hku_buf b = HKU_BUF_INIT;
+  hku_diags_format(d, &b);
+  hk__fail(code, "%s", hku_buf_str(&b));
+  hku_buf_free(&b);
   return code;
 }
 
@@ -65,6 +66,9 @@ HK_API const char *hk_tier_name(hk_tier_t t) {
 }
 
 static int load_dirs(hk_context_t *ctx, char **dirs, int n);
+
+/* What a plugin folder's loader takes (SPEC.md §2). */
+static const char *const plugin_suffixes[] = {".json", ".so", NULL};
 
 /* ---- Creation -------------------------------------------------------------- */
 
@@ -92,11 +96,11 @@ static int register_stdlib(hk_context_t *ctx) {
   return 0;
 }
 
-static void set_problems(hk_context_t *ctx, const hkc_diags *d) {
-  hkc_buf b = HKC_BUF_INIT;
-  hkc_diags_format(d, &b);
+static void set_problems(hk_context_t *ctx, const hku_diags *d) {
+  hku_buf b = HKU_BUF_INIT;
+  hku_diags_format(d, &b);
   free(ctx->problems);
-  ctx->problems = hkc_buf_take(&b);
+  ctx->problems = hku_buf_take(&b);
 }
 
 HK_API int hk_context_create(hk_context_t **out, const hk_options_t *opts) {
@@ -210,11 +214,6 @@ static hk_module_t *find_module(hk_context_t *ctx, const char *path) {
   return NULL;
 }
 
-static int ends_with(const char *s, const char *suffix) {
-  size_t a = strlen(s), b = strlen(suffix);
-  return a > b && !strcmp(s + a - b, suffix);
-}
-
 /* Has the file changed since m was loaded? Same inode, size and time:
  * no; else its bytes decide. */
 static int changed(const hk_module_t *m, struct stat *now) {
@@ -242,16 +241,16 @@ static int changed(const hk_module_t *m, struct stat *now) {
  * load_lock held. Returns HK_OK when the file is loaded and current, else
  * the kind of failure. */
 static int load_path(hk_context_t *ctx, const char *path, int from_dir,
-                     hkc_diags *d) {
+                     hku_diags *d) {
   hk_module_t *old = find_module(ctx, path);
   struct stat now;
   if (old && !changed(old, &now)) return HK_OK;
   if (hk__check_perms(ctx, path, d)) return HK_EIO;
-  hk_src_kind kind = ends_with(path, ".so") ? HK__SRC_SO : HK__SRC_JSON;
+  hk_src_kind kind = hku_ends_with(path, ".so") ? HK__SRC_SO : HK__SRC_JSON;
   int code;
   hk_module_t *m = hk__module_load(ctx, path, NULL, 0, kind, d, &code);
   if (!m) {
-    if (old) hkc_diag_add(d, HKC_NOTE, path, 0, 0,
+    if (old) hku_diag_add(d, HKU_NOTE, path, 0, 0,
                           "the previous version stays loaded");
     return code;
   }
@@ -276,69 +275,30 @@ static int remember_dir(hk_context_t *ctx, const char *dir) {
   return 0;
 }
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The *.json and *.so paths directly in dir, sorted; -1 when unreadable. */
-static int list_dir(const char *dir, char ***out) {
-  *out = NULL;
-  DIR *dp = opendir(dir);
-  if (!dp) return -1;
-  int n = 0, cap = 0;
-  char **v = NULL;
-  struct dirent *e;
-  while ((e = readdir(dp))) {
-    if (e->d_name[0] == '.') continue;
-    if (!ends_with(e->d_name, ".json") && !ends_with(e->d_name, ".so"))
-      continue;
-    if (n == cap) {
-      cap = cap ? cap * 2 : 16;
-      char **nv = realloc(v, (size_t)cap * sizeof *v);
-      if (!nv) break;
-      v = nv;
-    }
-    size_t len = strlen(dir) + strlen(e->d_name) + 2;
-    if (!(v[n] = malloc(len))) break;
-    snprintf(v[n], len, "%s%s%s", dir, ends_with(dir, "/") ? "" : "/",
-             e->d_name);
-    n++;
-  }
-  closedir(dp);
-  if (n) qsort(v, (size_t)n, sizeof *v, cmp_str);
-  *out = v;
-  return n;
-}
-
-static void free_list(char **v, int n) {
-  for (int i = 0; i < n; i++) free(v[i]);
-  free(v);
-}
-
 /* Loads what is new or changed in dir; problems go to d. load_lock held.
  * Returns HK_OK, or the kind of the first failure. */
-static int scan_dir(hk_context_t *ctx, const char *dir, hkc_diags *d) {
+static int scan_dir(hk_context_t *ctx, const char *dir, hku_diags *d) {
   if (hk__check_perms(ctx, dir, d)) return HK_EIO;
   char **paths;
-  int n = list_dir(dir, &paths);
+  int n = hku_list_dir(dir, plugin_suffixes, &paths);
   if (n < 0) {
-    hkc_diag_add(d, HKC_ERROR, dir, 0, 0, "cannot read plugin folder: %s",
+    hku_diag_add(d, HKU_ERROR, dir, 0, 0, "cannot read plugin folder: %s",
                  strerror(errno));
-    return HK_EIO;
+    return n;
   }
   int rc = HK_OK;
   for (int i = 0; i < n; i++) {
     int r = load_path(ctx, paths[i], 1, d);
     if (rc == HK_OK) rc = r;
   }
-  free_list(paths, n);
+  hku_free_list(paths, n);
   return rc;
 }
 
 /* Loads the folders (remembered for reload); their problems become the
  * context's. Returns HK_OK or the kind of the first failure. */
 static int load_dirs(hk_context_t *ctx, char **dirs, int n) {
-  hkc_diags d = HKC_DIAGS_INIT;
+  hku_diags d = HKU_DIAGS_INIT;
   int rc = HK_OK;
   pthread_mutex_lock(&ctx->load_lock);
   for (int i = 0; i < n; i++) {
@@ -351,7 +311,7 @@ static int load_dirs(hk_context_t *ctx, char **dirs, int n) {
   pthread_mutex_unlock(&ctx->load_lock);
   if (watching) hk__watch_start(ctx); /* watch the new folders too */
   if (rc != HK_OK || d.oom) rc = report(&d, d.oom ? HK_ENOMEM : rc);
-  hkc_diags_free(&d);
+  hku_diags_free(&d);
   return rc;
 }
 
@@ -363,10 +323,10 @@ HK_API int hk_load_dir(hk_context_t *ctx, const char *dir) {
 
 HK_API int hk_load_file(hk_context_t *ctx, const char *path) {
   if (!ctx || !path) return hk__fail(HK_EINVAL, "hk_load_file: NULL argument");
-  if (!ends_with(path, ".json") && !ends_with(path, ".so"))
+  if (!hku_ends_with(path, ".json") && !hku_ends_with(path, ".so"))
     return hk__fail(HK_EINVAL, "%s: error: a plugin is a kernel file (.json) "
                                "or a prebuilt plugin (.so)", path);
-  hkc_diags d = HKC_DIAGS_INIT;
+  hku_diags d = HKU_DIAGS_INIT;
   pthread_mutex_lock(&ctx->load_lock);
   /* the folder holding it matters as much as the file */
   char *dir = strdup(path);
@@ -380,7 +340,7 @@ HK_API int hk_load_file(hk_context_t *ctx, const char *path) {
   free(dir);
   pthread_mutex_unlock(&ctx->load_lock);
   if (rc != HK_OK) rc = report(&d, rc);
-  hkc_diags_free(&d);
+  hku_diags_free(&d);
   return rc;
 }
 
@@ -390,7 +350,7 @@ HK_API int hk_load_string(hk_context_t *ctx, const char *json, size_t len,
     return hk__fail(HK_EINVAL, "hk_load_string: NULL argument");
   char label[512];
   snprintf(label, sizeof label, "<%s>", name ? name : "string");
-  hkc_diags d = HKC_DIAGS_INIT;
+  hku_diags d = HKU_DIAGS_INIT;
   pthread_mutex_lock(&ctx->load_lock);
   hk_module_t *old = find_module(ctx, label);
   int rc;
@@ -402,13 +362,13 @@ HK_API int hk_load_string(hk_context_t *ctx, const char *json, size_t len,
   }
   pthread_mutex_unlock(&ctx->load_lock);
   if (rc != HK_OK) rc = report(&d, rc);
-  hkc_diags_free(&d);
+  hku_diags_free(&d);
   return rc;
 }
 
 HK_API int hk_reload(hk_context_t *ctx) {
   if (!ctx) return hk__fail(HK_EINVAL, "hk_reload: NULL context");
-  hkc_diags d = HKC_DIAGS_INIT;
+  hku_diags d = HKU_DIAGS_INIT;
   int rc = HK_OK;
   pthread_mutex_lock(&ctx->load_lock);
   /* files that are gone, and the paths of files loaded one by one (the
@@ -441,7 +401,7 @@ HK_API int hk_reload(hk_context_t *ctx) {
   set_problems(ctx, &d);
   pthread_mutex_unlock(&ctx->load_lock);
   if (rc != HK_OK || d.oom) rc = report(&d, d.oom ? HK_ENOMEM : rc);
-  hkc_diags_free(&d);
+  hku_diags_free(&d);
   return rc;
 }
 

@@ -78,12 +78,12 @@ HK_INTERNAL int hk__nvrtc(const hk_nvrtc_api_t **api, int *version,
  * device. */
 struct hkc_file;
 struct hkc_linemap;
-struct hkc_diags;
+struct hku_diags;
 HK_INTERNAL char *hk__nvrtc_compile(const struct hkc_file *f,
                                    const hk_nvrtc_api_t *nv, const char *src,
                                    const struct hkc_linemap *map,
                                    const char *arch, size_t *len,
-                                   struct hkc_diags *d);
+                                   struct hku_diags *d);
 
 /* Launches e on stream st over n elements with args in parameter order
  * (device pointers, pointers to scalars). Returns HK_OK or an error. */

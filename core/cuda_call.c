@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cuda.h"
+#include "fsutil.h"
 #include "registry.h"
 #include "sha256.h"
 
@@ -140,7 +141,7 @@ static void cuda_key(const char *src, int nvrtc_version, uint8_t key[32]) {
 /* Reads n bytes at the start of fd (malloc'ed), or NULL. */
 static char *read_fd(int fd, size_t n) {
   char *b = malloc(n ? n : 1);
-  if (b && hk__pread_all(fd, b, n, 0)) {
+  if (b && hku_pread_all(fd, b, n, 0)) {
     free(b);
     b = NULL;
   }
@@ -175,15 +176,8 @@ static void cache_store(hk_context_t *ctx, hk_module_t *m,
   char tmp[4200];
   snprintf(tmp, sizeof tmp, "%s/.hk-cubin-XXXXXX", hk__cache_dir(ctx->cache));
   int fd = mkstemp(tmp);
-  size_t put = 0;
-  while (fd >= 0 && put < len) {
-    ssize_t w = write(fd, cubin + put, len - put);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
-    put += (size_t)w;
-  }
   char err[4400] = "";
-  if (fd < 0 || put != len)
+  if (fd < 0 || hku_write_all(fd, cubin, len) != HK_OK)
     snprintf(err, sizeof err, "cannot write %s: %s", tmp, strerror(errno));
   if (fd >= 0) close(fd);
   if (!err[0]) {
@@ -229,7 +223,7 @@ static char *gcc_style(const char *log) {
 
 char *hk__nvrtc_compile(const hkc_file *f, const hk_nvrtc_api_t *nv,
                         const char *src, const hkc_linemap *map,
-                        const char *arch, size_t *len, hkc_diags *d) {
+                        const char *arch, size_t *len, hku_diags *d) {
   char archopt[64];
   snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
   const char *opts[8];
@@ -241,7 +235,7 @@ char *hk__nvrtc_compile(const hkc_file *f, const hk_nvrtc_api_t *nv,
   nvrtcResult r = nv->nvrtcCreateProgram(&prog, src, "hk_kernel.cu", 0, NULL,
                                          NULL);
   if (r) {
-    hkc_diag_add(d, HKC_ERROR, f->path, 0, 0, "NVRTC cannot start: %s",
+    hku_diag_add(d, HKU_ERROR, f->path, 0, 0, "NVRTC cannot start: %s",
                  nv->nvrtcGetErrorString(r));
     return NULL;
   }
@@ -257,7 +251,7 @@ char *hk__nvrtc_compile(const hkc_file *f, const hk_nvrtc_api_t *nv,
       log[ls] = '\0';
       char *g = gcc_style(log);
       if (!g || !hkc_report_compiler_output(g, map, f, "NVRTC", d))
-        hkc_diag_add(d, HKC_ERROR, f->path, 0, 0,
+        hku_diag_add(d, HKU_ERROR, f->path, 0, 0,
                      "NVRTC failed (%s): %s", nv->nvrtcGetErrorString(r), log);
       free(g);
       free(log);
@@ -269,7 +263,7 @@ char *hk__nvrtc_compile(const hkc_file *f, const hk_nvrtc_api_t *nv,
     if (nv->nvrtcGetCUBIN(prog, cubin)) {
       free(cubin);
       cubin = NULL;
-      hkc_diag_add(d, HKC_ERROR, f->path, 0, 0, "NVRTC gave no cubin");
+      hku_diag_add(d, HKU_ERROR, f->path, 0, 0, "NVRTC gave no cubin");
     }
   }
   nv->nvrtcDestroyProgram(&prog);
@@ -281,8 +275,8 @@ char *hk__nvrtc_compile(const hkc_file *f, const hk_nvrtc_api_t *nv,
 static int module_cuda(hk_context_t *ctx, hk_module_t *m) {
   if (m->cuda) return HK_OK;
   if (m->cuda_note) return hk__fail(m->cuda_rc, "%s", m->cuda_note);
-  hkc_diags d = HKC_DIAGS_INIT;
-  hkc_buf src = HKC_BUF_INIT, msg = HKC_BUF_INIT;
+  hku_diags d = HKU_DIAGS_INIT;
+  hku_buf src = HKU_BUF_INIT, msg = HKU_BUF_INIT;
   hkc_linemap map = {0};
   char *cubin = NULL;
   size_t len = 0;
@@ -296,29 +290,29 @@ static int module_cuda(hk_context_t *ctx, hk_module_t *m) {
   if (cm) cm->entries = calloc((size_t)m->ninst, sizeof *cm->entries);
   if (!cm || !cm->entries) {
     rc = HK_ENOMEM;
-    hkc_buf_put(&msg, "out of memory");
+    hku_buf_put(&msg, "out of memory");
     goto out;
   }
   if (m->kind == HK__SRC_SO) {
     rc = HK_EUNSUPPORTED;
-    hkc_buf_printf(&msg, "%s: prebuilt plugins (.so) hold CPU code only; "
+    hku_buf_printf(&msg, "%s: prebuilt plugins (.so) hold CPU code only; "
                    "load the kernel file (.json) to run it on the GPU",
                    m->path);
     goto out;
   }
   if (hk__nvrtc(&nv, &nvv, why, sizeof why)) {
     rc = HK_EUNSUPPORTED;
-    hkc_buf_printf(&msg, "%s: cannot compile for the GPU: %s", m->path, why);
+    hku_buf_printf(&msg, "%s: cannot compile for the GPU: %s", m->path, why);
     goto out;
   }
   hkc_file *files[] = {m->file};
   if (hkc_emit_cuda_mapped(files, 1, HKC_EMIT_PLUGIN, &src, &map) || src.oom) {
     rc = HK_ENOMEM;
-    hkc_buf_put(&msg, "out of memory");
+    hku_buf_put(&msg, "out of memory");
     goto out;
   }
   uint8_t key[32];
-  cuda_key(hkc_buf_str(&src), nvv, key);
+  cuda_key(hku_buf_str(&src), nvv, key);
   CUresult r = 1;
   if ((cubin = cache_lookup(ctx, m, key, &len)) != NULL) {
     r = hk__cuda.api.cuModuleLoadData(&cm->mod, cubin);
@@ -329,17 +323,17 @@ static int module_cuda(hk_context_t *ctx, hk_module_t *m) {
   }
   if (r) {
     double t0 = now_ms();
-    cubin = hk__nvrtc_compile(m->file, nv, hkc_buf_str(&src), &map, arch,
+    cubin = hk__nvrtc_compile(m->file, nv, hku_buf_str(&src), &map, arch,
                               &len, &d);
     if (!cubin) {
       rc = d.oom ? HK_ENOMEM : HK_ECOMPILE;
-      hkc_diags_format(&d, &msg);
+      hku_diags_format(&d, &msg);
       goto out;
     }
     if ((r = hk__cuda.api.cuModuleLoadData(&cm->mod, cubin))) {
       char b[256];
       rc = HK_EUNSUPPORTED;
-      hkc_buf_printf(&msg, "%s: the GPU code NVRTC made does not load: %s",
+      hku_buf_printf(&msg, "%s: the GPU code NVRTC made does not load: %s",
                      m->path, hk__cuda_strerror(r, b, sizeof b));
       goto out;
     }
@@ -352,7 +346,7 @@ static int module_cuda(hk_context_t *ctx, hk_module_t *m) {
     if (resolve_entry(cm->mod, m->infos[i], lanes_of(m->infos[i]),
                       &cm->entries[i], why, sizeof why)) {
       rc = HK_EUNSUPPORTED;
-      hkc_buf_printf(&msg, "%s: %s", m->path, why);
+      hku_buf_printf(&msg, "%s: %s", m->path, why);
       goto out;
     }
   }
@@ -366,14 +360,14 @@ out:
   }
   if (rc) {
     m->cuda_rc = rc;
-    m->cuda_note = strdup(msg.oom ? "out of memory" : hkc_buf_str(&msg));
-    hk__fail(rc, "%s", msg.oom ? "out of memory" : hkc_buf_str(&msg));
+    m->cuda_note = strdup(msg.oom ? "out of memory" : hku_buf_str(&msg));
+    hk__fail(rc, "%s", msg.oom ? "out of memory" : hku_buf_str(&msg));
   }
   free(cubin);
-  hkc_buf_free(&src);
-  hkc_buf_free(&msg);
+  hku_buf_free(&src);
+  hku_buf_free(&msg);
   hkc_linemap_free(&map);
-  hkc_diags_free(&d);
+  hku_diags_free(&d);
   return rc;
 }
 

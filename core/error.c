@@ -1,17 +1,24 @@
-/* error.c — words for hk's status codes. */
+/* error.c — words and names for hk's status codes, from HK_ERRNO_MAP. */
 #include "hk.h"
 
 HK_API const char *hk_strerror(int code) {
   switch (code) {
     case HK_OK: return "success";
-    case HK_EINVAL: return "invalid argument";
-    case HK_ENOMEM: return "out of memory";
-    case HK_ENOTFOUND: return "not found";
-    case HK_ESCHEMA: return "invalid kernel description";
-    case HK_EIO: return "input/output error";
-    case HK_ECOMPILE: return "kernel compilation failed";
-    case HK_EUNSUPPORTED: return "not supported in this build or on this machine";
-    case HK_EINTERNAL: return "internal error in hk";
+#define HK__XX(name, value, words) \
+  case HK_##name: return words;
+    HK_ERRNO_MAP(HK__XX)
+#undef HK__XX
     default: return "unknown error code";
+  }
+}
+
+HK_API const char *hk_err_name(int code) {
+  switch (code) {
+    case HK_OK: return "HK_OK";
+#define HK__XX(name, value, words) \
+  case HK_##name: return "HK_" #name;
+    HK_ERRNO_MAP(HK__XX)
+#undef HK__XX
+    default: return "HK_E?";
   }
 }

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "sha256.h"
 
 extern char **environ;
@@ -115,11 +116,11 @@ static char *which(const char *word) {
 /* Runs argv with stdout and stderr captured into out; returns the exit
  * status (0..255), or -1 when it could not run (why in out), or -2 when it
  * was killed after timeout_s seconds. */
-static int run_captured(char *const *argv, hkc_buf *out, int timeout_s,
+static int run_captured(char *const *argv, hku_buf *out, int timeout_s,
                         const _Atomic int *cancel) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
-    hkc_buf_printf(out, "cannot create a pipe: %s\n", strerror(errno));
+    hku_buf_printf(out, "cannot create a pipe: %s\n", strerror(errno));
     return -1;
   }
   posix_spawn_file_actions_t fa;
@@ -133,7 +134,7 @@ static int run_captured(char *const *argv, hkc_buf *out, int timeout_s,
   close(fds[1]);
   if (err) {
     close(fds[0]);
-    hkc_buf_printf(out, "cannot run %s: %s\n", argv[0], strerror(err));
+    hku_buf_printf(out, "cannot run %s: %s\n", argv[0], strerror(err));
     return -1;
   }
   struct timespec t0;
@@ -158,22 +159,22 @@ static int run_captured(char *const *argv, hkc_buf *out, int timeout_s,
     ssize_t n = read(fds[0], buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    if (out->len < (1u << 20)) hkc_buf_putn(out, buf, (size_t)n);
+    if (out->len < (1u << 20)) hku_buf_putn(out, buf, (size_t)n);
   }
   close(fds[0]);
   int status;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (killed == 1) {
-    hkc_buf_printf(out, "%s: killed after %d seconds\n", argv[0], timeout_s);
+    hku_buf_printf(out, "%s: killed after %d seconds\n", argv[0], timeout_s);
     return -2;
   }
   if (killed) {
-    hkc_buf_printf(out, "%s: cancelled\n", argv[0]);
+    hku_buf_printf(out, "%s: cancelled\n", argv[0]);
     return -2;
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
-  hkc_buf_printf(out, "%s: terminated by signal %d\n", argv[0],
+  hku_buf_printf(out, "%s: terminated by signal %d\n", argv[0],
                  WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   return 255;
 }
@@ -191,34 +192,23 @@ static char *read_small(const char *path) {
   return strdup(buf);
 }
 
-static void write_small(const char *path, const char *text) {
-  char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return;
-  size_t n = strlen(text);
-  int ok = write(fd, text, n) == (ssize_t)n;
-  ok &= close(fd) == 0;
-  if (!ok || rename(tmp, path) != 0) unlink(tmp);
-}
-
 /* "model name" and "flags" of the first CPU: what -march=native sees. */
 static char *cpu_identity(void) {
   FILE *f = fopen("/proc/cpuinfo", "r");
-  hkc_buf b = HKC_BUF_INIT;
+  hku_buf b = HKU_BUF_INIT;
   if (f) {
     char line[8192];
     int got = 0;
     while (got < 2 && fgets(line, sizeof line, f)) {
       if (!strncmp(line, "model name", 10) || !strncmp(line, "flags", 5)) {
-        hkc_buf_put(&b, line);
+        hku_buf_put(&b, line);
         got++;
       }
     }
     fclose(f);
   }
-  if (!b.len) hkc_buf_put(&b, "unknown cpu\n");
-  return hkc_buf_take(&b);
+  if (!b.len) hku_buf_put(&b, "unknown cpu\n");
+  return hku_buf_take(&b);
 }
 
 void hk__cc_probe(const char *spec, const char *state_dir, hk_cc_t *cc) {
@@ -240,23 +230,23 @@ void hk__cc_probe(const char *spec, const char *state_dir, hk_cc_t *cc) {
     return;
   }
   /* Which executables, exactly: each word that names one (ccache gcc). */
-  hkc_buf key = HKC_BUF_INIT;
+  hku_buf key = HKU_BUF_INIT;
   for (size_t i = 0; cc->argv[i]; i++) {
     char *p = i ? which(cc->argv[i]) : strdup(cc->path);
     struct stat st;
     if (p && stat(p, &st) == 0)
-      hkc_buf_printf(&key, "%s %llu %lld %lld.%09ld\n", p,
+      hku_buf_printf(&key, "%s %llu %lld %lld.%09ld\n", p,
                      (unsigned long long)st.st_ino, (long long)st.st_size,
                      (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
     else
-      hkc_buf_printf(&key, "%s\n", cc->argv[i]);
+      hku_buf_printf(&key, "%s\n", cc->argv[i]);
     free(p);
   }
   char idfile[4096] = "";
   if (state_dir) {
     uint8_t d[32];
     char hex[65];
-    hk__sha256(hkc_buf_str(&key), key.len, d);
+    hk__sha256(hku_buf_str(&key), key.len, d);
     hk__hex(d, 16, hex);
     snprintf(idfile, sizeof idfile, "%s/cc-%s.id", state_dir, hex);
     cc->identity = read_small(idfile);
@@ -265,7 +255,7 @@ void hk__cc_probe(const char *spec, const char *state_dir, hk_cc_t *cc) {
     size_t n = 0;
     while (cc->argv[n]) n++;
     char **argv = calloc(n + 2, sizeof *argv);
-    hkc_buf out = HKC_BUF_INIT;
+    hku_buf out = HKU_BUF_INIT;
     int rc = -1;
     if (argv) {
       memcpy(argv, cc->argv, n * sizeof *argv);
@@ -274,17 +264,19 @@ void hk__cc_probe(const char *spec, const char *state_dir, hk_cc_t *cc) {
       free(argv);
     }
     if (rc == 0 && out.len) {
-      cc->identity = hkc_buf_take(&out);
-      if (*idfile) write_small(idfile, cc->identity);
+      cc->identity = hku_buf_take(&out);
+      if (*idfile) /* best effort: without it the next probe runs cc */
+        (void)hku_write_file_atomic(idfile, cc->identity,
+                                    strlen(cc->identity), 0600, NULL);
     } else {
       char msg[1024];
       snprintf(msg, sizeof msg, "the system compiler '%s' does not work: %s",
-               spec, out.len ? hkc_buf_str(&out) : "no output");
+               spec, out.len ? hku_buf_str(&out) : "no output");
       cc->why_not = strdup(msg);
     }
-    hkc_buf_free(&out);
+    hku_buf_free(&out);
   }
-  hkc_buf_free(&key);
+  hku_buf_free(&key);
 }
 
 void hk__cc_free(hk_cc_t *cc) {
@@ -297,10 +289,10 @@ void hk__cc_free(hk_cc_t *cc) {
 }
 
 int hk__cc_build(const hk_cc_t *cc, hk_cc_kind kind, const char *src,
-                 const char *out, hkc_buf *msgs, int timeout_s,
+                 const char *out, hku_buf *msgs, int timeout_s,
                  const _Atomic int *cancel) {
   if (cc->why_not) {
-    hkc_buf_printf(msgs, "%s\n", cc->why_not);
+    hku_buf_printf(msgs, "%s\n", cc->why_not);
     return -1;
   }
   char **flags = split_words(hk__cc_flags(kind));
@@ -311,7 +303,7 @@ int hk__cc_build(const hk_cc_t *cc, hk_cc_kind kind, const char *src,
   if (!flags || !argv) {
     free_words(flags);
     free(argv);
-    hkc_buf_put(msgs, "out of memory\n");
+    hku_buf_put(msgs, "out of memory\n");
     return -1;
   }
   size_t k = 0;

@@ -7,7 +7,7 @@
 #include <sys/types.h>
 
 #include "buf.h"
-#include "pool.h"
+#include "internal.h"
 
 typedef struct hk_cc {
   char **argv;     /* the compiler command: $HK_CC (words), else "cc" */
@@ -41,7 +41,7 @@ HK_INTERNAL const char *hk__cc_flags(hk_cc_kind kind);
  * Returns 0, or -1 (compile failed, timed out, cancelled, or could not
  * run). Thread-safe; the compiler runs as a child process with no shell. */
 HK_INTERNAL int hk__cc_build(const hk_cc_t *cc, hk_cc_kind kind,
-                             const char *src, const char *out, hkc_buf *msgs,
+                             const char *src, const char *out, hku_buf *msgs,
                              int timeout_s, const _Atomic int *cancel);
 
 #endif

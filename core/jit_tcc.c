@@ -32,16 +32,16 @@ struct hk_tcc {
 };
 
 static void collect(void *opaque, const char *msg) {
-  hkc_buf *msgs = opaque;
+  hku_buf *msgs = opaque;
   if (!msgs) return;
-  hkc_buf_put(msgs, msg);
-  hkc_buf_putc(msgs, '\n');
+  hku_buf_put(msgs, msg);
+  hku_buf_putc(msgs, '\n');
 }
 
-hk_tcc_t *hk__tcc_compile(const char *src, hkc_buf *msgs) {
+hk_tcc_t *hk__tcc_compile(const char *src, hku_buf *msgs) {
   hk_tcc_t *u = calloc(1, sizeof *u);
   if (!u) {
-    hkc_buf_put(msgs, "tcc: error: out of memory\n");
+    hku_buf_put(msgs, "tcc: error: out of memory\n");
     return NULL;
   }
   size_t nsyms;
@@ -62,7 +62,7 @@ hk_tcc_t *hk__tcc_compile(const char *src, hkc_buf *msgs) {
     ok = ok && tcc_compile_string(u->s, src) == 0;
     ok = ok && tcc_relocate(u->s, TCC_RELOCATE_AUTO) >= 0;
   } else {
-    hkc_buf_put(msgs, "tcc: error: cannot create a compiler state\n");
+    hku_buf_put(msgs, "tcc: error: cannot create a compiler state\n");
   }
   if (!ok && u->s) {
     tcc_delete(u->s);

@@ -3,7 +3,7 @@
 #define HK_JIT_TCC_H
 
 #include "buf.h"
-#include "pool.h"
+#include "internal.h"
 
 typedef struct hk_tcc hk_tcc_t;
 
@@ -14,7 +14,7 @@ typedef struct hk_tcc hk_tcc_t;
  * msgs, one per line as tcc writes them ("<string>:LINE: error: MSG",
  * "tcc: error: undefined symbol 'X'"). Serialized by the process-wide
  * libtcc lock, because libtcc 0.9.27 keeps global state. */
-HK_INTERNAL hk_tcc_t *hk__tcc_compile(const char *src, hkc_buf *msgs);
+HK_INTERNAL hk_tcc_t *hk__tcc_compile(const char *src, hku_buf *msgs);
 /* The address of a global symbol of the unit, or NULL. */
 HK_INTERNAL void *hk__tcc_symbol(hk_tcc_t *u, const char *name);
 HK_INTERNAL void hk__tcc_free(hk_tcc_t *u);

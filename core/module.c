@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "elfcheck.h"
+#include "fsutil.h"
 #include "registry.h"
 #include "sha256.h"
 #include "symbols.h"
@@ -32,21 +33,21 @@
 #define OPT_TIMEOUT_S 300
 
 /* The exported symbols of a prebuilt plugin (hk build). */
-#define SO_ABI_SYMBOL HK_PLUGIN_ABI_SYMBOL
-#define SO_DESC_SYMBOL HK_PLUGIN_DESC_SYMBOL
+#define SO_ABI_SYMBOL HK_ABI_PLUGIN_VERSION_SYMBOL
+#define SO_DESC_SYMBOL HK_ABI_PLUGIN_DESC_SYMBOL
 
 /* ---- Permissions -------------------------------------------------------- */
 
-int hk__check_perms(hk_context_t *ctx, const char *path, hkc_diags *d) {
+int hk__check_perms(hk_context_t *ctx, const char *path, hku_diags *d) {
   if (ctx->opts.flags & HK_ALLOW_UNSAFE_PERMISSIONS) return 0;
   struct stat st;
   if (stat(path, &st) != 0) {
-    hkc_diag_add(d, HKC_ERROR, path, 0, 0, "cannot read: %s", strerror(errno));
+    hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot read: %s", strerror(errno));
     return -1;
   }
   /* Whoever can write a plugin chooses the code this process runs. */
   if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-    hkc_diag_add(d, HKC_ERROR, path, 0, 0,
+    hku_diag_add(d, HKU_ERROR, path, 0, 0,
                  "refused: %s others can write to (mode %03o); run chmod "
                  "go-w on it, or allow unsafe permissions "
                  "(--allow-unsafe-plugins, HK_ALLOW_UNSAFE_PERMISSIONS)",
@@ -55,7 +56,7 @@ int hk__check_perms(hk_context_t *ctx, const char *path, hkc_diags *d) {
     return -1;
   }
   if (st.st_uid != geteuid() && st.st_uid != 0) {
-    hkc_diag_add(d, HKC_ERROR, path, 0, 0,
+    hku_diag_add(d, HKU_ERROR, path, 0, 0,
                  "refused: owned by another user (uid %u); allow unsafe "
                  "permissions to load it anyway",
                  (unsigned)st.st_uid);
@@ -65,39 +66,6 @@ int hk__check_perms(hk_context_t *ctx, const char *path, hkc_diags *d) {
 }
 
 /* ---- Small helpers ---------------------------------------------------------- */
-
-static char *read_all(const char *path, size_t *len, struct stat *st,
-                      hkc_diags *d) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    hkc_diag_add(d, HKC_ERROR, path, 0, 0, "cannot read: %s", strerror(errno));
-    return NULL;
-  }
-  if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
-    hkc_diag_add(d, HKC_ERROR, path, 0, 0, "cannot read: not a regular file");
-    close(fd);
-    return NULL;
-  }
-  size_t n = (size_t)st->st_size;
-  char *buf = malloc(n + 1);
-  size_t got = 0;
-  while (buf && got < n) {
-    ssize_t r = read(fd, buf + got, n - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
-  close(fd);
-  if (!buf || got != n) {
-    free(buf);
-    hkc_diag_add(d, HKC_ERROR, path, 0, 0, "cannot read: %s",
-                 buf ? "the file changed while it was read" : "out of memory");
-    return NULL;
-  }
-  buf[n] = '\0';
-  *len = n;
-  return buf;
-}
 
 /* Resolves an instance's entry points with sym (libtcc or dlsym). */
 typedef void *(*resolve_fn)(void *owner, const char *name);
@@ -142,12 +110,12 @@ static const char *resolve_impl(const hkc_instance *in, resolve_fn sym,
 
 /* Resolves every CPU instance; 0, or -1 with an error in d. */
 static int resolve_all(hk_module_t *m, resolve_fn sym, void *owner,
-                       hk_tier_t tier, hk_impl_t *impls, hkc_diags *d) {
+                       hk_tier_t tier, hk_impl_t *impls, hku_diags *d) {
   for (int i = 0; i < m->ninst; i++) {
     if (!(m->inst[i]->k->targets & HK_TARGET_CPU)) continue;
     const char *miss = resolve_impl(m->inst[i], sym, owner, tier, &impls[i]);
     if (miss) {
-      hkc_diag_add(d, HKC_ERROR, m->path, 0, 0,
+      hku_diag_add(d, HKU_ERROR, m->path, 0, 0,
                    "the compiled code does not define %s (for kernel \"%s\")",
                    miss, m->inst[i]->name);
       return -1;
@@ -294,10 +262,10 @@ static char *prelude; /* NULL when out of memory: keys then hash the C whole */
 static size_t prelude_len;
 
 static void make_prelude(void) {
-  hkc_buf b = HKC_BUF_INIT;
+  hku_buf b = HKU_BUF_INIT;
   hkc_emit_prelude(HKC_EMIT_PLUGIN, &b);
   size_t n = b.len;
-  prelude = hkc_buf_take(&b);
+  prelude = hku_buf_take(&b);
   prelude_len = prelude ? n : 0;
 }
 
@@ -387,25 +355,25 @@ static void cache_key(const hk_context_t *ctx, const char *csrc,
 }
 
 static char *cache_meta(const hk_context_t *ctx, const hk_module_t *m) {
-  hkc_buf b = HKC_BUF_INIT;
+  hku_buf b = HKU_BUF_INIT;
   char when[64];
   time_t now = time(NULL);
   struct tm tm;
   gmtime_r(&now, &tm);
   strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  hkc_buf_printf(&b, "source: %s\nkernels:", m->path);
+  hku_buf_printf(&b, "source: %s\nkernels:", m->path);
   for (int i = 0; i < m->ninst; i++)
     if (m->inst[i]->k->targets & HK_TARGET_CPU)
-      hkc_buf_printf(&b, " %s", m->inst[i]->name);
+      hku_buf_printf(&b, " %s", m->inst[i]->name);
   const char *id = ctx->cc.identity ? ctx->cc.identity : "";
   const char *nl = strchr(id, '\n');
-  hkc_buf_printf(&b, "\ncompiler: %.*s\nbuilt: %s\n",
+  hku_buf_printf(&b, "\ncompiler: %.*s\nbuilt: %s\n",
                  (int)(nl ? nl - id : (long)strlen(id)), id, when);
-  return hkc_buf_take(&b);
+  return hku_buf_take(&b);
 }
 
 /* Takes tier opt from the disk cache; 0 on a hit. */
-static int from_cache(hk_context_t *ctx, hk_module_t *m, hkc_diags *d) {
+static int from_cache(hk_context_t *ctx, hk_module_t *m, hku_diags *d) {
   if (!ctx->cache) return -1;
   size_t size;
   int status;
@@ -427,13 +395,13 @@ static int from_cache(hk_context_t *ctx, hk_module_t *m, hkc_diags *d) {
                  "again", m->path, why);
     return -1;
   }
-  hkc_diags quiet = HKC_DIAGS_INIT;
+  hku_diags quiet = HKU_DIAGS_INIT;
   if (resolve_all(m, resolve_dl, h, HK_TIER_OPT, m->impls, &quiet)) {
-    hkc_diags_free(&quiet);
+    hku_diags_free(&quiet);
     dl_close(h);
     return -1;
   }
-  hkc_diags_free(&quiet);
+  hku_diags_free(&quiet);
   (void)d;
   m->dl = h;
   atomic_store(&m->opt_state, HK__OPT_DONE);
@@ -461,7 +429,7 @@ static int make_workdir(const hk_context_t *ctx, char *dir, size_t n) {
 int hk__opt_build(hk_context_t *ctx, hk_module_t *m) {
   atomic_store(&m->opt_state, HK__OPT_RUNNING);
   char dir[4096], src[4200], so[4200], why[5000];
-  hkc_buf msgs = HKC_BUF_INIT;
+  hku_buf msgs = HKU_BUF_INIT;
   void *h = NULL;
   int rc = -1;
   if (ctx->cc.why_not) {
@@ -485,19 +453,19 @@ int hk__opt_build(hk_context_t *ctx, hk_module_t *m) {
   }
   if (hk__cc_build(&ctx->cc, HK_CC_OPT, src, so, &msgs, OPT_TIMEOUT_S,
                    &ctx->stopping)) {
-    hkc_diags d = HKC_DIAGS_INIT;
-    hkc_buf note = HKC_BUF_INIT;
-    if (hkc_report_compiler_output(hkc_buf_str(&msgs), &m->map, m->file,
+    hku_diags d = HKU_DIAGS_INIT;
+    hku_buf note = HKU_BUF_INIT;
+    if (hkc_report_compiler_output(hku_buf_str(&msgs), &m->map, m->file,
                                    "cc", &d)) {
-      hkc_buf_put(&note, "the system compiler failed:\n");
-      hkc_diags_format(&d, &note);
+      hku_buf_put(&note, "the system compiler failed:\n");
+      hku_diags_format(&d, &note);
     } else {
-      hkc_buf_printf(&note, "the system compiler failed: %s",
-                     hkc_buf_str(&msgs));
+      hku_buf_printf(&note, "the system compiler failed: %s",
+                     hku_buf_str(&msgs));
     }
-    set_note(ctx, m, hkc_buf_str(&note));
-    hkc_buf_free(&note);
-    hkc_diags_free(&d);
+    set_note(ctx, m, hku_buf_str(&note));
+    hku_buf_free(&note);
+    hku_diags_free(&d);
     goto clean;
   }
   int fd = open(so, O_RDONLY | O_CLOEXEC);
@@ -533,17 +501,17 @@ int hk__opt_build(hk_context_t *ctx, hk_module_t *m) {
     set_note(ctx, m, why);
     goto clean;
   }
-  hkc_diags d = HKC_DIAGS_INIT;
+  hku_diags d = HKU_DIAGS_INIT;
   if (resolve_all(m, resolve_dl, h, HK_TIER_OPT, m->opt_impls, &d)) {
-    hkc_buf note = HKC_BUF_INIT;
-    hkc_diags_first(&d, &note);
-    set_note(ctx, m, hkc_buf_str(&note));
-    hkc_buf_free(&note);
-    hkc_diags_free(&d);
+    hku_buf note = HKU_BUF_INIT;
+    hku_diags_first(&d, &note);
+    set_note(ctx, m, hku_buf_str(&note));
+    hku_buf_free(&note);
+    hku_diags_free(&d);
     dl_close(h);
     goto clean;
   }
-  hkc_diags_free(&d);
+  hku_diags_free(&d);
   /* Publish: handles of this module switch to the optimized code. */
   pthread_mutex_lock(&ctx->load_lock);
   m->dl = h;
@@ -569,7 +537,7 @@ out:
       hk__log(ctx, "%s: tier opt unavailable, staying on tier jit: %s",
               m->path, m->opt_note ? m->opt_note : "unknown reason");
   }
-  hkc_buf_free(&msgs);
+  hku_buf_free(&msgs);
   return rc;
 }
 
@@ -640,7 +608,7 @@ void hk__opt_stop(hk_context_t *ctx) {
 
 /* ---- Loading ------------------------------------------------------------------------ */
 
-static int flatten(hk_module_t *m, hkc_diags *d) {
+static int flatten(hk_module_t *m, hku_diags *d) {
   int n = 0;
   for (int i = 0; i < m->file->nkernels; i++) n += m->file->kernels[i].ninst;
   m->ninst = n;
@@ -669,34 +637,34 @@ static int flatten(hk_module_t *m, hkc_diags *d) {
 }
 
 /* Compiles the module's generated C with libtcc: tier jit. */
-static int compile_jit(hk_module_t *m, hkc_diags *d) {
-  hkc_buf msgs = HKC_BUF_INIT;
+static int compile_jit(hk_module_t *m, hku_diags *d) {
+  hku_buf msgs = HKU_BUF_INIT;
   m->tcc = hk__tcc_compile(m->csrc, &msgs);
   if (!m->tcc) {
-    if (!hkc_report_compiler_output(hkc_buf_str(&msgs), &m->map, m->file,
+    if (!hkc_report_compiler_output(hku_buf_str(&msgs), &m->map, m->file,
                                     "tcc", d))
-      hkc_diag_add(d, HKC_ERROR, m->path, 0, 0, "compiling failed: %s",
-                   hkc_buf_str(&msgs));
-    hkc_buf_free(&msgs);
+      hku_diag_add(d, HKU_ERROR, m->path, 0, 0, "compiling failed: %s",
+                   hku_buf_str(&msgs));
+    hku_buf_free(&msgs);
     return -1;
   }
-  hkc_buf_free(&msgs);
+  hku_buf_free(&msgs);
   return resolve_all(m, resolve_tcc, m->tcc, HK_TIER_JIT, m->impls, d);
 }
 
 /* Returns 0, or the status code of the failure. */
 static int load_json(hk_context_t *ctx, hk_module_t *m, const char *text,
-                     size_t len, hkc_diags *d) {
+                     size_t len, hku_diags *d) {
   if (hkc_file_parse(m->path, text, len, &m->file, d)) return HK_ESCHEMA;
   if (flatten(m, d)) return HK_ENOMEM;
   if (!has_cpu_code(m)) return 0;
-  hkc_buf src = HKC_BUF_INIT;
+  hku_buf src = HKU_BUF_INIT;
   if (hkc_emit_c_mapped(&m->file, 1, HKC_EMIT_PLUGIN, &src, &m->map)) {
-    hkc_buf_free(&src);
+    hku_buf_free(&src);
     d->oom = 1;
     return HK_ENOMEM;
   }
-  m->csrc = hkc_buf_take(&src);
+  m->csrc = hku_buf_take(&src);
   hk__need_cc(ctx);
   cache_key(ctx, m->csrc, m->key);
   hk_tier_t want = ctx->opts.tier;
@@ -704,7 +672,7 @@ static int load_json(hk_context_t *ctx, hk_module_t *m, const char *text,
   if (want == HK_TIER_OPT) {
     /* forced: wait for the optimizing compile, without the jit first */
     if (hk__opt_build(ctx, m)) {
-      hkc_diag_add(d, HKC_ERROR, m->path, 0, 0, "tier opt failed: %s",
+      hku_diag_add(d, HKU_ERROR, m->path, 0, 0, "tier opt failed: %s",
                    m->opt_note ? m->opt_note : "unknown reason");
       return ctx->cc.why_not ? HK_EUNSUPPORTED : HK_ECOMPILE;
     }
@@ -729,21 +697,15 @@ static int load_json(hk_context_t *ctx, hk_module_t *m, const char *text,
  * place (cp over it, same inode) would otherwise change the pages of code
  * that is running, and crash the process, before a reload could swap it.
  * Returns the memfd, or -1 with a diagnostic. */
-static int private_copy(hk_module_t *m, struct stat *st, hkc_diags *d) {
+static int private_copy(hk_module_t *m, struct stat *st, hku_diags *d) {
   size_t len;
-  char *bytes = read_all(m->path, &len, st, d);
-  if (!bytes) return -1;
+  char *bytes;
+  if (hku_read_file(m->path, &bytes, &len, st, d)) return -1;
   int fd = memfd_create("hk-plugin", MFD_CLOEXEC);
-  size_t put = 0;
-  while (fd >= 0 && put < len) {
-    ssize_t w = write(fd, bytes + put, len - put);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
-    put += (size_t)w;
-  }
+  int failed = fd < 0 || hku_write_all(fd, bytes, len) != HK_OK;
   free(bytes);
-  if (fd < 0 || put != len) {
-    hkc_diag_add(d, HKC_ERROR, m->path, 0, 0, "cannot copy it to load it: %s",
+  if (failed) {
+    hku_diag_add(d, HKU_ERROR, m->path, 0, 0, "cannot copy it to load it: %s",
                  strerror(errno));
     if (fd >= 0) close(fd);
     return -1;
@@ -751,7 +713,7 @@ static int private_copy(hk_module_t *m, struct stat *st, hkc_diags *d) {
   return fd;
 }
 
-static int load_so(hk_context_t *ctx, hk_module_t *m, hkc_diags *d) {
+static int load_so(hk_context_t *ctx, hk_module_t *m, hku_diags *d) {
   (void)ctx;
   char why[1200];
   struct stat st;
@@ -760,33 +722,33 @@ static int load_so(hk_context_t *ctx, hk_module_t *m, hkc_diags *d) {
   m->st = st;
   if (hk__check_object(fd, (size_t)st.st_size, why, sizeof why)) {
     close(fd);
-    hkc_diag_add(d, HKC_ERROR, m->path, 0, 0, "refused: %s", why);
+    hku_diag_add(d, HKU_ERROR, m->path, 0, 0, "refused: %s", why);
     return HK_ESCHEMA;
   }
   if (!(m->dl = dl_open(fd, why, sizeof why))) {
-    hkc_diag_add(d, HKC_ERROR, m->path, 0, 0, "refused: %s", why);
+    hku_diag_add(d, HKU_ERROR, m->path, 0, 0, "refused: %s", why);
     return HK_ESCHEMA;
   }
   const uint32_t *abi = dlsym(m->dl, SO_ABI_SYMBOL);
   const char *desc = dlsym(m->dl, SO_DESC_SYMBOL);
   if (!abi || !desc) {
-    hkc_diag_add(d, HKC_ERROR, m->path, 0, 0,
+    hku_diag_add(d, HKU_ERROR, m->path, 0, 0,
                  "not an hk plugin: it does not define %s and %s (make "
                  "plugins with hk build)",
                  SO_ABI_SYMBOL, SO_DESC_SYMBOL);
     return HK_ESCHEMA;
   }
   if (*abi != HK_ABI_VERSION) {
-    hkc_diag_add(d, HKC_ERROR, m->path, 0, 0,
+    hku_diag_add(d, HKU_ERROR, m->path, 0, 0,
                  "built for hk ABI %u, and this hk is ABI %u: build it again "
                  "with this hk (hk build)",
                  *abi, HK_ABI_VERSION);
     return HK_ESCHEMA;
   }
-  hkc_buf name = HKC_BUF_INIT;
-  hkc_buf_printf(&name, "%s(embedded description)", m->path);
-  int rc = hkc_file_parse(hkc_buf_str(&name), desc, strlen(desc), &m->file, d);
-  hkc_buf_free(&name);
+  hku_buf name = HKU_BUF_INIT;
+  hku_buf_printf(&name, "%s(embedded description)", m->path);
+  int rc = hkc_file_parse(hku_buf_str(&name), desc, strlen(desc), &m->file, d);
+  hku_buf_free(&name);
   if (rc) return HK_ESCHEMA;
   if (flatten(m, d)) return HK_ENOMEM;
   if (resolve_all(m, resolve_dl, m->dl, HK_TIER_SO, m->impls, d))
@@ -797,7 +759,7 @@ static int load_so(hk_context_t *ctx, hk_module_t *m, hkc_diags *d) {
 
 hk_module_t *hk__module_load(hk_context_t *ctx, const char *path,
                              const char *text, size_t len, hk_src_kind kind,
-                             hkc_diags *d, int *code) {
+                             hku_diags *d, int *code) {
   *code = HK_OK;
   hk_module_t *m = calloc(1, sizeof *m);
   if (!m || !(m->path = strdup(path))) {
@@ -815,9 +777,9 @@ hk_module_t *hk__module_load(hk_context_t *ctx, const char *path,
     hk__sha256(text, len, m->digest);
     rc = load_json(ctx, m, text, len, d);
   } else {
-    char *buf = read_all(path, &len, &m->st, d);
-    rc = HK_EIO;
-    if (buf) {
+    char *buf;
+    rc = hku_read_file(path, &buf, &len, &m->st, d);
+    if (rc == HK_OK) {
       hk__sha256(buf, len, m->digest);
       rc = load_json(ctx, m, buf, len, d);
       free(buf);
@@ -882,7 +844,7 @@ static const hk_impl_t *impl_of(const hk_module_t *m, int i) {
 }
 
 int hk__module_register(hk_context_t *ctx, hk_module_t *mod, hk_module_t *old,
-                        hkc_diags *d) {
+                        hku_diags *d) {
   pthread_rwlock_wrlock(&ctx->map_lock);
   int conflicts = 0;
   for (int i = 0; i < mod->ninst; i++) {
@@ -892,7 +854,7 @@ int hk__module_register(hk_context_t *ctx, hk_module_t *mod, hk_module_t *old,
     int line = 0, col = 0;
     if (nm) hkj_pos(mod->file->doc, nm->off, &line, &col);
     if (!h->mod) {
-      hkc_diag_add(d, HKC_ERROR, mod->file->path, line, col,
+      hku_diag_add(d, HKU_ERROR, mod->file->path, line, col,
                    "%sname: \"%s\" is a stdlib kernel; a user kernel cannot "
                    "take its name",
                    mod->inst[i]->k->prefix, mod->inst[i]->name);
@@ -901,7 +863,7 @@ int hk__module_register(hk_context_t *ctx, hk_module_t *mod, hk_module_t *old,
       for (int j = 0; j < h->mod->ninst; j++)
         if (!strcmp(h->mod->inst[j]->name, mod->inst[i]->name))
           where(h->mod, h->mod->inst[j], other, sizeof other);
-      hkc_diag_add(d, HKC_ERROR, mod->file->path, line, col,
+      hku_diag_add(d, HKU_ERROR, mod->file->path, line, col,
                    "%sname: kernel \"%s\" is already defined in %s; this "
                    "file was not loaded",
                    mod->inst[i]->k->prefix, mod->inst[i]->name, other);

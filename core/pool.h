@@ -7,12 +7,7 @@
 
 #include <stddef.h>
 
-/* Internal symbols stay out of libhk's exported symbol table. */
-#if defined(__GNUC__) && !defined(_WIN32)
-#define HK_INTERNAL __attribute__((visibility("hidden")))
-#else
-#define HK_INTERNAL
-#endif
+#include "internal.h"
 
 /* The most threads a call may be shared among (hk_set_threads, HK_THREADS). */
 #define HK_MAX_THREADS 256

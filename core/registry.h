@@ -144,7 +144,7 @@ HK_INTERNAL void hk__log(hk_context_t *ctx, const char *fmt, ...)
  * kind of failure (HK_EIO, HK_ESCHEMA, HK_ECOMPILE, HK_ENOMEM). */
 HK_INTERNAL hk_module_t *hk__module_load(hk_context_t *ctx, const char *path,
                                          const char *text, size_t len,
-                                         hk_src_kind kind, hkc_diags *d,
+                                         hk_src_kind kind, hku_diags *d,
                                          int *code);
 /* Registers mod's kernels, replacing old (a module of the same source, or
  * NULL): handles of unchanged signature switch to the new code, others go
@@ -152,7 +152,7 @@ HK_INTERNAL hk_module_t *hk__module_load(hk_context_t *ctx, const char *path,
  * nothing) when a name belongs to the stdlib or to another module. Called
  * with load_lock held. Returns 0 or -1 (problems in d). */
 HK_INTERNAL int hk__module_register(hk_context_t *ctx, hk_module_t *mod,
-                                    hk_module_t *old, hkc_diags *d);
+                                    hk_module_t *old, hku_diags *d);
 /* Unregisters mod's kernels and retires it (load_lock held). */
 HK_INTERNAL void hk__module_unload(hk_context_t *ctx, hk_module_t *mod);
 /* Frees a module that was never registered, or at context destruction. */
@@ -168,9 +168,6 @@ HK_INTERNAL int hk__opt_build(hk_context_t *ctx, hk_module_t *mod);
 HK_INTERNAL void hk__need_cc(hk_context_t *ctx);
 /* Stops the worker thread (cancelling a running compile). */
 HK_INTERNAL void hk__opt_stop(hk_context_t *ctx);
-/* What a prebuilt plugin (hk build) exports besides its entry points. */
-#define HK_PLUGIN_ABI_SYMBOL "hk_plugin_abi_version"
-#define HK_PLUGIN_DESC_SYMBOL "hk_plugin_description"
 
 /* Checks what the shared object open at fd (its first size bytes) would
  * run and import: only the math functions (symbols.h), no constructors,
@@ -180,7 +177,7 @@ HK_INTERNAL int hk__check_object(int fd, size_t size, char *why,
 /* Checks that path (a plugin file or folder) is not writable by others nor
  * owned by another user (root is trusted). 0, or -1 with the reason in d. */
 HK_INTERNAL int hk__check_perms(hk_context_t *ctx, const char *path,
-                                hkc_diags *d);
+                                hku_diags *d);
 
 /* ---- context.c: calls ---- */
 /* hk_call on the CPU (no check of where the buffers are). */

@@ -48,18 +48,44 @@ extern "C" {
 
 /* ---- Status codes ------------------------------------------------------ */
 
+/* Every status code, its value and its words, in one table (libuv's
+ * UV_ERRNO_MAP): hk_strerror() and hk_err_name() are generated from it, so a
+ * code cannot exist without its message. XX(NAME, value, words). */
+#define HK_ERRNO_MAP(XX)                                                      \
+  XX(EINVAL, -1, "invalid argument")                                          \
+  XX(ENOMEM, -2, "out of memory")                                             \
+  XX(ENOTFOUND, -3, "not found")                                              \
+  XX(ESCHEMA, -4, "invalid kernel description")                               \
+  XX(EIO, -5, "input/output error")                                           \
+  XX(ECOMPILE, -6, "kernel compilation failed")                               \
+  XX(EUNSUPPORTED, -7, "not supported in this build or on this machine")      \
+  XX(EINTERNAL, -8, "internal error in hk")                                   \
+  XX(EDEVICE, -9, "the GPU reported a fault")                                 \
+  XX(EREFUSED, -10, "a compiled object was refused")
+
 #define HK_OK 0
-#define HK_EINVAL (-1)       /* a bad argument */
-#define HK_ENOMEM (-2)       /* out of memory */
-#define HK_ENOTFOUND (-3)    /* no such kernel, file or parameter */
-#define HK_ESCHEMA (-4)      /* a kernel description breaks the format */
-#define HK_EIO (-5)          /* a file could not be read or written */
-#define HK_ECOMPILE (-6)     /* a kernel body failed to compile */
-#define HK_EUNSUPPORTED (-7) /* not available in this build or on this machine */
-#define HK_EINTERNAL (-8)    /* a bug in hk: please report it */
+/* HK_EINVAL     a bad argument
+ * HK_ENOMEM     out of memory
+ * HK_ENOTFOUND  no such kernel, file or parameter
+ * HK_ESCHEMA    a kernel description breaks the format
+ * HK_EIO        a file could not be read or written
+ * HK_ECOMPILE   a kernel body failed to compile
+ * HK_EUNSUPPORTED not available in this build or on this machine
+ * HK_EINTERNAL  a bug in hk: please report it
+ * HK_EDEVICE    the GPU failed a launch, a copy or an allocation it had
+ *               accepted (a kernel fault, an illegal address, a lost device)
+ * HK_EREFUSED   a compiled object (a prebuilt plugin, a cache entry) was
+ *               refused: wrong ABI, forbidden imports, unsafe permissions */
+enum {
+#define HK__XX(name, value, words) HK_##name = (value),
+  HK_ERRNO_MAP(HK__XX)
+#undef HK__XX
+};
 
 /* Words for a status code ("invalid argument", ...); never NULL. */
 HK_API const char *hk_strerror(int code);
+/* The code's name ("HK_EINVAL"); "HK_OK" for 0, "HK_E?" when unknown. */
+HK_API const char *hk_err_name(int code);
 
 /* ---- Element types, parameter roles, kernel kinds ---------------------- */
 

@@ -31,32 +31,32 @@ static const char *const archs[] = {"sm_80", "sm_90"};
 /* Compiles f's CUDA for every arch; returns the diagnostics of the last
  * failure (formatted, malloc'ed) or NULL when all compiled. */
 static char *compile_all(const hk_nvrtc_api_t *nv, hkc_file *f) {
-  hkc_buf src = HKC_BUF_INIT;
+  hku_buf src = HKU_BUF_INIT;
   hkc_linemap map = {0};
   hkc_file *files[] = {f};
   char *fail = NULL;
   if (hkc_emit_cuda_mapped(files, 1, HKC_EMIT_PLUGIN, &src, &map) || src.oom)
     return strdup("emit failed");
   for (size_t a = 0; a < sizeof archs / sizeof *archs; a++) {
-    hkc_diags d = HKC_DIAGS_INIT;
+    hku_diags d = HKU_DIAGS_INIT;
     size_t len = 0;
-    char *cubin = hk__nvrtc_compile(f, nv, hkc_buf_str(&src), &map, archs[a],
+    char *cubin = hk__nvrtc_compile(f, nv, hku_buf_str(&src), &map, archs[a],
                                     &len, &d);
     if (!cubin) {
-      hkc_buf m = HKC_BUF_INIT;
-      hkc_diags_format(&d, &m);
+      hku_buf m = HKU_BUF_INIT;
+      hku_diags_format(&d, &m);
       free(fail);
-      fail = strdup(hkc_buf_str(&m));
-      hkc_buf_free(&m);
+      fail = strdup(hku_buf_str(&m));
+      hku_buf_free(&m);
     } else {
       /* a cubin is an ELF image */
       CHECK(len > 4 && !memcmp(cubin, "\x7f" "ELF", 4), "%s: no ELF cubin",
             f->path);
     }
     free(cubin);
-    hkc_diags_free(&d);
+    hku_diags_free(&d);
   }
-  hkc_buf_free(&src);
+  hku_buf_free(&src);
   hkc_linemap_free(&map);
   return fail;
 }
@@ -78,7 +78,7 @@ static int compile_dir(const hk_nvrtc_api_t *nv, const char *dir) {
     if (n < 6 || strcmp(e->d_name + n - 5, ".json")) continue;
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    hkc_diags dg = HKC_DIAGS_INIT;
+    hku_diags dg = HKU_DIAGS_INIT;
     hkc_file *f = NULL;
     CHECK(hkc_file_load(path, &f, &dg) == 0, "%s does not load", path);
     if (f && has_cuda(f)) {
@@ -88,7 +88,7 @@ static int compile_dir(const hk_nvrtc_api_t *nv, const char *dir) {
       count++;
     }
     hkc_file_free(f);
-    hkc_diags_free(&dg);
+    hku_diags_free(&dg);
   }
   closedir(d);
   return count;
@@ -106,7 +106,7 @@ static void compile_error_located(const hk_nvrtc_api_t *nv) {
       "  \"cuda\": [\"size_t k = blockIdx.x;\",\n"
       "           \"x[k] = undeclared_thing + 1;\"]\n"
       "}\n";
-  hkc_diags d = HKC_DIAGS_INIT;
+  hku_diags d = HKU_DIAGS_INIT;
   hkc_file *f = NULL;
   CHECK(hkc_file_parse("broken.json", text, strlen(text), &f, &d) == 0,
         "broken.json does not parse");
@@ -123,7 +123,7 @@ static void compile_error_located(const hk_nvrtc_api_t *nv) {
   }
   free(fail);
   hkc_file_free(f);
-  hkc_diags_free(&d);
+  hku_diags_free(&d);
 }
 
 int main(int argc, char **argv) {

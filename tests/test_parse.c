@@ -55,34 +55,34 @@ static int marker_pos(const char *text, const char *at, int nth, int *line,
   return 1;
 }
 
-static size_t count_errors(const hkc_diags *d) {
+static size_t count_errors(const hku_diags *d) {
   size_t n = 0;
-  for (size_t i = 0; i < d->n; i++) n += d->v[i].sev == HKC_ERROR;
+  for (size_t i = 0; i < d->n; i++) n += d->v[i].sev == HKU_ERROR;
   return n;
 }
 
-static const hkc_diag *first_error(const hkc_diags *d) {
+static const hku_diag *first_error(const hku_diags *d) {
   for (size_t i = 0; i < d->n; i++)
-    if (d->v[i].sev == HKC_ERROR) return &d->v[i];
+    if (d->v[i].sev == HKU_ERROR) return &d->v[i];
   return NULL;
 }
 
 /* Prints what was reported, to make a failing check readable. */
-static void dump(const char *what, const char *text, const hkc_diags *d) {
-  hkc_buf b = HKC_BUF_INIT;
-  hkc_diags_format(d, &b);
+static void dump(const char *what, const char *text, const hku_diags *d) {
+  hku_buf b = HKU_BUF_INIT;
+  hku_diags_format(d, &b);
   fprintf(stderr, "  case: %s\n  ---- file ----\n%s\n  ---- got ----\n%s",
-          what, text, b.len ? hkc_buf_str(&b) : "(no diagnostics)\n");
-  hkc_buf_free(&b);
+          what, text, b.len ? hku_buf_str(&b) : "(no diagnostics)\n");
+  hku_buf_free(&b);
 }
 
 /* Parses text as PATH; the result and the diagnostics are the caller's. */
 static int parse_n(const char *text, size_t len, hkc_file **f,
-                   hkc_diags *d) {
+                   hku_diags *d) {
   return hkc_file_parse(PATH, text, len, f, d);
 }
 
-static int parse(const char *text, hkc_file **f, hkc_diags *d) {
+static int parse(const char *text, hkc_file **f, hku_diags *d) {
   return parse_n(text, strlen(text), f, d);
 }
 
@@ -103,7 +103,7 @@ static int ncases_run;
 static void run_case(const pcase *c) {
   ncases_run++;
   hkc_file *f = NULL;
-  hkc_diags d = HKC_DIAGS_INIT;
+  hku_diags d = HKU_DIAGS_INIT;
   int rc = parse(c->text, &f, &d);
   int before = check_failures;
 
@@ -135,7 +135,7 @@ static void run_case(const pcase *c) {
       CHECK_MSG(n >= 1, "%s: expected an error", c->what);
     CHECK_MSG(d.nerrors == n, "%s: nerrors %zu, kept %zu", c->what,
               d.nerrors, n);
-    const hkc_diag *g = first_error(&d);
+    const hku_diag *g = first_error(&d);
     if (g) {
       CHECK_MSG(g->line == want_line && g->col == want_col,
                 "%s: first error at %d:%d, expected %d:%d", c->what, g->line,
@@ -151,7 +151,7 @@ static void run_case(const pcase *c) {
   }
   if (check_failures != before) dump(c->what, c->text, &d);
   hkc_file_free(f);
-  hkc_diags_free(&d);
+  hku_diags_free(&d);
 }
 
 static void run_cases(const pcase *cs, size_t n, const char *area) {
@@ -1133,11 +1133,11 @@ static int nparsed;
 static hkc_file *must_parse(const char *what, const char *text) {
   nparsed++;
   hkc_file *f = NULL;
-  hkc_diags d = HKC_DIAGS_INIT;
+  hku_diags d = HKU_DIAGS_INIT;
   int rc = parse(text, &f, &d);
   CHECK_MSG(rc == 0 && f && d.n == 0, "%s: expected to parse", what);
   if (rc != 0 || d.n) dump(what, text, &d);
-  hkc_diags_free(&d);
+  hku_diags_free(&d);
   return rc == 0 ? f : NULL;
 }
 
@@ -1483,7 +1483,7 @@ static void test_stdlib_files(void) {
     w = snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     CHECK(w > 0 && (size_t)w < sizeof path);
     hkc_file *f = NULL;
-    hkc_diags d = HKC_DIAGS_INIT;
+    hku_diags d = HKU_DIAGS_INIT;
     int rc = hkc_file_load(path, &f, &d);
     CHECK_MSG(rc == 0 && d.n == 0, "%s does not parse cleanly", path);
     if (rc || d.n) dump(path, "(on disk)", &d);
@@ -1503,7 +1503,7 @@ static void test_stdlib_files(void) {
       seen_softmax |= has_instance(f, "softmax_f32");
     }
     hkc_file_free(f);
-    hkc_diags_free(&d);
+    hku_diags_free(&d);
   }
   closedir(dp);
   CHECK_MSG(files >= 6, "only %d stdlib files", files);
@@ -1522,14 +1522,14 @@ typedef struct at_msg {
 static void expect_all(const char *what, const char *text, const at_msg *want,
                        size_t nwant) {
   hkc_file *f = NULL;
-  hkc_diags d = HKC_DIAGS_INIT;
+  hku_diags d = HKU_DIAGS_INIT;
   int rc = parse(text, &f, &d);
   int before = check_failures;
   CHECK_MSG(rc == -1 && f == NULL, "%s: expected to fail", what);
   CHECK_MSG(d.n == nwant, "%s: %zu diagnostics, expected %zu", what, d.n,
             nwant);
   for (size_t i = 0; i < d.n && i < nwant; i++) {
-    CHECK_MSG(d.v[i].sev == HKC_ERROR, "%s: #%zu not an error", what, i);
+    CHECK_MSG(d.v[i].sev == HKU_ERROR, "%s: #%zu not an error", what, i);
     CHECK_MSG(d.v[i].line == want[i].line && d.v[i].col == want[i].col,
               "%s: #%zu at %d:%d, expected %d:%d", what, i, d.v[i].line,
               d.v[i].col, want[i].line, want[i].col);
@@ -1545,7 +1545,7 @@ static void expect_all(const char *what, const char *text, const at_msg *want,
               "%s: #%zu before #%zu", what, i, i - 1);
   if (check_failures != before) dump(what, text, &d);
   hkc_file_free(f);
-  hkc_diags_free(&d);
+  hku_diags_free(&d);
 }
 
 static void test_many_errors(void) {
@@ -1607,28 +1607,28 @@ static void test_many_errors(void) {
              EW("\"system(\\\"x\\\"); y = x + @ + hk_z;\""), want3,
              sizeof want3 / sizeof *want3);
 
-  /* More than HKC_DIAGS_MAX: the rest are counted, and the format says so. */
-  hkc_buf t = HKC_BUF_INIT;
-  hkc_buf_put(&t, HEAD "  \"params\": [\n");
+  /* More than HKU_DIAGS_MAX: the rest are counted, and the format says so. */
+  hku_buf t = HKU_BUF_INIT;
+  hku_buf_put(&t, HEAD "  \"params\": [\n");
   for (int i = 0; i < 120; i++)
-    hkc_buf_printf(&t, "    {\"name\": \"p%d\", \"type\": \"f32\", \"role\": "
+    hku_buf_printf(&t, "    {\"name\": \"p%d\", \"type\": \"f32\", \"role\": "
                        "\"bad\"},\n", i);
-  hkc_buf_put(&t, "    " PY "],\n  \"body\": \"y = 1;\"\n}\n");
+  hku_buf_put(&t, "    " PY "],\n  \"body\": \"y = 1;\"\n}\n");
   hkc_file *f = NULL;
-  hkc_diags d = HKC_DIAGS_INIT;
-  CHECK_INT_EQ(parse(hkc_buf_str(&t), &f, &d), -1);
+  hku_diags d = HKU_DIAGS_INIT;
+  CHECK_INT_EQ(parse(hku_buf_str(&t), &f, &d), -1);
   CHECK_INT_EQ(d.nerrors, 120);
-  CHECK_INT_EQ(d.n, HKC_DIAGS_MAX);
+  CHECK_INT_EQ(d.n, HKU_DIAGS_MAX);
   if (d.n) {
     CHECK_INT_EQ(d.v[0].line, 3);
-    CHECK_INT_EQ(d.v[d.n - 1].line, 3 + HKC_DIAGS_MAX - 1);
+    CHECK_INT_EQ(d.v[d.n - 1].line, 3 + HKU_DIAGS_MAX - 1);
   }
-  hkc_buf out = HKC_BUF_INIT;
-  hkc_diags_format(&d, &out);
-  CHECK_CONTAINS(hkc_buf_str(&out), "t.json: note: 20 more errors not shown\n");
-  hkc_buf_free(&out);
-  hkc_diags_free(&d);
-  hkc_buf_free(&t);
+  hku_buf out = HKU_BUF_INIT;
+  hku_diags_format(&d, &out);
+  CHECK_CONTAINS(hku_buf_str(&out), "t.json: note: 20 more errors not shown\n");
+  hku_buf_free(&out);
+  hku_diags_free(&d);
+  hku_buf_free(&t);
   printf("%-22s %3d files\n", "many errors", 4);
 }
 
@@ -1636,21 +1636,21 @@ static void test_many_errors(void) {
 
 static void test_format(void) {
   hkc_file *f = NULL;
-  hkc_diags d = HKC_DIAGS_INIT;
+  hku_diags d = HKU_DIAGS_INIT;
   /* one error: one line */
   parse(NAMED("\"a b\""), &f, &d);
-  hkc_buf b = HKC_BUF_INIT;
-  hkc_diags_format(&d, &b);
-  CHECK_STR_EQ(hkc_buf_str(&b),
+  hku_buf b = HKU_BUF_INIT;
+  hku_diags_format(&d, &b);
+  CHECK_STR_EQ(hku_buf_str(&b),
                "t.json:1:31: error: name: \"a b\" is not a C identifier "
                "([A-Za-z_][A-Za-z0-9_]*)\n");
-  hkc_buf_free(&b);
-  hkc_diags_first(&d, &b);
-  CHECK_STR_EQ(hkc_buf_str(&b),
+  hku_buf_free(&b);
+  hku_diags_first(&d, &b);
+  CHECK_STR_EQ(hku_buf_str(&b),
                "t.json:1:31: error: name: \"a b\" is not a C identifier "
                "([A-Za-z_][A-Za-z0-9_]*)");
-  hkc_buf_free(&b);
-  hkc_diags_free(&d);
+  hku_buf_free(&b);
+  hku_diags_free(&d);
 
   /* two errors: two lines, each PATH:LINE:COL: error: MSG */
   const char *text = "{" SV ", \"name\": \"k\", \"kind\": \"elementwise\",\n"
@@ -1660,8 +1660,8 @@ static void test_format(void) {
   CHECK_INT_EQ(hkc_file_parse("dir/my kernel.json", text, strlen(text), &f,
                               &d),
                -1);
-  hkc_diags_format(&d, &b);
-  const char *s = hkc_buf_str(&b);
+  hku_diags_format(&d, &b);
+  const char *s = hku_buf_str(&b);
   CHECK_MSG(strncmp(s, "dir/my kernel.json:2:22: error: targets[1]: ", 44) == 0,
             "%s", s);
   const char *nl = strchr(s, '\n');
@@ -1674,38 +1674,38 @@ static void test_format(void) {
                   nl[64] == '\0',
               "%s", s);
   /* and the format is exactly the fields */
-  hkc_buf exp = HKC_BUF_INIT;
+  hku_buf exp = HKU_BUF_INIT;
   for (size_t i = 0; i < d.n; i++)
-    hkc_buf_printf(&exp, "%s:%d:%d: error: %s\n", d.v[i].path, d.v[i].line,
+    hku_buf_printf(&exp, "%s:%d:%d: error: %s\n", d.v[i].path, d.v[i].line,
                    d.v[i].col, d.v[i].msg);
-  CHECK_STR_EQ(s, hkc_buf_str(&exp));
-  hkc_buf_free(&exp);
-  hkc_buf_free(&b);
-  hkc_diags_free(&d);
+  CHECK_STR_EQ(s, hku_buf_str(&exp));
+  hku_buf_free(&exp);
+  hku_buf_free(&b);
+  hku_diags_free(&d);
 
   /* no position: PATH: error: MSG */
   CHECK_INT_EQ(hkc_file_load("/nonexistent/k.json", &f, &d), -1);
   CHECK(f == NULL);
-  hkc_diags_format(&d, &b);
-  CHECK_MSG(strncmp(hkc_buf_str(&b), "/nonexistent/k.json: error: cannot read: ",
+  hku_diags_format(&d, &b);
+  CHECK_MSG(strncmp(hku_buf_str(&b), "/nonexistent/k.json: error: cannot read: ",
                     41) == 0,
-            "%s", hkc_buf_str(&b));
-  hkc_buf_free(&b);
-  hkc_diags_free(&d);
+            "%s", hku_buf_str(&b));
+  hku_buf_free(&b);
+  hku_diags_free(&d);
   CHECK_INT_EQ(hkc_file_load("/", &f, &d), -1);
-  hkc_diags_format(&d, &b);
-  CHECK_STR_EQ(hkc_buf_str(&b), "/: error: cannot read: not a regular file\n");
-  hkc_buf_free(&b);
-  hkc_diags_free(&d);
+  hku_diags_format(&d, &b);
+  CHECK_STR_EQ(hku_buf_str(&b), "/: error: cannot read: not a regular file\n");
+  hku_buf_free(&b);
+  hku_diags_free(&d);
 
   /* the file's path is kept as given, also for JSON errors */
   CHECK_INT_EQ(hkc_file_parse("a/b.json", "{} x", 4, &f, &d), -1);
-  hkc_diags_format(&d, &b);
-  CHECK_MSG(strncmp(hkc_buf_str(&b), "a/b.json:1:4: error: invalid JSON", 33) ==
+  hku_diags_format(&d, &b);
+  CHECK_MSG(strncmp(hku_buf_str(&b), "a/b.json:1:4: error: invalid JSON", 33) ==
                 0,
-            "%s", hkc_buf_str(&b));
-  hkc_buf_free(&b);
-  hkc_diags_free(&d);
+            "%s", hku_buf_str(&b));
+  hku_buf_free(&b);
+  hku_diags_free(&d);
   printf("%-22s ok\n", "format");
 }
 
@@ -1714,7 +1714,7 @@ static void test_format(void) {
 static void test_nul_byte(void) {
   static const char text[] = "{\n  \"doc\": \"a\0b\"\n}";
   hkc_file *f = NULL;
-  hkc_diags d = HKC_DIAGS_INIT;
+  hku_diags d = HKU_DIAGS_INIT;
   CHECK_INT_EQ(parse_n(text, sizeof text - 1, &f, &d), -1);
   CHECK_INT_EQ(d.n, 1);
   if (d.n) {
@@ -1722,13 +1722,13 @@ static void test_nul_byte(void) {
     CHECK_INT_EQ(d.v[0].col, 12);
     CHECK_CONTAINS(d.v[0].msg, "NUL byte");
   }
-  hkc_diags_free(&d);
+  hku_diags_free(&d);
   /* text need not be NUL-terminated: only len bytes are read */
   const char *full = EW("\"y = x;\"") "garbage";
   CHECK_INT_EQ(parse_n(full, strlen(full) - 7, &f, &d), 0);
   CHECK_INT_EQ(d.n, 0);
   hkc_file_free(f);
-  hkc_diags_free(&d);
+  hku_diags_free(&d);
 }
 
 /* ---- hkj_pos and hkj_str_offset ---------------------------------------------------------- */
@@ -1752,7 +1752,7 @@ static void test_positions(void) {
       " \"\xc3\xa9\": \"\xc3\xbc\xf0\x9f\x98\x80x\",\n"
       " \"s\": \"\\uD83D\\uDE00!\"}";
   hkj_doc *doc = NULL;
-  hkc_diags d = HKC_DIAGS_INIT;
+  hku_diags d = HKU_DIAGS_INIT;
   CHECK_INT_EQ(hkj_parse("p.json", text, strlen(text), &doc, &d), 0);
   CHECK_INT_EQ(d.n, 0);
   if (!doc) return;
@@ -1856,7 +1856,7 @@ static void test_positions(void) {
   }
 out:
   hkj_free(doc);
-  hkc_diags_free(&d);
+  hku_diags_free(&d);
   printf("%-22s ok\n", "hkj_pos/str_offset");
 }
 

@@ -1,5 +1,6 @@
 /* cli.c — helpers shared by the hk subcommands (see cli.h). */
 #include "cli.h"
+#include "fsutil.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -52,79 +53,16 @@ int hk_cli_is_dir(const char *path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static int ends_with(const char *s, const char *suffix) {
-  size_t a = strlen(s), b = strlen(suffix);
-  return a > b && !strcmp(s + a - b, suffix);
-}
-
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-int hk_cli_list_dir(const char *dir, int so, char ***paths) {
-  *paths = NULL;
-  DIR *d = opendir(dir);
-  if (!d) return -1;
-  int n = 0, cap = 0;
-  char **v = NULL;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (e->d_name[0] == '.') continue;
-    if (!ends_with(e->d_name, ".json") && !(so && ends_with(e->d_name, ".so")))
-      continue;
-    if (n == cap) {
-      cap = cap ? cap * 2 : 16;
-      char **nv = realloc(v, (size_t)cap * sizeof *v);
-      if (!nv) goto oom;
-      v = nv;
-    }
-    size_t len = strlen(dir) + strlen(e->d_name) + 2;
-    v[n] = malloc(len);
-    if (!v[n]) goto oom;
-    snprintf(v[n], len, "%s%s%s", dir,
-             dir[strlen(dir) - 1] == '/' ? "" : "/", e->d_name);
-    n++;
+int hk_cli_write_file(const char *cmd, const char *path, const char *text,
+                      size_t len) {
+  hku_diags d = HKU_DIAGS_INIT;
+  int rc = HK_EXIT_OK;
+  if (hku_write_file_atomic(path, text, len, HKU_KEEP_MODE, &d)) {
+    hku_buf b = HKU_BUF_INIT;
+    hku_diags_first(&d, &b);
+    rc = hk_cli_error(cmd, "%s", hku_buf_str(&b));
+    hku_buf_free(&b);
   }
-  closedir(d);
-  if (n) qsort(v, (size_t)n, sizeof *v, cmp_str);
-  *paths = v;
-  return n;
-oom:
-  closedir(d);
-  hk_cli_free_list(v, n);
-  errno = ENOMEM;
-  return -1;
-}
-
-void hk_cli_free_list(char **paths, int n) {
-  for (int i = 0; i < n; i++) free(paths[i]);
-  free(paths);
-}
-
-int hk_cli_write_file(const char *path, const char *text, size_t len,
-                      char *err, size_t errlen) {
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 32);
-  if (!tmp) {
-    snprintf(err, errlen, "%s: out of memory", path);
-    return -1;
-  }
-  snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) {
-    snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-    free(tmp);
-    return -1;
-  }
-  int ok = fwrite(text, 1, len, f) == len;
-  ok &= fflush(f) == 0;
-  ok &= fclose(f) == 0;
-  if (!ok || rename(tmp, path) != 0) {
-    snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-    unlink(tmp);
-    free(tmp);
-    return -1;
-  }
-  free(tmp);
-  return 0;
+  hku_diags_free(&d);
+  return rc;
 }

@@ -24,18 +24,14 @@ int hk_cli_usage(const char *cmd, const char *fmt, ...)
 /* 1 when arg is -h or --help. */
 int hk_cli_is_help(const char *arg);
 
-/* The *.json and (with so != 0) *.so files directly in dir, sorted by name,
- * as malloc'ed paths "DIR/NAME". Returns the count, or -1 with errno set
- * when dir cannot be read. */
-int hk_cli_list_dir(const char *dir, int so, char ***paths);
-void hk_cli_free_list(char **paths, int n);
 /* 1 when path is a directory. */
 int hk_cli_is_dir(const char *path);
 
-/* Writes text to path atomically (temp file in the same folder + rename).
- * Returns 0, or -1 with a message in err. */
-int hk_cli_write_file(const char *path, const char *text, size_t len,
-                      char *err, size_t errlen);
+/* Writes text to path atomically (hku_write_file_atomic; a file replaced
+ * keeps its permissions). Returns HK_EXIT_OK, or the exit status of the
+ * error it printed (hk_cli_error). */
+int hk_cli_write_file(const char *cmd, const char *path, const char *text,
+                      size_t len);
 
 /* The subcommands; argv[0] is the subcommand's name. */
 int hk_cmd_check(int argc, char **argv);

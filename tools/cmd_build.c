@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "fsutil.h"
 #include "emit.h"
 #include "jit_cc.h"
 #include "kernel.h"
@@ -56,13 +57,13 @@ int hk_cmd_build(int argc, char **argv) {
   if (!file) return hk_cli_usage("build", "no kernel file given");
   if (!out) return hk_cli_usage("build", "no output given (-o OUT.so)");
 
-  hkc_diags d = HKC_DIAGS_INIT;
+  hku_diags d = HKU_DIAGS_INIT;
   hkc_file *f = NULL;
   hkc_linemap map = {0};
-  hkc_buf src = HKC_BUF_INIT, msgs = HKC_BUF_INIT;
+  hku_buf src = HKU_BUF_INIT, msgs = HKU_BUF_INIT;
   hk_cc_t cc = {0};
   int rc = HK_EXIT_OK;
-  char dir[] = "/tmp/hk-build-XXXXXX", csrc[64], so[64], tmp[4200] = "";
+  char dir[] = "/tmp/hk-build-XXXXXX", csrc[64], so[64];
   int made_dir = 0;
   if (hkc_file_load(file, &f, &d)) {
     rc = HK_EXIT_USER;
@@ -80,13 +81,13 @@ int hk_cmd_build(int argc, char **argv) {
     rc = hk_cli_internal("build", "out of memory");
     goto done;
   }
-  hkc_buf_printf(&src,
+  hku_buf_printf(&src,
                  "/* ---- prebuilt plugin: what the loader checks ---- */\n"
                  "const uint32_t %s = %uu;\n"
                  "const char %s[] = ",
-                 HK_PLUGIN_ABI_SYMBOL, HK_ABI_VERSION, HK_PLUGIN_DESC_SYMBOL);
+                 HK_ABI_PLUGIN_VERSION_SYMBOL, HK_ABI_VERSION, HK_ABI_PLUGIN_DESC_SYMBOL);
   hkc_emit_c_string(&src, f->doc->text);
-  hkc_buf_put(&src, ";\n");
+  hku_buf_put(&src, ";\n");
   if (src.oom) {
     rc = hk_cli_internal("build", "out of memory");
     goto done;
@@ -104,15 +105,14 @@ int hk_cmd_build(int argc, char **argv) {
   made_dir = 1;
   snprintf(csrc, sizeof csrc, "%s/plugin.c", dir);
   snprintf(so, sizeof so, "%s/plugin.so", dir);
-  char err[512];
-  if (hk_cli_write_file(csrc, hkc_buf_str(&src), src.len, err, sizeof err)) {
-    rc = hk_cli_internal("build", "%s", err);
-    goto done;
+  if (hku_write_file_atomic(csrc, hku_buf_str(&src), src.len, 0600, &d)) {
+    rc = HK_EXIT_INTERNAL;
+    goto report;
   }
   if (hk__cc_build(&cc, native ? HK_CC_PREBUILT_NATIVE : HK_CC_PREBUILT, csrc,
                    so, &msgs, 600, NULL)) {
-    if (!hkc_report_compiler_output(hkc_buf_str(&msgs), &map, f, "cc", &d)) {
-      fprintf(stderr, "hk build: the compiler failed:\n%s", hkc_buf_str(&msgs));
+    if (!hkc_report_compiler_output(hku_buf_str(&msgs), &map, f, "cc", &d)) {
+      fprintf(stderr, "hk build: the compiler failed:\n%s", hku_buf_str(&msgs));
       rc = HK_EXIT_INTERNAL;
       goto done;
     }
@@ -129,27 +129,14 @@ int hk_cmd_build(int argc, char **argv) {
     if (fd >= 0) close(fd);
     goto done;
   }
-  /* copy into place next to OUT, then rename over it */
-  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", out, (long)getpid());
-  int ofd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
-  int ok = ofd >= 0;
-  char buf[65536];
-  ssize_t n;
-  while (ok && (n = read(fd, buf, sizeof buf)) > 0)
-    ok = write(ofd, buf, (size_t)n) == n;
   close(fd);
-  if (ofd >= 0) ok &= close(ofd) == 0;
-  if (!ok || rename(tmp, out) != 0) {
-    rc = hk_cli_error("build", "%s: cannot write: %s", out, strerror(errno));
-    unlink(tmp);
-  }
-  goto done;
+  if (hku_copy_file_atomic(so, out, 0755, &d)) rc = HK_EXIT_USER;
 report:
   if (d.n || d.oom) {
-    hkc_buf m = HKC_BUF_INIT;
-    hkc_diags_format(&d, &m);
-    fputs(hkc_buf_str(&m), stderr);
-    hkc_buf_free(&m);
+    hku_buf m = HKU_BUF_INIT;
+    hku_diags_format(&d, &m);
+    fputs(hku_buf_str(&m), stderr);
+    hku_buf_free(&m);
   }
 done:
   if (made_dir) {
@@ -158,10 +145,10 @@ done:
     rmdir(dir);
   }
   hk__cc_free(&cc);
-  hkc_buf_free(&src);
-  hkc_buf_free(&msgs);
+  hku_buf_free(&src);
+  hku_buf_free(&msgs);
   hkc_linemap_free(&map);
   hkc_file_free(f);
-  hkc_diags_free(&d);
+  hku_diags_free(&d);
   return rc;
 }

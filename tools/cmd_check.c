@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "emit.h"
+#include "fsutil.h"
 #include "jit_tcc.h"
 #include "kernel.h"
 
@@ -21,32 +22,32 @@ static const char *const help =
 
 /* Compiles the file's C kernels with libtcc (what tier jit does) and
  * reports C errors where they are in the kernel file. */
-static void compile_check(hkc_file *f, hkc_diags *d) {
+static void compile_check(hkc_file *f, hku_diags *d) {
   int any = 0;
   for (int i = 0; i < f->nkernels; i++)
     any |= (f->kernels[i].targets & HK_TARGET_CPU) != 0;
   if (!any) return;
-  hkc_buf src = HKC_BUF_INIT, msgs = HKC_BUF_INIT;
+  hku_buf src = HKU_BUF_INIT, msgs = HKU_BUF_INIT;
   hkc_linemap map = {0};
   if (hkc_emit_c_mapped(&f, 1, HKC_EMIT_PLUGIN, &src, &map)) {
     d->oom = 1;
   } else {
-    hk_tcc_t *u = hk__tcc_compile(hkc_buf_str(&src), &msgs);
+    hk_tcc_t *u = hk__tcc_compile(hku_buf_str(&src), &msgs);
     if (u)
       hk__tcc_free(u);
-    else if (!hkc_report_compiler_output(hkc_buf_str(&msgs), &map, f, "tcc",
+    else if (!hkc_report_compiler_output(hku_buf_str(&msgs), &map, f, "tcc",
                                          d))
-      hkc_diag_add(d, HKC_ERROR, f->path, 0, 0, "does not compile: %s",
-                   hkc_buf_str(&msgs));
+      hku_diag_add(d, HKU_ERROR, f->path, 0, 0, "does not compile: %s",
+                   hku_buf_str(&msgs));
   }
   hkc_linemap_free(&map);
-  hkc_buf_free(&src);
-  hkc_buf_free(&msgs);
+  hku_buf_free(&src);
+  hku_buf_free(&msgs);
 }
 
 /* A registered name defined twice among the files is reported at the
  * second definition, naming the first. */
-static void check_across(hkc_file **files, int n, hkc_diags *d) {
+static void check_across(hkc_file **files, int n, hku_diags *d) {
   for (int a = 0; a < n; a++)
     for (int ka = 0; ka < files[a]->nkernels; ka++)
       for (int ia = 0; ia < files[a]->kernels[ka].ninst; ia++) {
@@ -60,12 +61,14 @@ static void check_across(hkc_file **files, int n, hkc_diags *d) {
               int l1, c1, l2, c2;
               hkj_pos(files[a]->doc, hkj_get(x->node, "name")->off, &l1, &c1);
               hkj_pos(files[b]->doc, hkj_get(y->node, "name")->off, &l2, &c2);
-              hkc_diag_add(d, HKC_ERROR, files[a]->path, l1, c1,
+              hku_diag_add(d, HKU_ERROR, files[a]->path, l1, c1,
                            "%sname: kernel \"%s\" is also defined in %s:%d:%d",
                            x->prefix, name, files[b]->path, l2, c2);
             }
       }
 }
+
+static const char *const kernel_files[] = {".json", NULL};
 
 int hk_cmd_check(int argc, char **argv) {
   if (argc < 2) return hk_cli_usage("check", "no kernel file or folder given");
@@ -77,7 +80,7 @@ int hk_cmd_check(int argc, char **argv) {
     if (argv[i][0] == '-' && argv[i][1])
       return hk_cli_usage("check", "unknown option '%s'", argv[i]);
   }
-  hkc_diags d = HKC_DIAGS_INIT;
+  hku_diags d = HKU_DIAGS_INIT;
   int cap = 16, nfiles = 0;
   hkc_file **files = malloc((size_t)cap * sizeof *files);
   int rc = HK_EXIT_OK;
@@ -86,9 +89,9 @@ int hk_cmd_check(int argc, char **argv) {
     char **paths = NULL;
     int n = 1;
     if (hk_cli_is_dir(argv[i])) {
-      n = hk_cli_list_dir(argv[i], 0, &paths);
+      n = hku_list_dir(argv[i], kernel_files, &paths);
       if (n < 0) {
-        hkc_diag_add(&d, HKC_ERROR, argv[i], 0, 0, "cannot read folder: %s",
+        hku_diag_add(&d, HKU_ERROR, argv[i], 0, 0, "cannot read folder: %s",
                      strerror(errno));
         continue;
       }
@@ -110,18 +113,18 @@ int hk_cmd_check(int argc, char **argv) {
       }
       files[nfiles++] = f;
     }
-    hk_cli_free_list(paths, paths ? n : 0);
+    hku_free_list(paths, paths ? n : 0);
   }
   check_across(files, nfiles, &d);
   if (d.nerrors || d.oom) {
-    hkc_buf out = HKC_BUF_INIT;
-    hkc_diags_format(&d, &out);
-    fputs(hkc_buf_str(&out), stderr);
-    hkc_buf_free(&out);
+    hku_buf out = HKU_BUF_INIT;
+    hku_diags_format(&d, &out);
+    fputs(hku_buf_str(&out), stderr);
+    hku_buf_free(&out);
     rc = d.nerrors ? HK_EXIT_USER : HK_EXIT_INTERNAL;
   }
   for (int i = 0; i < nfiles; i++) hkc_file_free(files[i]);
   free(files);
-  hkc_diags_free(&d);
+  hku_diags_free(&d);
   return rc;
 }

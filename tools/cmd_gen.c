@@ -45,18 +45,18 @@ int hk_cmd_gen(int argc, char **argv) {
     return hk_cli_usage("gen", "unknown target '%s' (expected cpu or cuda)",
                         target);
 
-  hkc_diags d = HKC_DIAGS_INIT;
+  hku_diags d = HKU_DIAGS_INIT;
   hkc_file *f;
   if (hkc_file_load(file, &f, &d) != 0) {
-    hkc_buf msg = HKC_BUF_INIT;
-    hkc_diags_format(&d, &msg);
-    fputs(hkc_buf_str(&msg), stderr);
-    hkc_buf_free(&msg);
+    hku_buf msg = HKU_BUF_INIT;
+    hku_diags_format(&d, &msg);
+    fputs(hku_buf_str(&msg), stderr);
+    hku_buf_free(&msg);
     int rc = d.oom && !d.nerrors ? HK_EXIT_INTERNAL : HK_EXIT_USER;
-    hkc_diags_free(&d);
+    hku_diags_free(&d);
     return rc;
   }
-  hkc_diags_free(&d);
+  hku_diags_free(&d);
   unsigned bit = cuda ? HK_TARGET_CUDA : HK_TARGET_CPU;
   int any = 0;
   for (int i = 0; i < f->nkernels; i++) any |= (f->kernels[i].targets & bit) != 0;
@@ -67,20 +67,18 @@ int hk_cmd_gen(int argc, char **argv) {
     hkc_file_free(f);
     return HK_EXIT_USER;
   }
-  hkc_buf src = HKC_BUF_INIT;
+  hku_buf src = HKU_BUF_INIT;
   int erc = cuda ? hkc_emit_cuda(&f, 1, HKC_EMIT_PLUGIN, &src)
                  : hkc_emit_c(&f, 1, HKC_EMIT_PLUGIN, &src);
   if (erc) {
     rc = hk_cli_internal("gen", "out of memory");
   } else if (out) {
-    char err[512];
-    if (hk_cli_write_file(out, hkc_buf_str(&src), src.len, err, sizeof err))
-      rc = hk_cli_error("gen", "%s", err);
-  } else if (fwrite(hkc_buf_str(&src), 1, src.len, stdout) != src.len ||
+    rc = hk_cli_write_file("gen", out, hku_buf_str(&src), src.len);
+  } else if (fwrite(hku_buf_str(&src), 1, src.len, stdout) != src.len ||
              fflush(stdout) != 0) {
     rc = hk_cli_internal("gen", "cannot write to standard output");
   }
-  hkc_buf_free(&src);
+  hku_buf_free(&src);
   hkc_file_free(f);
   return rc;
 }

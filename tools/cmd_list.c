@@ -45,9 +45,9 @@ static void targets_str(unsigned t, char *buf, size_t n) {
            (t & HK_TARGET_CUDA) ? "cuda" : "");
 }
 
-static void params_str(const hk_kernel_info_t *k, hkc_buf *b) {
+static void params_str(const hk_kernel_info_t *k, hku_buf *b) {
   for (int i = 0; i < k->nparams; i++)
-    hkc_buf_printf(b, "%s%s:%s:%s", i ? " " : "", k->params[i].name,
+    hku_buf_printf(b, "%s%s:%s:%s", i ? " " : "", k->params[i].name,
                    hk_dtype_name(k->params[i].dtype),
                    hk_role_name(k->params[i].role));
 }
@@ -73,9 +73,9 @@ static const char *gpu_str(const hk_kernel_t *k) {
 }
 
 /* Why GPU entries are missing ("" when CUDA is there). */
-static void gpu_note(hkc_buf *notes) {
+static void gpu_note(hku_buf *notes) {
   if (hk_cuda_init() != HK_OK)
-    hkc_buf_printf(notes, "note: GPU column: %s\n", hk_last_error());
+    hku_buf_printf(notes, "note: GPU column: %s\n", hk_last_error());
 }
 
 static void print_json(const listing *l) {
@@ -120,7 +120,7 @@ static void print_json(const listing *l) {
 
 static void print_table(const listing *l) {
   int wn = 4, wk = 4, wt = 8, wp = 6;
-  hkc_buf p = HKC_BUF_INIT;
+  hku_buf p = HKU_BUF_INIT;
   for (int i = 0; i < l->n; i++) {
     const hk_kernel_info_t *k = hk_kernel_info(l->v[i]);
     int n = (int)strlen(k->name);
@@ -129,13 +129,13 @@ static void print_table(const listing *l) {
     if (n > wk) wk = n;
     params_str(k, &p);
     if ((int)p.len > wp) wp = (int)p.len;
-    hkc_buf_free(&p);
+    hku_buf_free(&p);
   }
   if (wp > 48) wp = 48;
   printf("%-*s  %-*s  %-*s  %-6s  %-6s  %-3s  %-*s  %s\n", wn, "NAME", wk,
          "KIND", wt, "TARGETS", "ORIGIN", "TIER", "GPU", wp, "PARAMS", "DOC");
   int gpu_missing = 0;
-  hkc_buf notes = HKC_BUF_INIT;
+  hku_buf notes = HKU_BUF_INIT;
   for (int i = 0; i < l->n; i++) {
     const hk_kernel_info_t *k = hk_kernel_info(l->v[i]);
     char t[16], note[2048];
@@ -145,15 +145,15 @@ static void print_table(const listing *l) {
     gpu_missing |= !strcmp(gpu, "no");
     printf("%-*s  %-*s  %-*s  %-6s  %-6s  %-3s  %-*s  %s\n", wn, k->name, wk,
            hk_kind_name(k->kind), wt, t, k->origin,
-           hk_tier_name(hk_kernel_tier(l->v[i])), gpu, wp, hkc_buf_str(&p),
+           hk_tier_name(hk_kernel_tier(l->v[i])), gpu, wp, hku_buf_str(&p),
            k->doc);
-    hkc_buf_free(&p);
+    hku_buf_free(&p);
     if (*hk_kernel_note(l->v[i], note, sizeof note))
-      hkc_buf_printf(&notes, "note: %s: %s\n", k->name, note);
+      hku_buf_printf(&notes, "note: %s: %s\n", k->name, note);
   }
   if (gpu_missing) gpu_note(&notes);
-  fputs(hkc_buf_str(&notes), stdout);
-  hkc_buf_free(&notes);
+  fputs(hku_buf_str(&notes), stdout);
+  hku_buf_free(&notes);
 }
 
 int hk_cmd_list(int argc, char **argv) {

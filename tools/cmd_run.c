@@ -15,6 +15,7 @@
 
 #include "buf.h"
 #include "cli.h"
+#include "fsutil.h"
 #include "npy.h"
 
 static const char *const help =
@@ -77,25 +78,6 @@ typedef struct run_param {
 /* A non-NULL address for empty buffers: kernels never read it, and pointer
  * arithmetic on NULL is undefined even by zero. */
 static _Alignas(64) unsigned char empty_buffer[64];
-
-static size_t edit_distance(const char *a, const char *b) {
-  size_t la = strlen(a), lb = strlen(b);
-  if (la > 63 || lb > 63) return 99;
-  size_t row[64];
-  for (size_t j = 0; j <= lb; j++) row[j] = j;
-  for (size_t i = 1; i <= la; i++) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= lb; j++) {
-      size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
-      if (up + 1 < best) best = up + 1;
-      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-      row[j] = best;
-      diag = up;
-    }
-  }
-  return row[lb];
-}
 
 /* ---- Scalars -------------------------------------------------------------- */
 
@@ -291,7 +273,7 @@ static int closest_fn(hk_kernel_t *k, void *user) {
     const char *best;
     size_t d;
   } *c = user;
-  size_t d = edit_distance(c->name, hk_kernel_info(k)->name);
+  size_t d = hku_edit_distance(c->name, hk_kernel_info(k)->name);
   if (d < c->d) c->d = d, c->best = hk_kernel_info(k)->name;
   return 0;
 }
@@ -306,13 +288,13 @@ static int is_kernel_file(const char *name) {
 static int list_file_kernels(hk_kernel_t *k, void *user) {
   struct {
     const char *path;
-    hkc_buf *names;
+    hku_buf *names;
     int n;
     const char *only;
   } *c = user;
   const hk_kernel_info_t *info = hk_kernel_info(k);
   if (strcmp(info->origin, "stdlib") && !strcmp(info->source, c->path)) {
-    hkc_buf_printf(c->names, "%s%s", c->n ? ", " : "", info->name);
+    hku_buf_printf(c->names, "%s%s", c->n ? ", " : "", info->name);
     c->only = info->name;
     c->n++;
   }
@@ -337,10 +319,10 @@ static hk_kernel_t *find_kernel(hk_context_t *ctx, const char *name) {
       free(path);
       return NULL;
     }
-    hkc_buf names = HKC_BUF_INIT;
+    hku_buf names = HKU_BUF_INIT;
     struct {
       const char *path;
-      hkc_buf *names;
+      hku_buf *names;
       int n;
       const char *only;
     } c = {path, &names, 0, NULL};
@@ -349,14 +331,14 @@ static hk_kernel_t *find_kernel(hk_context_t *ctx, const char *name) {
     k = NULL;
     if (!want)
       hk_cli_error("run", "%s defines %d kernels (%s): name one as %s:NAME",
-                   path, c.n, hkc_buf_str(&names), path);
+                   path, c.n, hku_buf_str(&names), path);
     else if (hk_kernel_find(ctx, want, &k) != HK_OK ||
              strcmp(hk_kernel_info(k)->source, path)) {
       hk_cli_error("run", "%s defines no kernel named '%s' (it defines: %s)",
-                   path, want, hkc_buf_str(&names));
+                   path, want, hku_buf_str(&names));
       k = NULL;
     }
-    hkc_buf_free(&names);
+    hku_buf_free(&names);
     free(path);
     return k;
   }
@@ -387,12 +369,12 @@ static int param_index(const hk_kernel_info_t *k, const char *name,
 
 static int no_such_param(const hk_kernel_info_t *k, const char *name,
                          size_t len) {
-  hkc_buf names = HKC_BUF_INIT;
+  hku_buf names = HKU_BUF_INIT;
   for (int i = 0; i < k->nparams; i++)
-    hkc_buf_printf(&names, "%s%s", i ? ", " : "", k->params[i].name);
+    hku_buf_printf(&names, "%s%s", i ? ", " : "", k->params[i].name);
   int rc = hk_cli_error("run", "%s has no parameter '%.*s' (its parameters: %s)",
-                        k->name, (int)len, name, hkc_buf_str(&names));
-  hkc_buf_free(&names);
+                        k->name, (int)len, name, hku_buf_str(&names));
+  hku_buf_free(&names);
   return rc;
 }
 

@@ -23,6 +23,8 @@
 
 #include "npy.h"
 
+#include "fsutil.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -978,65 +980,6 @@ int hk_npy_encode(hk_dtype_t t, int ndim, const size_t *shape, const void *data,
   return 0;
 }
 
-/* Writes all n bytes or fails with errno set. */
-static int npy_write_all(int fd, const void *buf, size_t n) {
-  const char *p = buf;
-  while (n > 0) {
-    size_t chunk = n > (1u << 30) ? (1u << 30) : n;
-    ssize_t w = write(fd, p, chunk);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return -1;
-    }
-    if (w == 0) {
-      errno = EIO;
-      return -1;
-    }
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
-/* Creates a new, empty file next to path (same directory, so that rename() over
- * path is atomic), named ".BASE.tmp-XXXXXXXX" and opened O_EXCL so that it is
- * ours alone. Returns its fd and sets *tmpname (malloc'ed), or -1 with a message.
- * The name's random part needs no global state: pid, clock and stack address. */
-static int npy_open_temp(const char *path, char **tmpname, const npy_err_t *e) {
-  const char *slash = strrchr(path, '/');
-  size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
-  const char *base = path + dirlen;
-  if (!*base) return npy_fail(e, "not a file name (it ends with '/')");
-  size_t cap = dirlen + 240;
-  char *name = malloc(cap);
-  if (!name) return npy_fail(e, "out of memory");
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  uint64_t seed = (uint64_t)getpid() * 0x9e3779b97f4a7c15u ^ (uint64_t)ts.tv_nsec ^
-                  ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)(uintptr_t)&ts;
-  for (int attempt = 0; attempt < 100; attempt++) {
-    seed = seed * 6364136223846793005u + 1442695040888963407u;
-    /* base is cut to 200 bytes so that the name stays within NAME_MAX */
-    snprintf(name, cap, "%.*s.%.200s.tmp-%08x", (int)dirlen, path, base,
-             (unsigned)(seed >> 32));
-    int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0) {
-      *tmpname = name;
-      return fd;
-    }
-    if (errno != EEXIST) {
-      int er = errno;
-      free(name);
-      if (dirlen)
-        return npy_fail(e, "cannot create a file in directory '%.*s': %s", (int)dirlen, path,
-                        strerror(er));
-      return npy_fail(e, "cannot create a file in the current directory: %s", strerror(er));
-    }
-  }
-  free(name);
-  return npy_fail(e, "cannot create a temporary file next to it (100 names taken)");
-}
-
 int hk_npy_write(const char *path, hk_dtype_t t, int ndim, const size_t *shape,
                  const void *data, char *err, size_t errlen) {
   npy_err_t e = {path ? path : "(null)", err, errlen};
@@ -1046,32 +989,18 @@ int hk_npy_write(const char *path, hk_dtype_t t, int ndim, const size_t *shape,
   unsigned char hdr[NPY_HEADER_CAP];
   size_t hn = npy_build_header(t, ndim, shape, hdr);
 
-  char *tmp = NULL;
-  int fd = npy_open_temp(path, &tmp, &e);
-  if (fd < 0) return -1;
-  /* Replacing a file keeps its permissions, as writing it in place would. */
-  struct stat st;
-  if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) fchmod(fd, st.st_mode & 07777);
-
-  const char *step = "cannot write";
-  int failed = npy_write_all(fd, hdr, hn) || npy_write_all(fd, data, nbytes);
-  int er = errno;
-  if (close(fd) != 0 && !failed) {
-    failed = 1;
-    er = errno;
+  /* No fsync before the rename: the promise is about this process failing,
+   * not about power loss, and syncing hundreds of MB per output costs more
+   * than it buys. */
+  hku_part parts[2] = {{hdr, hn}, {data, nbytes}};
+  hku_diags d = HKU_DIAGS_INIT;
+  int rc = hku_write_parts_atomic(path, parts, 2, HKU_KEEP_MODE, &d);
+  if (rc && d.n) {
+    /* "PATH: error: cannot write: WHY (nothing was changed)" -> the message */
+    snprintf(err, errlen, "%s: %s", path, d.v[0].msg);
+  } else if (rc) {
+    npy_fail(&e, "cannot write: out of memory");
   }
-  /* No fsync before the rename: the promise is about this process failing, not
-   * about power loss, and syncing hundreds of MB per output costs more than it buys. */
-  if (!failed && rename(tmp, path) != 0) {
-    failed = 1;
-    er = errno;
-    step = "cannot replace it";
-  }
-  if (failed) {
-    unlink(tmp);
-    free(tmp);
-    return npy_fail(&e, "%s: %s (nothing was changed)", step, strerror(er));
-  }
-  free(tmp);
-  return 0;
+  hku_diags_free(&d);
+  return rc ? -1 : 0;
 }

@@ -37,6 +37,22 @@
 
 #define HK_ABI_VERSION 1u
 
+/* The names generated code exports and the runtime looks up: for instance
+ * NAME, HK_ABI_RANGE "NAME" and so on (emit_c.c, emit_cuda.c write them;
+ * core/ resolves them). Use these macros on both sides, never the text. */
+#define HK_ABI_RANGE "hk_range__"         /* hk_range_fn */
+#define HK_ABI_MERGE "hk_merge__"         /* hk_merge_fn, reductions */
+#define HK_ABI_LENS "hk_lens__"           /* hk_lens_fn */
+#define HK_ABI_CUDA_PART "hk_cuda_part__" /* the __global__ CUDA kernel */
+/* What a prebuilt plugin (hk build) exports besides its entry points: its
+ * ABI version (an unsigned int) and its kernel file's text. */
+#define HK_ABI_PLUGIN_VERSION_SYMBOL "hk_plugin_abi_version"
+#define HK_ABI_PLUGIN_DESC_SYMBOL "hk_plugin_description"
+
+/* Threads per block of every generated CUDA kernel: the generator sizes
+ * shared memory by it and the launcher launches with it. */
+#define HK_ABI_CUDA_BLOCK 256
+
 /* A reduction of at most this many elements is one block. */
 #define HK_REDUCE_BLOCK 32768u
 /* Blocks grow (doubling) so that no reduction has more than this many. */

@@ -1,44 +1,45 @@
 /* diag.h — located diagnostics: "PATH:LINE:COL: error: MESSAGE". */
-#ifndef HKC_DIAG_H
-#define HKC_DIAG_H
+#ifndef HKU_DIAG_H
+#define HKU_DIAG_H
 
 #include <stddef.h>
 
 #include "buf.h"
 
-typedef enum hkc_severity { HKC_ERROR, HKC_NOTE } hkc_severity;
+typedef enum hku_severity { HKU_ERROR, HKU_NOTE } hku_severity;
 
-typedef struct hkc_diag {
-  hkc_severity sev;
+typedef struct hku_diag {
+  hku_severity sev;
   char *path; /* the kernel file */
   int line;   /* 1-based; 0 when the message is about the whole file */
   int col;    /* 1-based, in characters (UTF-8 code points) */
   char *msg;
-} hkc_diag;
+} hku_diag;
 
 /* A list of diagnostics, in the order they were found. After
- * HKC_DIAGS_MAX errors, further ones are counted but not kept. */
-typedef struct hkc_diags {
-  hkc_diag *v;
+ * HKU_DIAGS_MAX errors, further ones are counted but not kept. */
+typedef struct hku_diags {
+  hku_diag *v;
   size_t n;
   size_t cap;
   size_t nerrors; /* errors reported, kept or not */
   int oom;
-} hkc_diags;
+} hku_diags;
 
-#define HKC_DIAGS_INIT {NULL, 0, 0, 0, 0}
-#define HKC_DIAGS_MAX 100
+#define HKU_DIAGS_INIT {NULL, 0, 0, 0, 0}
+#define HKU_DIAGS_MAX 100
 
-void hkc_diags_free(hkc_diags *d);
-void hkc_diag_add(hkc_diags *d, hkc_severity sev, const char *path, int line,
+void hku_diags_free(hku_diags *d);
+/* Adds one diagnostic to d; a NULL d is allowed and keeps nothing. */
+void hku_diag_add(hku_diags *d, hku_severity sev, const char *path, int line,
                   int col, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 /* Appends every diagnostic as one line each, "PATH:LINE:COL: error: MSG\n"
  * (or "PATH: error: MSG\n" without a position). */
-void hkc_diags_format(const hkc_diags *d, hkc_buf *out);
+void hku_diags_format(const hku_diags *d, hku_buf *out);
 /* Appends the first error only, without a trailing newline. */
-void hkc_diags_first(const hkc_diags *d, hkc_buf *out);
+void hku_diags_first(const hku_diags *d, hku_buf *out);
 /* Moves every diagnostic of src to the end of dst; src ends empty. */
-void hkc_diags_move(hkc_diags *dst, hkc_diags *src);
+void hku_diags_move(hku_diags *dst, hku_diags *src);
 
 #endif

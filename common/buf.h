@@ -1,6 +1,6 @@
 /* buf.h — a growable text buffer for the code generator and diagnostics. */
-#ifndef HKC_BUF_H
-#define HKC_BUF_H
+#ifndef HKU_BUF_H
+#define HKU_BUF_H
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +10,7 @@
  * check once at the end instead of after every append. */
 struct hkc_linemap;
 
-typedef struct hkc_buf {
+typedef struct hku_buf {
   char *data; /* NULL until the first append */
   size_t len;
   size_t cap;
@@ -19,27 +19,27 @@ typedef struct hkc_buf {
   struct hkc_linemap *map;
   size_t counted; /* bytes scanned for newlines so far */
   unsigned line;  /* 1-based line number at byte `counted` */
-} hkc_buf;
+} hku_buf;
 
-#define HKC_BUF_INIT {NULL, 0, 0, 0, NULL, 0, 1}
+#define HKU_BUF_INIT {NULL, 0, 0, 0, NULL, 0, 1}
 
-void hkc_buf_free(hkc_buf *b);
-void hkc_buf_putn(hkc_buf *b, const char *s, size_t n);
-void hkc_buf_put(hkc_buf *b, const char *s);
-void hkc_buf_putc(hkc_buf *b, char c);
-void hkc_buf_printf(hkc_buf *b, const char *fmt, ...)
+void hku_buf_free(hku_buf *b);
+void hku_buf_putn(hku_buf *b, const char *s, size_t n);
+void hku_buf_put(hku_buf *b, const char *s);
+void hku_buf_putc(hku_buf *b, char c);
+void hku_buf_printf(hku_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-void hkc_buf_vprintf(hkc_buf *b, const char *fmt, va_list ap)
+void hku_buf_vprintf(hku_buf *b, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
 /* The text so far ("" when empty); valid until the next append. */
-const char *hkc_buf_str(const hkc_buf *b);
+const char *hku_buf_str(const hku_buf *b);
 /* Hands the text to the caller (malloc'ed, never NULL unless oom) and
  * empties the buffer. */
-char *hkc_buf_take(hkc_buf *b);
+char *hku_buf_take(hku_buf *b);
 
 /* strdup that returns NULL on NULL. */
-char *hkc_strdup(const char *s);
+char *hku_strdup(const char *s);
 /* A malloc'ed printf. NULL when out of memory. */
-char *hkc_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *hku_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

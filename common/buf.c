@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void hkc_buf_free(hkc_buf *b) {
+void hku_buf_free(hku_buf *b) {
   free(b->data);
   b->data = NULL;
   b->len = b->cap = 0;
@@ -15,7 +15,7 @@ void hkc_buf_free(hkc_buf *b) {
 }
 
 /* Makes room for extra more bytes plus the NUL; 0 on success. */
-static int reserve(hkc_buf *b, size_t extra) {
+static int reserve(hku_buf *b, size_t extra) {
   if (b->oom) return -1;
   if (extra > ((size_t)-1) / 2 - b->len) goto fail;
   size_t need = b->len + extra + 1;
@@ -32,18 +32,18 @@ fail:
   return -1;
 }
 
-void hkc_buf_putn(hkc_buf *b, const char *s, size_t n) {
+void hku_buf_putn(hku_buf *b, const char *s, size_t n) {
   if (reserve(b, n)) return;
   memcpy(b->data + b->len, s, n);
   b->len += n;
   b->data[b->len] = '\0';
 }
 
-void hkc_buf_put(hkc_buf *b, const char *s) { hkc_buf_putn(b, s, strlen(s)); }
+void hku_buf_put(hku_buf *b, const char *s) { hku_buf_putn(b, s, strlen(s)); }
 
-void hkc_buf_putc(hkc_buf *b, char c) { hkc_buf_putn(b, &c, 1); }
+void hku_buf_putc(hku_buf *b, char c) { hku_buf_putn(b, &c, 1); }
 
-void hkc_buf_vprintf(hkc_buf *b, const char *fmt, va_list ap) {
+void hku_buf_vprintf(hku_buf *b, const char *fmt, va_list ap) {
   va_list ap2;
   va_copy(ap2, ap);
   int n = vsnprintf(NULL, 0, fmt, ap2);
@@ -57,17 +57,17 @@ void hkc_buf_vprintf(hkc_buf *b, const char *fmt, va_list ap) {
   b->len += (size_t)n;
 }
 
-void hkc_buf_printf(hkc_buf *b, const char *fmt, ...) {
+void hku_buf_printf(hku_buf *b, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  hkc_buf_vprintf(b, fmt, ap);
+  hku_buf_vprintf(b, fmt, ap);
   va_end(ap);
 }
 
-const char *hkc_buf_str(const hkc_buf *b) { return b->data ? b->data : ""; }
+const char *hku_buf_str(const hku_buf *b) { return b->data ? b->data : ""; }
 
-char *hkc_buf_take(hkc_buf *b) {
-  char *s = b->oom ? NULL : (b->data ? b->data : hkc_strdup(""));
+char *hku_buf_take(hku_buf *b) {
+  char *s = b->oom ? NULL : (b->data ? b->data : hku_strdup(""));
   if (b->oom) free(b->data);
   b->data = NULL;
   b->len = b->cap = 0;
@@ -77,7 +77,7 @@ char *hkc_buf_take(hkc_buf *b) {
   return s;
 }
 
-char *hkc_strdup(const char *s) {
+char *hku_strdup(const char *s) {
   if (!s) return NULL;
   size_t n = strlen(s) + 1;
   char *p = malloc(n);
@@ -85,11 +85,11 @@ char *hkc_strdup(const char *s) {
   return p;
 }
 
-char *hkc_asprintf(const char *fmt, ...) {
-  hkc_buf b = HKC_BUF_INIT;
+char *hku_asprintf(const char *fmt, ...) {
+  hku_buf b = HKU_BUF_INIT;
   va_list ap;
   va_start(ap, fmt);
-  hkc_buf_vprintf(&b, fmt, ap);
+  hku_buf_vprintf(&b, fmt, ap);
   va_end(ap);
-  return hkc_buf_take(&b);
+  return hku_buf_take(&b);
 }

@@ -1,0 +1,257 @@
+/* fsutil.c — files and folders for every layer (see fsutil.h). */
+#include "fsutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hk.h"
+
+int hku_ends_with(const char *s, const char *suffix) {
+  size_t a = strlen(s), b = strlen(suffix);
+  return a > b && !strcmp(s + a - b, suffix);
+}
+
+size_t hku_edit_distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 63 || lb > 63) return 99;
+  size_t row[64];
+  for (size_t j = 0; j <= lb; j++) row[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return row[lb];
+}
+
+int hku_write_all(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n > 0) {
+    size_t chunk = n > (1u << 30) ? (1u << 30) : n;
+    ssize_t w = write(fd, c, chunk);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      if (w == 0) errno = EIO;
+      return HK_EIO;
+    }
+    c += w;
+    n -= (size_t)w;
+  }
+  return HK_OK;
+}
+
+int hku_pread_all(int fd, void *p, size_t n, uint64_t off) {
+  uint8_t *c = p;
+  while (n) {
+    ssize_t r = pread(fd, c, n, (off_t)off);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      if (r == 0) errno = EIO;
+      return HK_EIO;
+    }
+    c += r;
+    off += (uint64_t)r;
+    n -= (size_t)r;
+  }
+  return HK_OK;
+}
+
+int hku_read_file(const char *path, char **out, size_t *len, struct stat *st,
+                  hku_diags *d) {
+  struct stat own;
+  if (!st) st = &own;
+  *out = NULL;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot read: %s", strerror(errno));
+    return HK_EIO;
+  }
+  if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+    hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot read: not a regular file");
+    close(fd);
+    return HK_EIO;
+  }
+  size_t n = (size_t)st->st_size;
+  char *buf = malloc(n + 1);
+  if (!buf) {
+    close(fd);
+    hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot read: out of memory");
+    return HK_ENOMEM;
+  }
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = read(fd, buf + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  int er = errno;
+  close(fd);
+  if (got != n) {
+    free(buf);
+    hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot read: %s",
+                 got < n && er ? strerror(er)
+                               : "the file changed while it was read");
+    return HK_EIO;
+  }
+  buf[n] = '\0';
+  *out = buf;
+  *len = n;
+  return HK_OK;
+}
+
+/* Creates a new, empty file next to path (same folder, so that rename()
+ * over path is atomic), named ".BASE.tmp-XXXXXXXX" and opened O_EXCL so
+ * that it is ours alone. Returns its fd and sets *tmpname (malloc'ed), or
+ * -1 with errno set. It is created with mode (less the umask). The random
+ * part needs no global state: pid, clock and a stack address. */
+static int open_temp(const char *path, unsigned mode, char **tmpname) {
+  const char *slash = strrchr(path, '/');
+  size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
+  const char *base = path + dirlen;
+  if (!*base) {
+    errno = EISDIR;
+    return -1;
+  }
+  size_t cap = dirlen + 240;
+  char *name = malloc(cap);
+  if (!name) return -1;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  uint64_t seed = (uint64_t)getpid() * 0x9e3779b97f4a7c15u ^
+                  (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^
+                  (uint64_t)(uintptr_t)&ts;
+  for (int attempt = 0; attempt < 100; attempt++) {
+    seed = seed * 6364136223846793005u + 1442695040888963407u;
+    /* base is cut to 200 bytes so that the name stays within NAME_MAX */
+    snprintf(name, cap, "%.*s.%.200s.tmp-%08x", (int)dirlen, path, base,
+             (unsigned)(seed >> 32));
+    int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                  (mode_t)mode);
+    if (fd >= 0) {
+      *tmpname = name;
+      return fd;
+    }
+    if (errno != EEXIST) break;
+  }
+  free(name);
+  return -1;
+}
+
+int hku_write_parts_atomic(const char *path, const hku_part *parts,
+                           int nparts, unsigned mode, hku_diags *d) {
+  char *tmp = NULL;
+  struct stat st;
+  int keep = mode == HKU_KEEP_MODE && stat(path, &st) == 0 &&
+             S_ISREG(st.st_mode);
+  int fd = open_temp(path, mode == HKU_KEEP_MODE ? 0666u : mode, &tmp);
+  if (fd < 0 && errno == EISDIR) {
+    hku_diag_add(d, HKU_ERROR, path, 0, 0,
+                 "cannot write: not a file name (it ends with '/')");
+    return HK_EIO;
+  }
+  if (fd < 0) {
+    int er = errno;
+    hku_diag_add(d, HKU_ERROR, path, 0, 0,
+                 "cannot write: cannot create a file next to it: %s",
+                 strerror(er));
+    return er == ENOMEM ? HK_ENOMEM : HK_EIO;
+  }
+  /* Replacing a file keeps its permissions, as writing in place would. */
+  int failed = keep && fchmod(fd, st.st_mode & 07777) != 0;
+  for (int i = 0; i < nparts && !failed; i++)
+    failed = hku_write_all(fd, parts[i].p, parts[i].n) != HK_OK;
+  int er = errno;
+  if (close(fd) != 0 && !failed) {
+    failed = 1;
+    er = errno;
+  }
+  if (!failed && rename(tmp, path) != 0) {
+    failed = 1;
+    er = errno;
+  }
+  if (failed) {
+    unlink(tmp);
+    hku_diag_add(d, HKU_ERROR, path, 0, 0,
+                 "cannot write: %s (nothing was changed)", strerror(er));
+  }
+  free(tmp);
+  return failed ? HK_EIO : HK_OK;
+}
+
+int hku_write_file_atomic(const char *path, const void *data, size_t n,
+                          unsigned mode, hku_diags *d) {
+  hku_part one = {data, n};
+  return hku_write_parts_atomic(path, &one, 1, mode, d);
+}
+
+int hku_copy_file_atomic(const char *src, const char *path, unsigned mode,
+                         hku_diags *d) {
+  char *bytes;
+  size_t n;
+  int rc = hku_read_file(src, &bytes, &n, NULL, d);
+  if (rc) return rc;
+  rc = hku_write_file_atomic(path, bytes, n, mode, d);
+  free(bytes);
+  return rc;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int wanted(const char *name, const char *const *suffixes) {
+  if (name[0] == '.') return 0;
+  for (; *suffixes; suffixes++)
+    if (hku_ends_with(name, *suffixes)) return 1;
+  return 0;
+}
+
+int hku_list_dir(const char *dir, const char *const *suffixes, char ***out) {
+  *out = NULL;
+  DIR *dp = opendir(dir);
+  if (!dp) return HK_EIO;
+  int n = 0, cap = 0;
+  char **v = NULL;
+  const char *sep = hku_ends_with(dir, "/") || !*dir ? "" : "/";
+  struct dirent *e;
+  while ((e = readdir(dp))) {
+    if (!wanted(e->d_name, suffixes)) continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 16;
+      char **nv = realloc(v, (size_t)cap * sizeof *v);
+      if (!nv) goto oom;
+      v = nv;
+    }
+    size_t len = strlen(dir) + strlen(e->d_name) + 2;
+    if (!(v[n] = malloc(len))) goto oom;
+    snprintf(v[n], len, "%s%s%s", dir, sep, e->d_name);
+    n++;
+  }
+  closedir(dp);
+  if (n) qsort(v, (size_t)n, sizeof *v, cmp_str);
+  *out = v;
+  return n;
+oom:
+  closedir(dp);
+  hku_free_list(v, n);
+  errno = ENOMEM;
+  return HK_ENOMEM;
+}
+
+void hku_free_list(char **v, int n) {
+  for (int i = 0; i < n; i++) free(v[i]);
+  free(v);
+}

@@ -1,0 +1,75 @@
+/* fsutil.h — files and folders: whole reads and writes, atomic replacement,
+ * folder listings, and the small string helpers that go with paths.
+ *
+ * Every function follows common/internal.h: HK_OK or a negative HK_E*
+ * code; with a hku_diags list, the message names the path; without one,
+ * errno says why.
+ */
+#ifndef HK_FSUTIL_H
+#define HK_FSUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "diag.h"
+#include "internal.h"
+
+/* Does s end with suffix (and is longer than it)? */
+HK_INTERNAL int hku_ends_with(const char *s, const char *suffix);
+
+/* The Levenshtein distance between a and b, for "did you mean" hints;
+ * strings longer than 63 bytes count as far from everything. */
+HK_INTERNAL size_t hku_edit_distance(const char *a, const char *b);
+
+/* Writes exactly n bytes to fd (EINTR retried, large writes chunked).
+ * HK_OK, or HK_EIO with errno set. */
+HK_INTERNAL int hku_write_all(int fd, const void *p, size_t n);
+
+/* Reads exactly n bytes of fd at offset off (EINTR retried). HK_OK, or
+ * HK_EIO with errno set (EIO on an early end of file). */
+HK_INTERNAL int hku_pread_all(int fd, void *p, size_t n, uint64_t off);
+
+/* Reads the whole regular file path into a malloc'ed, NUL-terminated
+ * buffer (*out; *len its length without the NUL) and, if st is not NULL,
+ * its stat at the time of reading. HK_OK, or HK_EIO ("cannot read: ...",
+ * "not a regular file", the file changed while read) / HK_ENOMEM with a
+ * message about path in d. */
+HK_INTERNAL int hku_read_file(const char *path, char **out, size_t *len,
+                              struct stat *st, hku_diags *d);
+
+/* Replaces path with the n bytes of data, atomically: a reader sees the
+ * old file or the new one whole, never a part. The bytes go to a new file
+ * next to path (".NAME.tmp-XXXXXXXX", created O_EXCL), which is renamed
+ * over path; nothing is left behind on failure and the old file stays.
+ * The new file gets mode (e.g. 0644, 0755) less the umask, or with
+ * HKU_KEEP_MODE the old file's permissions (0666 less the umask when there
+ * is none). HK_OK, or HK_EIO / HK_ENOMEM
+ * with "cannot write: ..." about path in d. */
+#define HKU_KEEP_MODE (~0u)
+HK_INTERNAL int hku_write_file_atomic(const char *path, const void *data,
+                                      size_t n, unsigned mode, hku_diags *d);
+
+/* The same with the bytes given in nparts pieces, written in order. */
+typedef struct hku_part {
+  const void *p;
+  size_t n;
+} hku_part;
+HK_INTERNAL int hku_write_parts_atomic(const char *path, const hku_part *parts,
+                                       int nparts, unsigned mode,
+                                       hku_diags *d);
+
+/* The same for a copy of the file src (read whole, then written). */
+HK_INTERNAL int hku_copy_file_atomic(const char *src, const char *path,
+                                     unsigned mode, hku_diags *d);
+
+/* The paths ("DIR/NAME") of the entries of dir whose names end with one of
+ * the NULL-terminated suffixes (hidden names skipped; not recursive),
+ * sorted by name, into *out (free with hku_free_list). Returns the count
+ * (>= 0), or a negative HK_E* code with errno set (HK_EIO: unreadable;
+ * HK_ENOMEM), *out then NULL. */
+HK_INTERNAL int hku_list_dir(const char *dir, const char *const *suffixes,
+                             char ***out);
+HK_INTERNAL void hku_free_list(char **v, int n);
+
+#endif /* HK_FSUTIL_H */
