@@ -54,6 +54,10 @@ int hkc_emit_c(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
  * empty; free it with hkc_linemap_free). */
 int hkc_emit_c_mapped(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
                       hku_buf *out, hkc_linemap *map);
+/* The same, also storing where the prelude landed: prelude[0] its offset
+ * in out, prelude[1] its length (prelude and map may be NULL). */
+int hkc_emit_c_unit(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
+                    hku_buf *out, hkc_linemap *map, size_t prelude[2]);
 /* Elements per vector step of a CUDA elementwise kernel whose widest
  * buffer element has this many bytes: as many as fit in 16 bytes (one
  * 128-bit load or store), at most 4. The launcher sizes grids by it. */

@@ -16,6 +16,8 @@
 #include "json.h"
 
 #define HKC_NAME_MAX 63
+/* The largest kernel file read, in bytes. */
+#define HKC_FILE_MAX (64u * 1024 * 1024)
 /* Instance names add "_TYPE" per placeholder to the kernel's name. */
 #define HKC_INSTANCE_NAME_MAX 127
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fsutil.h"
 #include "kernel.h"
@@ -954,12 +955,13 @@ int hkc_file_parse(const char *path, const char *text, size_t len,
   *out = NULL;
   size_t first_diag = d->n;
   hkj_doc *doc;
-  if (hkj_parse(path, text, len, &doc, d)) return -1;
+  if (hkj_parse(path, text, len, &doc, d))
+    return d->oom && !d->nerrors ? HK_ENOMEM : HK_ESCHEMA;
   hkc_file *f = calloc(1, sizeof *f);
   if (!f) {
     hkj_free(doc);
     d->oom = 1;
-    return -1;
+    return HK_ENOMEM;
   }
   f->doc = doc;
   f->path = hku_strdup(doc->path);
@@ -1003,21 +1005,32 @@ int hkc_file_parse(const char *path, const char *text, size_t len,
   if (!P.errors && !d->oom) check_unique(&P, f);
   sort_by_position(d, first_diag);
   if (P.errors || d->oom || !f->path) {
-    if (d->oom && !P.errors)
-      hku_diag_add(d, HKU_ERROR, path, 0, 0, "out of memory");
+    int oom = d->oom && !P.errors;
+    if (oom) hku_diag_add(d, HKU_ERROR, path, 0, 0, "out of memory");
     hkc_file_free(f);
-    return -1;
+    return oom ? HK_ENOMEM : HK_ESCHEMA;
   }
   *out = f;
-  return 0;
+  return HK_OK;
 }
 
 int hkc_file_load(const char *path, hkc_file **out, hku_diags *d) {
   *out = NULL;
-  hkj_doc *doc;
-  if (hkj_load(path, &doc, d)) return -1;
-  int rc = hkc_file_parse(path, doc->text, doc->len, out, d);
-  hkj_free(doc);
+  char *text;
+  size_t len;
+  struct stat st;
+  /* Kernel files are small; a huge one is a mistake, not a kernel. */
+  if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+      (uint64_t)st.st_size > HKC_FILE_MAX) {
+    hku_diag_add(d, HKU_ERROR, path, 0, 0,
+                 "file too large for a kernel file (%lld bytes; limit 64 MiB)",
+                 (long long)st.st_size);
+    return HK_ESCHEMA;
+  }
+  int rc = hku_read_file(path, &text, &len, NULL, d);
+  if (rc) return rc;
+  rc = hkc_file_parse(path, text, len, out, d);
+  free(text);
   return rc;
 }
 

@@ -126,7 +126,7 @@ static void run_case(const pcase *c) {
     CHECK_MSG(rc == 0 && f != NULL, "%s: expected to parse", c->what);
     CHECK_MSG(d.n == 0, "%s: expected no diagnostics, got %zu", c->what, d.n);
   } else {
-    CHECK_MSG(rc == -1 && f == NULL, "%s: expected to fail", c->what);
+    CHECK_MSG(rc == HK_ESCHEMA && f == NULL, "%s: expected to fail", c->what);
     size_t n = count_errors(&d);
     if (c->nerr > 0)
       CHECK_MSG(n == (size_t)c->nerr, "%s: expected %d errors, got %zu",
@@ -1525,7 +1525,7 @@ static void expect_all(const char *what, const char *text, const at_msg *want,
   hku_diags d = HKU_DIAGS_INIT;
   int rc = parse(text, &f, &d);
   int before = check_failures;
-  CHECK_MSG(rc == -1 && f == NULL, "%s: expected to fail", what);
+  CHECK_MSG(rc == HK_ESCHEMA && f == NULL, "%s: expected to fail", what);
   CHECK_MSG(d.n == nwant, "%s: %zu diagnostics, expected %zu", what, d.n,
             nwant);
   for (size_t i = 0; i < d.n && i < nwant; i++) {
@@ -1616,7 +1616,7 @@ static void test_many_errors(void) {
   hku_buf_put(&t, "    " PY "],\n  \"body\": \"y = 1;\"\n}\n");
   hkc_file *f = NULL;
   hku_diags d = HKU_DIAGS_INIT;
-  CHECK_INT_EQ(parse(hku_buf_str(&t), &f, &d), -1);
+  CHECK_INT_EQ(parse(hku_buf_str(&t), &f, &d), HK_ESCHEMA);
   CHECK_INT_EQ(d.nerrors, 120);
   CHECK_INT_EQ(d.n, HKU_DIAGS_MAX);
   if (d.n) {
@@ -1659,7 +1659,7 @@ static void test_format(void) {
                      "  \"body\": \"y = x$;\"\n}";
   CHECK_INT_EQ(hkc_file_parse("dir/my kernel.json", text, strlen(text), &f,
                               &d),
-               -1);
+               HK_ESCHEMA);
   hku_diags_format(&d, &b);
   const char *s = hku_buf_str(&b);
   CHECK_MSG(strncmp(s, "dir/my kernel.json:2:22: error: targets[1]: ", 44) == 0,
@@ -1684,7 +1684,7 @@ static void test_format(void) {
   hku_diags_free(&d);
 
   /* no position: PATH: error: MSG */
-  CHECK_INT_EQ(hkc_file_load("/nonexistent/k.json", &f, &d), -1);
+  CHECK_INT_EQ(hkc_file_load("/nonexistent/k.json", &f, &d), HK_EIO);
   CHECK(f == NULL);
   hku_diags_format(&d, &b);
   CHECK_MSG(strncmp(hku_buf_str(&b), "/nonexistent/k.json: error: cannot read: ",
@@ -1692,14 +1692,14 @@ static void test_format(void) {
             "%s", hku_buf_str(&b));
   hku_buf_free(&b);
   hku_diags_free(&d);
-  CHECK_INT_EQ(hkc_file_load("/", &f, &d), -1);
+  CHECK_INT_EQ(hkc_file_load("/", &f, &d), HK_EIO);
   hku_diags_format(&d, &b);
   CHECK_STR_EQ(hku_buf_str(&b), "/: error: cannot read: not a regular file\n");
   hku_buf_free(&b);
   hku_diags_free(&d);
 
   /* the file's path is kept as given, also for JSON errors */
-  CHECK_INT_EQ(hkc_file_parse("a/b.json", "{} x", 4, &f, &d), -1);
+  CHECK_INT_EQ(hkc_file_parse("a/b.json", "{} x", 4, &f, &d), HK_ESCHEMA);
   hku_diags_format(&d, &b);
   CHECK_MSG(strncmp(hku_buf_str(&b), "a/b.json:1:4: error: invalid JSON", 33) ==
                 0,
@@ -1715,7 +1715,7 @@ static void test_nul_byte(void) {
   static const char text[] = "{\n  \"doc\": \"a\0b\"\n}";
   hkc_file *f = NULL;
   hku_diags d = HKU_DIAGS_INIT;
-  CHECK_INT_EQ(parse_n(text, sizeof text - 1, &f, &d), -1);
+  CHECK_INT_EQ(parse_n(text, sizeof text - 1, &f, &d), HK_ESCHEMA);
   CHECK_INT_EQ(d.n, 1);
   if (d.n) {
     CHECK_INT_EQ(d.v[0].line, 2);
