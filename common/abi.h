@@ -49,6 +49,18 @@
 #define HK_ABI_PLUGIN_VERSION_SYMBOL "hk_plugin_abi_version"
 #define HK_ABI_PLUGIN_DESC_SYMBOL "hk_plugin_description"
 
+/* The flags that fix the numeric model of generated C on every compiler
+ * that builds it (libhk's stdlib, tier opt, hk build): integers wrap,
+ * floating point is never contracted into FMAs (as under libtcc, so every
+ * tier computes the same bits), errno is never read; loops start on a
+ * 32-byte boundary (bench/README.md: on AMD Zen 3 a loop straddling a
+ * 64-byte line ran up to 2x slower). The second list is for gcc only
+ * (clang does not know the --param). CMakeLists.txt reads both from here:
+ * this is their one definition. */
+#define HK_ABI_KERNEL_CFLAGS \
+  "-O3 -fwrapv -ffp-contract=off -fno-math-errno -falign-loops=32"
+#define HK_ABI_KERNEL_CFLAGS_GCC "--param=align-loop-iterations=1"
+
 /* Threads per block of every generated CUDA kernel: the generator sizes
  * shared memory by it and the launcher launches with it. */
 #define HK_ABI_CUDA_BLOCK 256
