@@ -58,10 +58,6 @@ int hkc_emit_c_mapped(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
  * in out, prelude[1] its length (prelude and map may be NULL). */
 int hkc_emit_c_unit(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
                     hku_buf *out, hkc_linemap *map, size_t prelude[2]);
-/* Elements per vector step of a CUDA elementwise kernel whose widest
- * buffer element has this many bytes: as many as fit in 16 bytes (one
- * 128-bit load or store), at most 4. The launcher sizes grids by it. */
-int hkc_cuda_lanes(size_t widest);
 /* Appends CUDA C for every instance with the cuda target. */
 int hkc_emit_cuda(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
                   hku_buf *out);

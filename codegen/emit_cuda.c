@@ -17,17 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "emit.h"
 
 #define HKC_CUDA_BLOCK 256
 
 #define ct hkc_param_ctype
 #define is_buffer hkc_is_buffer
-
-int hkc_cuda_lanes(size_t widest) {
-  size_t lanes = 16 / (widest ? widest : 1);
-  return lanes > 4 ? 4 : (int)lanes;
-}
 
 static int vec_lanes(const hkc_instance *in) {
   size_t widest = 1;
@@ -36,7 +32,7 @@ static int vec_lanes(const hkc_instance *in) {
     size_t sz = hk_dtype_size(hkc_param_type(in, p));
     if (is_buffer(p) && sz > widest) widest = sz;
   }
-  return hkc_cuda_lanes(widest);
+  return (int)hk_abi_cuda_lanes(widest);
 }
 
 /* Elementwise: the body once, in a device function that every element goes

@@ -61,6 +61,15 @@
   "-O3 -fwrapv -ffp-contract=off -fno-math-errno -falign-loops=32"
 #define HK_ABI_KERNEL_CFLAGS_GCC "--param=align-loop-iterations=1"
 
+/* Elements per vector step of a CUDA elementwise kernel whose widest
+ * buffer element has this many bytes: as many as fit in 16 bytes (one
+ * 128-bit load or store), at most 4. The generator writes its loops by it
+ * and the launcher sizes grids by it. */
+static inline unsigned hk_abi_cuda_lanes(size_t widest) {
+  size_t lanes = 16 / (widest ? widest : 1);
+  return lanes > 4 ? 4u : (unsigned)lanes;
+}
+
 /* Threads per block of every generated CUDA kernel: the generator sizes
  * shared memory by it and the launcher launches with it. */
 #define HK_ABI_CUDA_BLOCK 256

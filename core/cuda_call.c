@@ -91,7 +91,7 @@ static unsigned lanes_of(const hk_kernel_info_t *info) {
     if (info->params[i].role != HK_ROLE_SCALAR &&
         hk_dtype_size(info->params[i].dtype) > widest)
       widest = hk_dtype_size(info->params[i].dtype);
-  return (unsigned)hkc_cuda_lanes(widest);
+  return hk_abi_cuda_lanes(widest);
 }
 
 static pthread_mutex_t stdlib_lock = PTHREAD_MUTEX_INITIALIZER;
