@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "pool.h" /* HK_INTERNAL */
+#include "internal.h"
 
 typedef int CUresult;
 typedef int CUdevice;

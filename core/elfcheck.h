@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "pool.h" /* HK_INTERNAL */
+#include "internal.h"
 
 /* Callback: 1 when sym may be imported. */
 typedef int (*hk_elf_allow_fn)(const char *sym, void *ctx);

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "pool.h"
+#include "internal.h"
 
 typedef struct hk_map {
   void **slots; /* values; NULL = empty */

@@ -12,7 +12,7 @@
 
 #include "abi.h"
 #include "hk.h"
-#include "pool.h"
+#include "threadpool.h"
 
 /* Elementwise chunks: boundaries on multiples of 64 elements (whole cache
  * lines for any element size, so threads never write the same line), at
@@ -86,7 +86,7 @@ HK_INTERNAL void hk__par_elementwise(hk_range_fn range, void *const *args,
                                      size_t n, unsigned flags) {
   int threads;
   if (n < hk__par_min[(flags & HK_ABI_HEAVY) != 0] || n <= PAR_CHUNK_MIN ||
-      (threads = hk__pool_threads()) <= 1) {
+      (threads = hk__tpool_threads()) <= 1) {
     range(args, n, 0, n, NULL);
     return;
   }
@@ -94,7 +94,7 @@ HK_INTERNAL void hk__par_elementwise(hk_range_fn range, void *const *args,
   chunk = (chunk + PAR_ALIGN - 1) & ~(size_t)(PAR_ALIGN - 1);
   if (chunk < PAR_CHUNK_MIN) chunk = PAR_CHUNK_MIN;
   ew_job j = {range, args, n, chunk};
-  hk__pool_run(ew_task, &j, div_up(n, chunk));
+  hk__tpool_run(ew_task, &j, div_up(n, chunk));
 }
 
 /* ---- reductions -------------------------------------------------------- */
@@ -139,11 +139,11 @@ HK_INTERNAL void hk__par_reduce(hk_range_fn range, hk_merge_fn merge,
   red_job j = {range, args, n, block, nblocks, nblocks, acc_size, partials};
   int threads;
   if (n >= hk__par_min[(flags & HK_ABI_HEAVY) != 0] &&
-      (threads = hk__pool_threads()) > 1) {
+      (threads = hk__tpool_threads()) > 1) {
     /* Whole blocks per task; the grouping only decides who computes which
      * partial, never what a partial is. */
     j.group = div_up(nblocks, (size_t)threads * PAR_TASKS_PER_THREAD);
-    hk__pool_run(red_task, &j, div_up(nblocks, j.group));
+    hk__tpool_run(red_task, &j, div_up(nblocks, j.group));
   } else {
     red_task(&j, 0);
   }
@@ -154,8 +154,8 @@ HK_INTERNAL void hk__par_reduce(hk_range_fn range, hk_merge_fn merge,
 
 HK_API int hk_set_threads(int n) {
   if (n < 0 || n > HK_MAX_THREADS) return HK_EINVAL;
-  hk__pool_set_threads(n);
+  hk__tpool_set_threads(n);
   return HK_OK;
 }
 
-HK_API int hk_get_threads(void) { return hk__pool_threads(); }
+HK_API int hk_get_threads(void) { return hk__tpool_threads(); }

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pool.h" /* HK_INTERNAL */
+#include "internal.h"
 
 /* A running hash. Plain data: copying it forks the computation. */
 typedef struct hk_sha256 {

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "pool.h"
+#include "internal.h"
 
 typedef struct hk_symbol {
   const char *name;

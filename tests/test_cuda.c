@@ -956,7 +956,7 @@ static int get_stats(hk_pool_stats_t *st) {
   return rc;
 }
 
-static void test_pool(void) {
+static void test_threadpool(void) {
   hk_pool_stats_t s0, s1, s2, s3;
   CHECK_OK(hk_pool_trim());
   if (get_stats(&s0)) return;
@@ -1466,7 +1466,7 @@ int main(int argc, char **argv) {
 
   test_stdlib();
   test_plugins(have_nvrtc);
-  test_pool();
+  test_threadpool();
   test_buffers_streams();
   if (have_nvrtc) test_nvrtc_cache();
   else printf("NOTE: no NVRTC: the NVRTC disk cache not tested\n");

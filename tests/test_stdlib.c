@@ -54,7 +54,7 @@
 #include "check.h"
 #include "dispatch.h"
 #include "hk.h"
-#include "pool.h"
+#include "threadpool.h"
 
 #if defined(__clang__)
 /* The references round every operation, as the kernels do (libhk is built

@@ -1,9 +1,9 @@
-/* pool.h — the process-wide CPU thread pool and the internal knobs of the
- * parallel split (core/pool.c runs tasks; core/par.c cuts kernel work into
+/* threadpool.h — the process-wide CPU thread pool and the internal knobs of the
+ * parallel split (core/threadpool.c runs tasks; core/par.c cuts kernel work into
  * tasks; abi.h declares what generated code calls).
  */
-#ifndef HK_POOL_H
-#define HK_POOL_H
+#ifndef HK_THREADPOOL_H
+#define HK_THREADPOOL_H
 
 #include <stddef.h>
 
@@ -12,7 +12,7 @@
 /* The most threads a call may be shared among (hk_set_threads, HK_THREADS). */
 #define HK_MAX_THREADS 256
 
-typedef void (*hk__pool_task_fn)(void *ctx, size_t t);
+typedef void (*hk__tpool_task_fn)(void *ctx, size_t t);
 
 /* Runs task(ctx, t) exactly once for every t in [0, ntasks), on the pool's
  * workers and the calling thread together, and returns when all are done
@@ -26,28 +26,28 @@ typedef void (*hk__pool_task_fn)(void *ctx, size_t t);
  *
  * Returns the number of threads that ran at least one task (1 when inline,
  * 0 when ntasks == 0). Tasks must not call fork(). */
-HK_INTERNAL int hk__pool_run(hk__pool_task_fn task, void *ctx, size_t ntasks);
+HK_INTERNAL int hk__tpool_run(hk__tpool_task_fn task, void *ctx, size_t ntasks);
 
 /* The number of threads a call is shared among (hk_get_threads()); >= 1.
  * Cheap: one relaxed atomic load once initialized. */
-HK_INTERNAL int hk__pool_threads(void);
+HK_INTERNAL int hk__tpool_threads(void);
 
 /* Sets the thread count: 0 = the default, 1..HK_MAX_THREADS (callers check
  * the range). Waits for a job in progress, then stops surplus workers; new
  * ones start lazily. Called from inside a pool task, it only records the
  * count and the next job applies it (waiting would deadlock). */
-HK_INTERNAL void hk__pool_set_threads(int threads);
+HK_INTERNAL void hk__tpool_set_threads(int threads);
 
 /* The default thread count: HK_THREADS when it is a valid value, else the
  * CPUs this process may run on, capped at HK_MAX_THREADS. */
-HK_INTERNAL int hk__pool_default_threads(void);
+HK_INTERNAL int hk__tpool_default_threads(void);
 
-/* The number of worker threads alive now (hk__pool_threads() - 1 once the
+/* The number of worker threads alive now (hk__tpool_threads() - 1 once the
  * pool has run a job; 0 before). For tests. */
-HK_INTERNAL int hk__pool_workers(void);
+HK_INTERNAL int hk__tpool_workers(void);
 
 /* Overrides hk__par_min (abi.h) — for tests and benchmarks; not thread-safe
  * against concurrent kernel calls. */
 HK_INTERNAL void hk__par_set_min(size_t cheap, size_t heavy);
 
-#endif /* HK_POOL_H */
+#endif /* HK_THREADPOOL_H */

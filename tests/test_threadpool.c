@@ -1,4 +1,4 @@
-/* test_pool.c — the thread pool and the parallel split (core/pool.c,
+/* test_threadpool.c — the thread pool and the parallel split (core/threadpool.c,
  * core/par.c) against sequential references, with fake range/merge
  * functions standing in for generated kernels.
  *
@@ -21,7 +21,7 @@
 #include "abi.h"
 #include "check.h"
 #include "hk.h"
-#include "pool.h"
+#include "threadpool.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define TEST_TSAN 1
@@ -305,7 +305,7 @@ static void test_pool_direct_task(void *ctx, size_t t) {
   atomic_fetch_add(&hits[t], 1);
 }
 
-/* hk__pool_run itself: each task exactly once, for any task count. */
+/* hk__tpool_run itself: each task exactly once, for any task count. */
 static void test_pool_run(void) {
   enum { NT = 1000 };
   static atomic_uint hits[NT];
@@ -315,7 +315,7 @@ static void test_pool_run(void) {
     CHECK_INT_EQ(hk_set_threads(threads[ti]), HK_OK);
     for (size_t ci = 0; ci < COUNT(counts); ci++) {
       for (size_t t = 0; t < NT; t++) atomic_init(&hits[t], 0);
-      int took = hk__pool_run(test_pool_direct_task, hits, counts[ci]);
+      int took = hk__tpool_run(test_pool_direct_task, hits, counts[ci]);
       int ok = 1;
       for (size_t t = 0; t < NT; t++)
         if (atomic_load(&hits[t]) != (t < counts[ci])) ok = 0;
@@ -455,10 +455,10 @@ static void test_really_parallel(void) {
   par_probe p;
   pthread_mutex_init(&p.mu, NULL);
   atomic_init(&p.nseen, 0);
-  int took = hk__pool_run(probe_task, &p, 2);
+  int took = hk__tpool_run(probe_task, &p, 2);
   CHECK_INT_EQ(atomic_load(&p.nseen), 2);
   CHECK_INT_EQ(took, 2);
-  CHECK_INT_EQ(hk__pool_workers(), 1);
+  CHECK_INT_EQ(hk__tpool_workers(), 1);
 
   /* through the split as well */
   hk__par_set_min(1, 1);
@@ -468,7 +468,7 @@ static void test_really_parallel(void) {
   hk__par_elementwise(probe_range, args, 1u << 16, 0);
   CHECK_MSG(atomic_load(&p.nseen) > 1, "distinct threads: %d",
             atomic_load(&p.nseen));
-  CHECK_INT_EQ(hk__pool_workers(), 3);
+  CHECK_INT_EQ(hk__tpool_workers(), 3);
   hk__par_set_min(131072, 16384);
   pthread_mutex_destroy(&p.mu);
 }
@@ -492,7 +492,7 @@ static void nested_task(void *ctx, size_t t) {
   if (!ew_run_ok(&c->inner[t], 65536 + 3, 0))
     atomic_fetch_add(&c->inner_bad, 1);
   pthread_t self = pthread_self();
-  if (hk__pool_run(nested_inner_task, &self, 16) != 1)
+  if (hk__tpool_run(nested_inner_task, &self, 16) != 1)
     atomic_fetch_add(&c->inner_threads_bad, 1);
 }
 
@@ -505,7 +505,7 @@ static void test_nested(void) {
   for (int i = 0; i < OUTER; i++) ew_bufs_init(&c.inner[i], 65536 + 3);
   atomic_init(&c.inner_bad, 0);
   atomic_init(&c.inner_threads_bad, 0);
-  hk__pool_run(nested_task, &c, OUTER);
+  hk__tpool_run(nested_task, &c, OUTER);
   CHECK_INT_EQ(atomic_load(&c.inner_bad), 0);
   CHECK_INT_EQ(atomic_load(&c.inner_threads_bad), 0);
   for (int i = 0; i < OUTER; i++) ew_bufs_free(&c.inner[i]);
@@ -520,7 +520,7 @@ static void set_threads_task(void *ctx, size_t t) {
 }
 
 static void test_set_threads(void) {
-  int def = hk__pool_default_threads();
+  int def = hk__tpool_default_threads();
   CHECK(def >= 1 && def <= HK_MAX_THREADS);
   CHECK_INT_EQ(hk_set_threads(5), HK_OK);
   CHECK_INT_EQ(hk_set_threads(-1), HK_EINVAL);
@@ -533,18 +533,18 @@ static void test_set_threads(void) {
   CHECK_INT_EQ(hk_get_threads(), def);
   CHECK_INT_EQ(hk_set_threads(1), HK_OK);
   CHECK_INT_EQ(hk_get_threads(), 1);
-  CHECK_INT_EQ(hk__pool_workers(), 0); /* shrinking stops the workers */
+  CHECK_INT_EQ(hk__tpool_workers(), 0); /* shrinking stops the workers */
 
   /* from inside a task: recorded, applied by the next job, no deadlock */
   CHECK_INT_EQ(hk_set_threads(4), HK_OK);
   atomic_int rc;
   atomic_init(&rc, 0);
-  hk__pool_run(set_threads_task, &rc, 8);
+  hk__tpool_run(set_threads_task, &rc, 8);
   CHECK_INT_EQ(atomic_load(&rc), 0);
   CHECK_INT_EQ(hk_get_threads(), 3);
   static atomic_uint hits[8];
-  hk__pool_run(test_pool_direct_task, hits, 8);
-  CHECK(hk__pool_workers() <= 2);
+  hk__tpool_run(test_pool_direct_task, hits, 8);
+  CHECK(hk__tpool_workers() <= 2);
 }
 
 /* ---- many user threads ------------------------------------------------- */
@@ -627,7 +627,7 @@ static void test_fork(void) {
       par_probe p;
       pthread_mutex_init(&p.mu, NULL);
       atomic_init(&p.nseen, 0);
-      ok = ok && hk__pool_run(probe_task, &p, 2) == 2;
+      ok = ok && hk__tpool_run(probe_task, &p, 2) == 2;
     }
     _exit(ok ? 0 : 1);
   }
@@ -669,7 +669,7 @@ static int run_self(const char *name, const char *value, const char *a1,
       setenv(name, value, 1);
     else
       unsetenv(name);
-    char *argv[] = {"test_pool", (char *)a1, (char *)a2, (char *)a3, NULL};
+    char *argv[] = {"test_threadpool", (char *)a1, (char *)a2, (char *)a3, NULL};
     execv(self_path, argv);
     _exit(127);
   }

@@ -1,4 +1,4 @@
-/* pool.c — the process-wide CPU thread pool: lazily started workers that help
+/* threadpool.c — the process-wide CPU thread pool: lazily started workers that help
  * a caller run its tasks, and that fall back to the calling thread whenever
  * sharing could block or deadlock.
  *
@@ -17,7 +17,7 @@
  * closed; and the caller closes (CAS to count 0, not open) only once every
  * joined worker has left. So the job's fields (g_task, g_ctx, g_ntasks, which
  * may live on the caller's stack) are stable for every worker that reads
- * them, and no worker touches them once hk__pool_run has returned.
+ * them, and no worker touches them once hk__tpool_run has returned.
  * Tasks are claimed with fetch_add on g_next. The caller claims too, so a job
  * completes even if no worker ever wakes: workers only help, and a lost or
  * late wakeup can cost speed but never progress.
@@ -37,7 +37,7 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
 
-#include "pool.h"
+#include "threadpool.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -74,13 +74,13 @@ static atomic_int g_quit;     /* workers exit (set only under g_run) */
 static atomic_uint g_spin_ns; /* HK__POOL_SPIN_NS, or 0 if oversubscribed */
 
 /* The current job: written under g_run while the state is closed. */
-static hk__pool_task_fn g_task;
+static hk__tpool_task_fn g_task;
 static void *g_ctx;
 static size_t g_ntasks;
 
 static pthread_t g_workers[HK_MAX_THREADS - 1];
 static int g_nworkers;            /* under g_run */
-static atomic_int g_nworkers_pub; /* a copy for hk__pool_workers() */
+static atomic_int g_nworkers_pub; /* a copy for hk__tpool_workers() */
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static atomic_int g_threads;  /* 0 until g_once has run */
@@ -141,25 +141,25 @@ static void pool_init(void) {
   int t = env_threads();
   if (t == 0) t = g_ncpu < HK_MAX_THREADS ? g_ncpu : HK_MAX_THREADS;
   g_default_threads = t;
-  /* hk__pool_set_threads stores after running g_once, so 0 means unset. */
+  /* hk__tpool_set_threads stores after running g_once, so 0 means unset. */
   int unset = 0;
   atomic_compare_exchange_strong(&g_threads, &unset, t);
   pthread_atfork(NULL, NULL, atfork_child);
 }
 
-int hk__pool_threads(void) {
+int hk__tpool_threads(void) {
   int t = atomic_load_explicit(&g_threads, memory_order_relaxed);
   if (t > 0) return t;
   pthread_once(&g_once, pool_init);
   return atomic_load(&g_threads);
 }
 
-int hk__pool_default_threads(void) {
+int hk__tpool_default_threads(void) {
   pthread_once(&g_once, pool_init);
   return g_default_threads;
 }
 
-int hk__pool_workers(void) {
+int hk__tpool_workers(void) {
   return atomic_load_explicit(&g_nworkers_pub, memory_order_relaxed);
 }
 
@@ -212,7 +212,7 @@ static void *worker_main(void *arg) {
       continue; /* another worker joined first, or the job closed: look again */
     last_gen = ST_GEN(s);
 
-    hk__pool_task_fn task = g_task;
+    hk__tpool_task_fn task = g_task;
     void *ctx = g_ctx;
     size_t ntasks = g_ntasks, t;
     int ran = 0;
@@ -268,12 +268,12 @@ static void resize_workers(int threads) {
                         memory_order_relaxed);
 }
 
-void hk__pool_set_threads(int threads) {
+void hk__tpool_set_threads(int threads) {
   pthread_once(&g_once, pool_init);
   atomic_store(&g_threads, threads == 0 ? g_default_threads : threads);
   if (tls_in_job) return; /* g_run may be ours, or our caller's: can't wait */
   pthread_mutex_lock(&g_run);
-  /* Re-read: a concurrent hk__pool_set_threads may have stored since. */
+  /* Re-read: a concurrent hk__tpool_set_threads may have stored since. */
   int t = atomic_load(&g_threads);
   if (g_nworkers > t - 1) stop_workers(); /* growing waits for the next job */
   pthread_mutex_unlock(&g_run);
@@ -281,7 +281,7 @@ void hk__pool_set_threads(int threads) {
 
 /* ---- running a job ----------------------------------------------------- */
 
-static void run_inline(hk__pool_task_fn task, void *ctx, size_t ntasks) {
+static void run_inline(hk__tpool_task_fn task, void *ctx, size_t ntasks) {
   for (size_t t = 0; t < ntasks; t++) task(ctx, t);
 }
 
@@ -327,9 +327,9 @@ static void close_job(uint64_t gen) {
   }
 }
 
-int hk__pool_run(hk__pool_task_fn task, void *ctx, size_t ntasks) {
+int hk__tpool_run(hk__tpool_task_fn task, void *ctx, size_t ntasks) {
   if (ntasks == 0) return 0;
-  if (ntasks == 1 || tls_in_job || hk__pool_threads() <= 1 ||
+  if (ntasks == 1 || tls_in_job || hk__tpool_threads() <= 1 ||
       pthread_mutex_trylock(&g_run) != 0) {
     run_inline(task, ctx, ntasks);
     return 1;
