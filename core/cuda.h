@@ -1,11 +1,23 @@
-/* cuda.h — the CUDA backend (internal): the device, streams, the device
- * memory pool, and GPU entries of kernels.
+/* cuda.h — the CUDA backend as the rest of the core sees it: the device
+ * state, streams, GPU entries of kernels, and the NVRTC loader.
+ *
+ * The backend lives in core/cuda/ (one concern per file, after OCCA's
+ * modes/cuda/): api.c (the driver and NVRTC through dlopen), device.c (the
+ * device, once per process), stream.c, mempool.c (hk_device_alloc and the
+ * hk_pool_* calls), memory.c (pinned memory, where memory lives, copies,
+ * buffers), launch.c (GPU entries and launches), call.c (where a call runs:
+ * CPU or GPU), fatbin.c (the stdlib's embedded GPU code). Their shared
+ * contract is core/cuda/backend.h; this header is what registry.h,
+ * context.c and the module builder need.
  *
  * Process-wide state (documented global): one device per process, chosen by
  * HK_CUDA_DEVICE (default 0), its primary context, hk's default stream and
  * the stdlib's GPU module, all made once by hk_cuda_init(). Kernel handles
  * cache their GPU entry (hk_cuda_entry_t) the first time they run on the
  * GPU; plugin modules own the CUDA module NVRTC made for them.
+ *
+ * Errors follow common/internal.h; a driver status (CUresult, positive) is
+ * turned into an HK_E* code where it leaves the backend.
  */
 #ifndef HK_CUDA_H
 #define HK_CUDA_H
@@ -14,7 +26,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "cuda_api.h"
+#include "cuda/api.h"
+#include "diag.h"
 #include "hk.h"
 
 /* The GPU code of one kernel instance, ready to launch. Immutable. */
@@ -27,6 +40,13 @@ typedef struct hk_cuda_entry {
   int out_index;                /* reductions: the out parameter */
   unsigned vec_lanes;           /* elementwise: elements per thread step */
 } hk_cuda_entry_t;
+
+/* A plugin module's GPU code: one CUDA module, an entry per instance (fn
+ * NULL for instances without the cuda target). */
+struct hk_cuda_module {
+  CUmodule mod;
+  hk_cuda_entry_t *entries;
+};
 
 struct hk_stream {
   CUstream s;
@@ -52,42 +72,55 @@ typedef struct hk_cuda_state {
 HK_INTERNAL extern _Atomic int hk__cuda_started;
 HK_INTERNAL extern hk_cuda_state_t hk__cuda;
 
-/* hk_cuda_init() for internal callers: HK_OK, or HK_EUNSUPPORTED with the
- * message set. Also makes the context current on this thread. */
+/* hk_cuda_init() for internal callers (device.c): HK_OK, or
+ * HK_EUNSUPPORTED with the thread's last error set. Also makes the context
+ * current on this thread. */
 HK_INTERNAL int hk__cuda_ready(void);
-/* Words for a driver error: "CUDA_ERROR_X: description". */
+/* Words for a driver error, "CUDA_ERROR_X: description", written into buf
+ * (n bytes; HK_CUDA_ERRLEN is enough) and returned. */
+#define HK_CUDA_ERRLEN 256
 HK_INTERNAL const char *hk__cuda_strerror(CUresult r, char *buf, size_t n);
-/* The stream for s (NULL: the default). */
-HK_INTERNAL struct hk_stream *hk__stream(hk_stream_t *s);
 
-/* Where each of ptrs[0..n) lives (NULL counts as host); the backend must
- * be ready. For pool blocks without a driver call. */
-HK_INTERNAL void hk__mem_where_n(const void *const *ptrs, int n,
-                                 hk_mem_t *where);
+/* The words of d's first error (the backend's diagnostics carry no path),
+ * "out of memory" when d lost one to a failed allocation. */
+static inline const char *hk__cuda_why(const hku_diags *d) {
+  for (size_t i = 0; i < d->n; i++)
+    if (d->v[i].sev == HKU_ERROR) return d->v[i].msg;
+  return d->oom ? "out of memory" : "unknown error";
+}
 
-/* The embedded stdlib fatbin (cuda_fatbin.c), NULL when not built. */
-HK_INTERNAL extern const unsigned char *const hk__cuda_stdlib_fatbin;
-
-/* NVRTC, loaded on first use. 0, or -1 with the reason in why. */
+/* NVRTC, loaded on first use (device.c; needs no device): *api and
+ * *version (major * 1000 + minor * 10). HK_OK, or HK_EUNSUPPORTED with the
+ * reason in d (the same reason on every call). Thread-safe. */
+HK_INTERNAL int hk__nvrtc_load(const hk_nvrtc_api_t **api, int *version,
+                               hku_diags *d);
+/* hk__nvrtc_load with the reason written into why (n bytes): 0 or -1. The
+ * form the module-building block of cuda_call.c and test_nvrtc.c call; it
+ * goes when they move to the compiler interface (core/compiler.h). */
 HK_INTERNAL int hk__nvrtc(const hk_nvrtc_api_t **api, int *version,
                           char *why, size_t n);
 
 /* Compiles src, the CUDA emitted from f with line map map, with NVRTC for
  * arch ("sm_90"). Returns the cubin (malloc'ed, *len bytes), or NULL with
  * the problems in d: compile errors located in f's kernel file. Needs no
- * device. */
+ * device. (cuda_call.c) */
 struct hkc_file;
 struct hkc_linemap;
-struct hku_diags;
 HK_INTERNAL char *hk__nvrtc_compile(const struct hkc_file *f,
                                    const hk_nvrtc_api_t *nv, const char *src,
                                    const struct hkc_linemap *map,
                                    const char *arch, size_t *len,
-                                   struct hku_diags *d);
+                                   hku_diags *d);
 
-/* Launches e on stream st over n elements with args in parameter order
- * (device pointers, pointers to scalars). Returns HK_OK or an error. */
-HK_INTERNAL int hk__cuda_launch(const hk_cuda_entry_t *e, struct hk_stream *st,
-                                size_t n, void *const *args);
+/* Elements per thread step of info's GPU code: hk_abi_cuda_lanes() of its
+ * widest buffer element for elementwise kernels, else 1. (launch.c) */
+HK_INTERNAL unsigned hk__cuda_lanes(const hk_kernel_info_t *info);
+/* Fills *e with the entry of info's instance in mod (the functions
+ * HK_ABI_CUDA_PART / merge, or the elementwise and raw kernel). HK_OK, or
+ * HK_EUNSUPPORTED with the reason in d: too many parameters for a launch,
+ * or mod lacks a function. The backend must be ready. (launch.c) */
+HK_INTERNAL int hk__cuda_entry_make(CUmodule mod,
+                                    const hk_kernel_info_t *info,
+                                    hk_cuda_entry_t *e, hku_diags *d);
 
 #endif

@@ -191,6 +191,7 @@ HK_INTERNAL int hk__call_auto(const hk_kernel_t *k, size_t n,
                               void *const *args);
 /* Frees a module's GPU code (hk__module_free). */
 HK_INTERNAL void hk__cuda_module_free(hk_module_t *m);
+HK_INTERNAL int hk__module_cuda(hk_context_t *ctx, hk_module_t *m);
 
 /* ---- watch.c ---- */
 HK_INTERNAL int hk__watch_start(hk_context_t *ctx);

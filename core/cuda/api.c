@@ -1,23 +1,27 @@
-/* cuda_api.c — dlopen of the CUDA driver and of NVRTC (see cuda_api.h). */
-#include "cuda_api.h"
+/* api.c — dlopen of the CUDA driver and of NVRTC (see api.h). */
+#include "api.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Resolves names[i] into slots[i] from lib; -1 naming the first missing. */
+#include "hk.h"
+
+/* Resolves names[i] into slots[i] from lib (libname, for the message).
+ * HK_OK, or HK_EUNSUPPORTED naming the first missing symbol in d. */
 static int resolve(void *lib, const char *const *names, void **slots,
-                   size_t count, const char *libname, char *why, size_t n) {
+                   size_t count, const char *libname, hku_diags *d) {
   for (size_t i = 0; i < count; i++) {
     slots[i] = dlsym(lib, names[i]);
     if (!slots[i]) {
-      snprintf(why, n, "%s has no %s (too old a driver or toolkit?)", libname,
-               names[i]);
-      return -1;
+      hku_diag_add(d, HKU_ERROR, NULL, 0, 0,
+                   "%s has no %s (too old a driver or toolkit?)", libname,
+                   names[i]);
+      return HK_EUNSUPPORTED;
     }
   }
-  return 0;
+  return HK_OK;
 }
 
 /* In the order of hk_cuda_api_t's members. */
@@ -56,27 +60,28 @@ static const char *const driver_names[] = {
     "cuEventSynchronize",
 };
 
-int hk__cuda_api_load(hk_cuda_api_t *api, char *why, size_t n) {
-  _Static_assert(sizeof driver_names / sizeof *driver_names ==
+int hk__cuda_api_load(hk_cuda_api_t *api, hku_diags *d) {
+  _Static_assert(HK_COUNT(driver_names) ==
                      sizeof(hk_cuda_api_t) / sizeof(void (*)(void)),
                  "one name per entry point");
   const char *name = getenv("HK_LIBCUDA");
   if (!name || !*name) name = "libcuda.so.1";
   void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
-    snprintf(why, n, "cannot load the NVIDIA driver library %s (%s)", name,
-             dlerror());
-    return -1;
+    hku_diag_add(d, HKU_ERROR, NULL, 0, 0,
+                 "cannot load the NVIDIA driver library %s (%s)", name,
+                 dlerror());
+    return HK_EUNSUPPORTED;
   }
   /* The members are all function pointers of one size, in name order. */
-  void *slots[sizeof driver_names / sizeof *driver_names];
-  if (resolve(lib, driver_names, slots, sizeof slots / sizeof *slots, name,
-              why, n)) {
+  void *slots[HK_COUNT(driver_names)];
+  int rc = resolve(lib, driver_names, slots, HK_COUNT(slots), name, d);
+  if (rc) {
     dlclose(lib);
-    return -1;
+    return rc;
   }
   memcpy(api, slots, sizeof slots);
-  return 0; /* the library stays loaded for the life of the process */
+  return HK_OK; /* the library stays loaded for the life of the process */
 }
 
 static const char *const nvrtc_names[] = {
@@ -87,8 +92,8 @@ static const char *const nvrtc_names[] = {
     "nvrtcGetCUBIN",
 };
 
-int hk__nvrtc_api_load(hk_nvrtc_api_t *api, char *why, size_t n) {
-  _Static_assert(sizeof nvrtc_names / sizeof *nvrtc_names ==
+int hk__nvrtc_api_load(hk_nvrtc_api_t *api, hku_diags *d) {
+  _Static_assert(HK_COUNT(nvrtc_names) ==
                      sizeof(hk_nvrtc_api_t) / sizeof(void (*)(void)),
                  "one name per entry point");
   char tried[1024] = "";
@@ -99,7 +104,7 @@ int hk__nvrtc_api_load(hk_nvrtc_api_t *api, char *why, size_t n) {
   if (env && *env) snprintf(candidates[nc++], 512, "%s", env);
   static const char *const sonames[] = {"libnvrtc.so.13", "libnvrtc.so.12",
                                         "libnvrtc.so"};
-  for (size_t i = 0; i < 3; i++) snprintf(candidates[nc++], 512, "%s", sonames[i]);
+  for (size_t i = 0; i < HK_COUNT(sonames); i++) snprintf(candidates[nc++], 512, "%s", sonames[i]);
   if (home && *home) snprintf(candidates[nc++], 512, "%s/lib64/libnvrtc.so", home);
   snprintf(candidates[nc++], 512, "/usr/local/cuda/lib64/libnvrtc.so");
   void *lib = NULL;
@@ -112,16 +117,18 @@ int hk__nvrtc_api_load(hk_nvrtc_api_t *api, char *why, size_t n) {
       strcat(strcat(tried, tried[0] ? ", " : ""), candidates[i]);
   }
   if (!lib) {
-    snprintf(why, n, "NVRTC not found (tried %s; install the CUDA toolkit or "
-             "set HK_LIBNVRTC)", tried);
-    return -1;
+    hku_diag_add(d, HKU_ERROR, NULL, 0, 0,
+                 "NVRTC not found (tried %s; install the CUDA toolkit or set "
+                 "HK_LIBNVRTC)",
+                 tried);
+    return HK_EUNSUPPORTED;
   }
-  void *slots[sizeof nvrtc_names / sizeof *nvrtc_names];
-  if (resolve(lib, nvrtc_names, slots, sizeof slots / sizeof *slots, got, why,
-              n)) {
+  void *slots[HK_COUNT(nvrtc_names)];
+  int rc = resolve(lib, nvrtc_names, slots, HK_COUNT(slots), got, d);
+  if (rc) {
     dlclose(lib);
-    return -1;
+    return rc;
   }
   memcpy(api, slots, sizeof slots);
-  return 0;
+  return HK_OK;
 }

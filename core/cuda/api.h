@@ -1,4 +1,4 @@
-/* cuda_api.h — the CUDA driver API and NVRTC, reached through dlopen.
+/* api.h — the CUDA driver API and NVRTC, reached through dlopen.
  *
  * libhk never links CUDA: it loads libcuda.so.1 (the driver) and libnvrtc
  * when the CUDA backend first starts, so that it builds without the toolkit
@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 
+#include "diag.h"
 #include "internal.h"
 
 typedef int CUresult;
@@ -23,6 +24,7 @@ typedef struct CUevent_st *CUevent;
 
 #define HK_CUDA_SUCCESS 0
 #define HK_CUDA_ERROR_INVALID_VALUE 1
+#define HK_CUDA_ERROR_OUT_OF_MEMORY 2
 #define HK_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
 #define HK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define HK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
@@ -93,10 +95,12 @@ typedef struct hk_nvrtc_api {
 } hk_nvrtc_api_t;
 
 /* Loads the driver (libcuda.so.1, or $HK_LIBCUDA) and resolves every entry
- * point. 0, or -1 with the reason in why. Not thread-safe: called once. */
-HK_INTERNAL int hk__cuda_api_load(hk_cuda_api_t *api, char *why, size_t n);
+ * point into *api. HK_OK, or HK_EUNSUPPORTED with the reason in d (no
+ * library, or one without an entry point). Not thread-safe: called once. */
+HK_INTERNAL int hk__cuda_api_load(hk_cuda_api_t *api, hku_diags *d);
 /* Loads NVRTC: $HK_LIBNVRTC, else libnvrtc.so.13, .12, libnvrtc.so, also
- * under $CUDA_HOME/lib64 and /usr/local/cuda/lib64. 0, or -1 with why. */
-HK_INTERNAL int hk__nvrtc_api_load(hk_nvrtc_api_t *api, char *why, size_t n);
+ * under $CUDA_HOME/lib64 and /usr/local/cuda/lib64. HK_OK, or
+ * HK_EUNSUPPORTED with the reason in d. Not thread-safe: called once. */
+HK_INTERNAL int hk__nvrtc_api_load(hk_nvrtc_api_t *api, hku_diags *d);
 
 #endif

@@ -1,10 +1,10 @@
-/* cuda_fatbin.c — the stdlib's GPU code, embedded in libhk.
+/* fatbin.c — the stdlib's GPU code, embedded in libhk.
  *
  * At build time nvcc compiles the CUDA that hk-gen emits from
  * the stdlib kernel files into a fatbin (sm_80, sm_90 and PTX for later GPUs,
  * see CMakeLists.txt); .incbin puts its bytes here unchanged. Without the
  * CUDA toolkit there is none, and stdlib kernels run on the CPU only. */
-#include "cuda.h"
+#include "backend.h"
 
 #ifdef HK_CUDA_FATBIN
 __asm__(".section .rodata.hk_fatbin,\"a\"\n"

@@ -1,0 +1,150 @@
+/* launch.c — GPU entries of kernel instances (their functions in a CUDA
+ * module) and their launches; freeing a plugin module's GPU code. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "registry.h" /* hk__fail, hk_module_t */
+
+unsigned hk__cuda_lanes(const hk_kernel_info_t *info) {
+  if (info->kind != HK_KIND_ELEMENTWISE) return 1;
+  size_t widest = 1;
+  for (int i = 0; i < info->nparams; i++)
+    if (info->params[i].role != HK_ROLE_SCALAR &&
+        hk_dtype_size(info->params[i].dtype) > widest)
+      widest = hk_dtype_size(info->params[i].dtype);
+  return hk_abi_cuda_lanes(widest);
+}
+
+/* Finds prefix + info->name in mod into *fn. HK_OK, or HK_EUNSUPPORTED
+ * with "GPU code has no NAME (driver error)" in d. */
+static int entry_function(CUmodule mod, const char *prefix,
+                          const hk_kernel_info_t *info, CUfunction *fn,
+                          hku_diags *d) {
+  char fname[200];
+  snprintf(fname, sizeof fname, "%s%s", prefix, info->name);
+  CUresult r = hk__cuda.api.cuModuleGetFunction(fn, mod, fname);
+  if (r) {
+    char b[HK_CUDA_ERRLEN];
+    hku_diag_add(d, HKU_ERROR, NULL, 0, 0, "GPU code has no %s (%s)", fname,
+                 hk__cuda_strerror(r, b, sizeof b));
+    return HK_EUNSUPPORTED;
+  }
+  return HK_OK;
+}
+
+int hk__cuda_entry_make(CUmodule mod, const hk_kernel_info_t *info,
+                        hk_cuda_entry_t *e, hku_diags *d) {
+  memset(e, 0, sizeof *e);
+  e->kind = info->kind;
+  e->info = info;
+  unsigned lanes = hk__cuda_lanes(info);
+  e->vec_lanes = lanes ? lanes : 1;
+  e->out_index = -1;
+  if (info->nparams + HK_CUDA_EXTRA_ARGS > HK_CUDA_MAX_ARGS) {
+    hku_diag_add(d, HKU_ERROR, NULL, 0, 0,
+                 "%s has %d parameters; the GPU backend takes at most %d",
+                 info->name, info->nparams,
+                 HK_CUDA_MAX_ARGS - HK_CUDA_EXTRA_ARGS);
+    return HK_EUNSUPPORTED;
+  }
+  if (info->kind != HK_KIND_REDUCTION)
+    return entry_function(mod, HK_ABI_CUDA_KERNEL, info, &e->fn, d);
+  for (int i = 0; i < info->nparams; i++)
+    if (info->params[i].role == HK_ROLE_OUT) e->out_index = i;
+  HK_ASSERT(e->out_index >= 0); /* a reduction has its out parameter */
+  e->acc_size = (uint32_t)hk_dtype_size(info->params[e->out_index].dtype);
+  int rc = entry_function(mod, HK_ABI_CUDA_PART, info, &e->fn, d);
+  if (!rc) rc = entry_function(mod, HK_ABI_CUDA_MERGE, info, &e->merge, d);
+  return rc;
+}
+
+void hk__cuda_module_free(hk_module_t *m) {
+  if (m->cuda) {
+    if (m->cuda->mod && atomic_load(&hk__cuda_started))
+      hk__cuda.api.cuModuleUnload(m->cuda->mod);
+    free(m->cuda->entries);
+    free(m->cuda);
+  }
+  free(m->cuda_note);
+}
+
+/* Blocks of HK_ABI_CUDA_BLOCK threads for work items (at least 1, at most
+ * cap). */
+static unsigned blocks_for(size_t work, unsigned cap) {
+  size_t b = (work + HK_ABI_CUDA_BLOCK - 1) / HK_ABI_CUDA_BLOCK;
+  if (b < 1) b = 1;
+  return b > cap ? cap : (unsigned)b;
+}
+
+/* Puts the kernel argument of each parameter of in into kp from *np on
+ * (skipping parameter skip, -1 for none): buffers by the address of their
+ * device pointer in args, scalars by their value's pointer. */
+static void put_params(const hk_kernel_info_t *in, void *const *args,
+                       int skip, void **kp, int *np) {
+  for (int i = 0; i < in->nparams; i++) {
+    if (i == skip) continue;
+    kp[(*np)++] = in->params[i].role == HK_ROLE_SCALAR ? args[i]
+                                                        : (void *)&args[i];
+  }
+}
+
+/* Launches a reduction: the parts (ins and scalars, the partials, n), then
+ * the merge (the partials, their count, out, the scalars, n). st->lock
+ * held: the partials buffer is the stream's, and the two launches must not
+ * interleave with another reduction's. */
+static CUresult launch_reduction(const hk_cuda_entry_t *e,
+                                 struct hk_stream *st, size_t n,
+                                 void *const *args) {
+  HK_ASSERT(hk__cuda_locked(&st->lock));
+  const hk_cuda_api_t *a = &hk__cuda.api;
+  const hk_kernel_info_t *in = e->info;
+  size_t parts = blocks_for(n, HK_CUDA_MAX_PARTS);
+  void *kp[HK_CUDA_MAX_ARGS];
+  int np = 0;
+  put_params(in, args, e->out_index, kp, &np);
+  kp[np++] = &st->scratch;
+  kp[np++] = &n;
+  CUresult r = a->cuLaunchKernel(e->fn, (unsigned)parts, 1, 1,
+                                 HK_ABI_CUDA_BLOCK, 1, 1, 0, st->s, kp, NULL);
+  if (r) return r;
+  np = 0;
+  kp[np++] = &st->scratch;
+  kp[np++] = &parts;
+  kp[np++] = (void *)&args[e->out_index];
+  for (int i = 0; i < in->nparams; i++)
+    if (in->params[i].role == HK_ROLE_SCALAR) kp[np++] = args[i];
+  kp[np++] = &n;
+  return a->cuLaunchKernel(e->merge, 1, 1, 1, HK_ABI_CUDA_BLOCK, 1, 1, 0,
+                           st->s, kp, NULL);
+}
+
+int hk__cuda_launch(const hk_cuda_entry_t *e, struct hk_stream *st, size_t n,
+                    void *const *args) {
+  CUresult r;
+  if (e->kind == HK_KIND_REDUCTION) {
+    pthread_mutex_lock(&st->lock);
+    r = launch_reduction(e, st, n, args);
+    pthread_mutex_unlock(&st->lock);
+  } else {
+    if (e->kind == HK_KIND_ELEMENTWISE && n == 0) return HK_OK;
+    const unsigned grid_cap = (unsigned)hk__cuda.info.sm_count * 16u;
+    void *kp[HK_CUDA_MAX_ARGS];
+    int np = 0;
+    put_params(e->info, args, -1, kp, &np);
+    kp[np++] = &n;
+    size_t work = e->kind == HK_KIND_ELEMENTWISE
+                      ? (n + e->vec_lanes - 1) / e->vec_lanes
+                      : n;
+    r = hk__cuda.api.cuLaunchKernel(e->fn, blocks_for(work, grid_cap), 1, 1,
+                                    HK_ABI_CUDA_BLOCK, 1, 1, 0, st->s, kp,
+                                    NULL);
+  }
+  if (r) {
+    char b[HK_CUDA_ERRLEN];
+    return hk__fail(HK_EDEVICE, "kernel %s: GPU launch failed: %s",
+                    e->info->name, hk__cuda_strerror(r, b, sizeof b));
+  }
+  return HK_OK;
+}
