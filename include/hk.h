@@ -292,7 +292,8 @@ HK_API int hk_kernel_wait_opt(hk_kernel_t *k);
  * it (see "Backends" below). Returns HK_OK, or HK_ENOTFOUND when the
  * kernel was unloaded (its file removed, or changed incompatibly),
  * HK_EUNSUPPORTED when it has no code for the side its buffers are on,
- * HK_EINVAL when they are on both. */
+ * HK_EINVAL when they are on both, HK_EDEVICE when the GPU failed to
+ * launch or run it. */
 HK_API int hk_call(const hk_kernel_t *k, size_t n, void *const *args);
 /* The element count each parameter needs for a call with these scalars
  * and n (-1 for scalars): lens[0..nparams). Returns HK_OK, HK_EINVAL when
@@ -368,8 +369,9 @@ typedef struct hk_stream hk_stream_t;
 HK_API int hk_stream_create(hk_stream_t **s);
 /* Waits for the stream's work, then frees it. NULL is ignored. */
 HK_API void hk_stream_destroy(hk_stream_t *s);
-/* Waits until all work queued on s has finished; HK_OK, or the error a
- * kernel or copy on it met. */
+/* Waits until all work queued on s has finished; HK_OK, or HK_EDEVICE
+ * when a kernel or copy on it failed on the GPU (the CUDA context may be
+ * unusable after a fault). */
 HK_API int hk_stream_sync(hk_stream_t *s);
 
 /* Device memory from the pool: at least bytes (0 is allowed), aligned to
@@ -402,7 +404,9 @@ HK_API int hk_pool_trim(void);
  * when the copy is done). Otherwise queued on s: from or to pinned memory
  * (hk_host_alloc) the call returns at once; ordinary host memory is staged
  * through pinned buffers and the call returns when the host side is done
- * (so src may be reused at once for copies to the device). */
+ * (so src may be reused at once for copies to the device). HK_OK;
+ * HK_EINVAL when the driver refuses a pointer or size (memory it does not
+ * know as device memory); HK_EDEVICE when the GPU failed the copy. */
 HK_API int hk_memcpy_to_device(void *dst, const void *src, size_t bytes,
                                hk_stream_t *s);
 HK_API int hk_memcpy_to_host(void *dst, const void *src, size_t bytes,
@@ -435,12 +439,14 @@ HK_API int hk_buffer_copy_out(const hk_buffer_t *b, size_t offset, void *dst,
  * must be device memory; the call waits for the kernel), HK_BACKEND_AUTO
  * is hk_call. A backend the kernel has no code for, or that this machine
  * lacks, is HK_EUNSUPPORTED with the reason; buffers on the wrong side are
- * HK_EINVAL. */
+ * HK_EINVAL; a launch the GPU refused or a kernel that failed on it (an
+ * illegal address, a trap) is HK_EDEVICE. */
 HK_API int hk_call_on(const hk_kernel_t *k, hk_backend_t b, size_t n,
                       void *const *args);
 /* Queues the kernel on the GPU on stream s (NULL: the default) and
  * returns: the buffers must be device memory. Scalars are read before it
- * returns. Errors the kernel meets are reported by hk_stream_sync. */
+ * returns. A launch the GPU refused is HK_EDEVICE; errors the kernel meets
+ * while it runs are reported by hk_stream_sync (HK_EDEVICE). */
 HK_API int hk_call_async(const hk_kernel_t *k, hk_stream_t *s, size_t n,
                          void *const *args);
 /* HK_TARGET_CPU | HK_TARGET_CUDA: the backends k has code for on this

@@ -39,6 +39,9 @@
  *     the disk cache"), entries damaged (a byte flipped; truncated) are
  *     compiled again; a CUDA compile error points at the kernel file and
  *     the line of the "cuda" body.
+ *  6. last, as it leaves the CUDA context unusable: a kernel that traps on
+ *     the GPU makes hk_call_on CUDA return HK_EDEVICE (not HK_EINVAL),
+ *     and hk_stream_sync on the default stream HK_EDEVICE after it.
  *
  * Usage: test_cuda SOURCE_DIR (else $HK_SOURCE_DIR, else the tree this file
  * is in). Everything is written under a fresh mkdtemp folder; the user's
@@ -1392,6 +1395,45 @@ static void test_nvrtc_cache(void) {
   hk_context_destroy(ctx);
 }
 
+/* ---- A device fault ------------------------------------------------------------ */
+
+static const char fault_json[] =
+    "{\"schema_version\": 1, \"name\": \"fault_trap\", \"kind\": \"raw\",\n"
+    " \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+    "            {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
+    " \"cpu\": [\"for (size_t i = 0; i < n; ++i) out[i] = x[i];\"],\n"
+    " \"cuda\": [\"if (n > 0) __trap();\"],\n"
+    " \"targets\": [\"cpu\", \"cuda\"]}\n";
+
+/* A kernel that faults on the GPU: HK_EDEVICE from the call and from the
+ * stream after it. Leaves the CUDA context unusable: run it last. */
+static void test_device_fault(void) {
+  char dir[4200], path[4300];
+  snprintf(dir, sizeof dir, "%s/fault_plugins", g_root);
+  snprintf(path, sizeof path, "%s/fault_trap.json", dir);
+  make_dir(dir);
+  CHECK_MSG(write_file(path, fault_json) == 0, "cannot write %s", path);
+  hk_context_t *ctx = mkctx(dir, NULL, 0, 0);
+  hk_kernel_t *k = find(ctx, "fault_trap");
+  void *dx = NULL, *dout = NULL;
+  CHECK_OK(hk_device_alloc(&dx, 16));
+  CHECK_OK(hk_device_alloc(&dout, 16));
+  if (k && dx && dout) {
+    CHECK_OK(hk_kernel_prepare(k, HK_BACKEND_CUDA));
+    void *args[] = {dx, dout};
+    int rc = hk_call_on(k, HK_BACKEND_CUDA, 4, args);
+    const char *msg = hk_last_error();
+    show("device fault", msg);
+    CHECK_MSG(rc == HK_EDEVICE, "%d (%s)", rc, msg);
+    CHECK_CONTAINS(msg, "fault_trap");
+    CHECK_INT_EQ(hk_stream_sync(NULL), HK_EDEVICE);
+  }
+  /* pool blocks go back without the driver */
+  CHECK_OK(hk_device_free(dx));
+  CHECK_OK(hk_device_free(dout));
+  hk_context_destroy(ctx);
+}
+
 /* ---- main ------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
@@ -1470,6 +1512,8 @@ int main(int argc, char **argv) {
   test_buffers_streams();
   if (have_nvrtc) test_nvrtc_cache();
   else printf("NOTE: no NVRTC: the NVRTC disk cache not tested\n");
+  if (have_nvrtc) test_device_fault(); /* last: the context is lost */
+  else printf("NOTE: no NVRTC: the device fault not tested\n");
 
   const char *keep = getenv("HK_TEST_KEEP");
   if (keep && *keep && *keep != '0') printf("kept %s\n", g_root);

@@ -434,7 +434,8 @@ static int run_on_gpu(hk_kernel_t *kh, const run_param *ps, void **args,
   }
   if (!rc) {
     int c = hk_call_on(kh, HK_BACKEND_CUDA, n, (void *const *)dev);
-    if (c == HK_EINVAL || c == HK_ECOMPILE || c == HK_EUNSUPPORTED)
+    if (c == HK_EINVAL || c == HK_ECOMPILE || c == HK_EUNSUPPORTED ||
+        c == HK_EDEVICE)
       rc = hk_cli_error("run", "--backend cuda: %s", hk_last_error());
     else if (c != HK_OK)
       rc = hk_cli_internal("run", "--backend cuda: %s", hk_last_error());

@@ -8,19 +8,25 @@
 
 #include "hk.h"
 
-/* Resolves names[i] into slots[i] from lib (libname, for the message).
- * HK_OK, or HK_EUNSUPPORTED naming the first missing symbol in d. */
-static int resolve(void *lib, const char *const *names, void **slots,
-                   size_t count, const char *libname, hku_diags *d) {
+/* Resolves names[0..count) from lib (libname, for the message) into api,
+ * a struct of count function pointers in name order. HK_OK; else closes
+ * lib and returns HK_EUNSUPPORTED naming the first missing symbol in d. */
+static int resolve(void *lib, const char *const *names, size_t count,
+                   const char *libname, void *api, hku_diags *d) {
+  void *slots[64];
+  HK_ASSERT(count <= HK_COUNT(slots));
   for (size_t i = 0; i < count; i++) {
     slots[i] = dlsym(lib, names[i]);
     if (!slots[i]) {
       hku_diag_add(d, HKU_ERROR, NULL, 0, 0,
                    "%s has no %s (too old a driver or toolkit?)", libname,
                    names[i]);
+      dlclose(lib);
       return HK_EUNSUPPORTED;
     }
   }
+  /* The members are all function pointers of one size, in name order. */
+  memcpy(api, slots, count * sizeof *slots);
   return HK_OK;
 }
 
@@ -73,15 +79,8 @@ int hk__cuda_api_load(hk_cuda_api_t *api, hku_diags *d) {
                  dlerror());
     return HK_EUNSUPPORTED;
   }
-  /* The members are all function pointers of one size, in name order. */
-  void *slots[HK_COUNT(driver_names)];
-  int rc = resolve(lib, driver_names, slots, HK_COUNT(slots), name, d);
-  if (rc) {
-    dlclose(lib);
-    return rc;
-  }
-  memcpy(api, slots, sizeof slots);
-  return HK_OK; /* the library stays loaded for the life of the process */
+  /* on success the library stays loaded for the life of the process */
+  return resolve(lib, driver_names, HK_COUNT(driver_names), name, api, d);
 }
 
 static const char *const nvrtc_names[] = {
@@ -100,13 +99,16 @@ int hk__nvrtc_api_load(hk_nvrtc_api_t *api, hku_diags *d) {
   const char *env = getenv("HK_LIBNVRTC");
   const char *home = getenv("CUDA_HOME");
   char candidates[8][512];
+  const size_t cl = sizeof candidates[0];
   int nc = 0;
-  if (env && *env) snprintf(candidates[nc++], 512, "%s", env);
+  if (env && *env) snprintf(candidates[nc++], cl, "%s", env);
   static const char *const sonames[] = {"libnvrtc.so.13", "libnvrtc.so.12",
                                         "libnvrtc.so"};
-  for (size_t i = 0; i < HK_COUNT(sonames); i++) snprintf(candidates[nc++], 512, "%s", sonames[i]);
-  if (home && *home) snprintf(candidates[nc++], 512, "%s/lib64/libnvrtc.so", home);
-  snprintf(candidates[nc++], 512, "/usr/local/cuda/lib64/libnvrtc.so");
+  for (size_t i = 0; i < HK_COUNT(sonames); i++)
+    snprintf(candidates[nc++], cl, "%s", sonames[i]);
+  if (home && *home)
+    snprintf(candidates[nc++], cl, "%s/lib64/libnvrtc.so", home);
+  snprintf(candidates[nc++], cl, "/usr/local/cuda/lib64/libnvrtc.so");
   void *lib = NULL;
   const char *got = NULL;
   for (int i = 0; i < nc && !lib; i++) {
@@ -123,12 +125,5 @@ int hk__nvrtc_api_load(hk_nvrtc_api_t *api, hku_diags *d) {
                  tried);
     return HK_EUNSUPPORTED;
   }
-  void *slots[HK_COUNT(nvrtc_names)];
-  int rc = resolve(lib, nvrtc_names, slots, HK_COUNT(slots), got, d);
-  if (rc) {
-    dlclose(lib);
-    return rc;
-  }
-  memcpy(api, slots, sizeof slots);
-  return HK_OK;
+  return resolve(lib, nvrtc_names, HK_COUNT(nvrtc_names), got, api, d);
 }

@@ -159,12 +159,10 @@ HK_API int hk_cuda_device_info(hk_cuda_device_info_t *info) {
 }
 
 HK_API const char *hk_backend_name(hk_backend_t b) {
-  switch (b) {
-    case HK_BACKEND_AUTO: return "auto";
-    case HK_BACKEND_CPU: return "cpu";
-    case HK_BACKEND_CUDA: return "cuda";
-  }
-  return "invalid";
+  static const char *const names[] = {
+      [HK_BACKEND_AUTO] = "auto", [HK_BACKEND_CPU] = "cpu",
+      [HK_BACKEND_CUDA] = "cuda"};
+  return (unsigned)b < HK_COUNT(names) ? names[b] : "invalid";
 }
 
 /* ---- NVRTC --------------------------------------------------------------- */
