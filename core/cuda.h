@@ -62,8 +62,9 @@ typedef struct hk_cuda_state {
   CUdevice dev;
   CUcontext ctx;
   hk_cuda_device_info_t info;
-  CUmodule stdlib;          /* NULL: libhk was built without nvcc */
-  char stdlib_note[512];    /* why there is no stdlib module */
+  CUmodule stdlib;          /* NULL: no GPU code for the stdlib, */
+  CUresult stdlib_rc;       /* ... as the driver refused it, or (0) as
+                               libhk was built without nvcc */
   struct hk_stream dflt;    /* hk's default stream */
 } hk_cuda_state_t;
 

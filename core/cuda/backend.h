@@ -49,6 +49,9 @@ HK_INTERNAL int hk__cuda_code(CUresult r);
 /* Sets the thread's last error to "WHAT: <driver error r>" and returns
  * code. */
 HK_INTERNAL int hk__cuda_fail(int code, CUresult r, const char *what);
+/* Why the stdlib has no GPU code (hk__cuda.stdlib is NULL), for kernel
+ * name: HK_EUNSUPPORTED with the last error set. */
+HK_INTERNAL int hk__cuda_stdlib_missing(const char *name);
 
 /* ---- stream.c ---- */
 

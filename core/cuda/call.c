@@ -24,9 +24,7 @@ static pthread_mutex_t stdlib_lock = PTHREAD_MUTEX_INITIALIZER;
  * is set. */
 static int prepare_stdlib(hk_kernel_t *k) {
   const hk_kernel_info_t *info = atomic_load(&k->info);
-  if (!hk__cuda.stdlib)
-    return hk__fail(HK_EUNSUPPORTED, "%s has no GPU code: %s", info->name,
-                    hk__cuda.stdlib_note);
+  if (!hk__cuda.stdlib) return hk__cuda_stdlib_missing(info->name);
   int rc = HK_OK;
   pthread_mutex_lock(&stdlib_lock);
   if (!atomic_load(&k->cuda)) {

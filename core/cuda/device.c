@@ -82,25 +82,29 @@ static int device_open(hk_cuda_state_t *c, hku_diags *d) {
   return HK_OK;
 }
 
-/* Loads the embedded stdlib fatbin into c->stdlib, or leaves it NULL and
- * says why in c->stdlib_note (the stdlib then runs on the CPU only: this
- * is no failure of the start). */
+/* Loads the embedded stdlib fatbin into c->stdlib, or leaves it NULL
+ * with the driver's refusal in c->stdlib_rc (0: there is no fatbin); the
+ * stdlib then runs on the CPU only, which is no failure of the start. */
 static void stdlib_open(hk_cuda_state_t *c) {
-  CUresult r;
-  if (!hk__cuda_stdlib_fatbin) {
-    snprintf(c->stdlib_note, sizeof c->stdlib_note,
-             "libhk was built without the CUDA toolkit (nvcc): the stdlib "
-             "has no GPU code");
-  } else if ((r = c->api.cuModuleLoadData(&c->stdlib,
-                                          hk__cuda_stdlib_fatbin))) {
-    char eb[HK_CUDA_ERRLEN];
+  if (hk__cuda_stdlib_fatbin &&
+      (c->stdlib_rc = c->api.cuModuleLoadData(&c->stdlib,
+                                              hk__cuda_stdlib_fatbin)))
     c->stdlib = NULL;
-    snprintf(c->stdlib_note, sizeof c->stdlib_note,
-             "the stdlib's GPU code does not load on this device (sm_%d%d): "
-             "%s",
-             c->info.major, c->info.minor,
-             hk__cuda_strerror(r, eb, sizeof eb));
-  }
+}
+
+int hk__cuda_stdlib_missing(const char *name) {
+  HK_ASSERT(!hk__cuda.stdlib);
+  if (!hk__cuda.stdlib_rc)
+    return hk__fail(HK_EUNSUPPORTED,
+                    "%s has no GPU code: libhk was built without the CUDA "
+                    "toolkit (nvcc): the stdlib has no GPU code",
+                    name);
+  char eb[HK_CUDA_ERRLEN];
+  return hk__fail(HK_EUNSUPPORTED,
+                  "%s has no GPU code: the stdlib's GPU code does not load "
+                  "on this device (sm_%d%d): %s",
+                  name, hk__cuda.info.major, hk__cuda.info.minor,
+                  hk__cuda_strerror(hk__cuda.stdlib_rc, eb, sizeof eb));
 }
 
 /* Starts the backend into hk__cuda; the result goes to init_rc and
