@@ -3,6 +3,7 @@
 #define HK_DISPATCH_H
 
 #include "abi.h"
+#include "internal.h"
 
 /* What the core needs to run one kernel instance on the CPU. */
 typedef struct hk_entry {
@@ -39,9 +40,9 @@ static inline void hk__run(const hk_entry_t *e, void *const *args, size_t n) {
   }
 }
 
-/* The stdlib instance named name ("add_f32"), or NULL. */
-const hk_stdlib_entry_t *hk__stdlib_find(const char *name);
+/* The stdlib instance named name ("add_f32"), or NULL (a miss). */
+HK_INTERNAL const hk_stdlib_entry_t *hk__stdlib_find(const char *name);
 /* The entry of a stdlib instance. */
-hk_entry_t hk__stdlib_entry(const hk_stdlib_entry_t *s);
+HK_INTERNAL hk_entry_t hk__stdlib_entry(const hk_stdlib_entry_t *s);
 
 #endif
