@@ -36,6 +36,7 @@ static int entry_function(CUmodule mod, const char *prefix,
 
 int hk__cuda_entry_make(CUmodule mod, const hk_kernel_info_t *info,
                         hk_cuda_entry_t *e, hku_diags *d) {
+  HK_ASSERT(atomic_load(&hk__cuda_started));
   memset(e, 0, sizeof *e);
   e->kind = info->kind;
   e->info = info;
@@ -122,6 +123,7 @@ static CUresult launch_reduction(const hk_cuda_entry_t *e,
 
 int hk__cuda_launch(const hk_cuda_entry_t *e, struct hk_stream *st, size_t n,
                     void *const *args) {
+  HK_ASSERT(atomic_load(&hk__cuda_started));
   CUresult r;
   if (e->kind == HK_KIND_REDUCTION) {
     pthread_mutex_lock(&st->lock);
