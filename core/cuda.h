@@ -97,7 +97,8 @@ HK_INTERNAL int hk__nvrtc_load(const hk_nvrtc_api_t **api, int *version,
                                hku_diags *d);
 /* hk__nvrtc_load with the reason written into why (n bytes): 0 or -1. The
  * form the module-building block of cuda_call.c and test_nvrtc.c call; it
- * goes when they move to the compiler interface (core/compiler.h). */
+ * goes when they move to the compiler interface (core/compiler.h).
+ * (cuda_call.c) */
 HK_INTERNAL int hk__nvrtc(const hk_nvrtc_api_t **api, int *version,
                           char *why, size_t n);
 
@@ -116,8 +117,9 @@ HK_INTERNAL char *hk__nvrtc_compile(const struct hkc_file *f,
 /* Elements per thread step of info's GPU code: hk_abi_cuda_lanes() of its
  * widest buffer element for elementwise kernels, else 1. (launch.c) */
 HK_INTERNAL unsigned hk__cuda_lanes(const hk_kernel_info_t *info);
-/* Fills *e with the entry of info's instance in mod (the functions
- * HK_ABI_CUDA_PART / merge, or the elementwise and raw kernel). HK_OK, or
+/* Fills *e with the entry of info's instance in mod (its functions
+ * HK_ABI_CUDA_PART and HK_ABI_CUDA_MERGE for a reduction, else
+ * HK_ABI_CUDA_KERNEL, followed by the instance's name). HK_OK, or
  * HK_EUNSUPPORTED with the reason in d: too many parameters for a launch,
  * or mod lacks a function. The backend must be ready. (launch.c) */
 HK_INTERNAL int hk__cuda_entry_make(CUmodule mod,
