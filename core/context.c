@@ -14,6 +14,31 @@
 #include "registry.h"
 #include "sha256.h"
 
+/* ---- The load lock ------------------------------------------------------- */
+
+/* ctx->load_lock is recursive (a load may build tier opt at once, which
+ * publishes under it); its owner and depth are kept beside it, written
+ * only by the owner, so that "load_lock held" can be asserted. */
+void hk__load_lock(hk_context_t *ctx) {
+  pthread_mutex_lock(&ctx->load_lock);
+  if (atomic_load(&ctx->load_depth) == 0)
+    atomic_store(&ctx->load_owner, pthread_self());
+  atomic_fetch_add(&ctx->load_depth, 1); /* after the owner: see held */
+}
+
+void hk__load_unlock(hk_context_t *ctx) {
+  HK_ASSERT(hk__load_held(ctx));
+  atomic_fetch_sub(&ctx->load_depth, 1);
+  pthread_mutex_unlock(&ctx->load_lock);
+}
+
+int hk__load_held(hk_context_t *ctx) {
+  /* the owner is stored before the depth becomes non-zero, so a thread
+   * that does not hold the lock never reads itself as the owner */
+  return atomic_load(&ctx->load_depth) > 0 &&
+         pthread_equal(atomic_load(&ctx->load_owner), pthread_self());
+}
+
 /* ---- Errors ------------------------------------------------------------- */
 
 /* The last failure's message, per thread (like dlerror). */
@@ -247,17 +272,17 @@ static int load_path(hk_context_t *ctx, const char *path, int from_dir,
   if (old && !changed(old, &now)) return HK_OK;
   if (hk__check_perms(ctx, path, d)) return HK_EIO;
   hk_src_kind kind = hku_ends_with(path, ".so") ? HK__SRC_SO : HK__SRC_JSON;
-  int code;
-  hk_module_t *m = hk__module_load(ctx, path, NULL, 0, kind, d, &code);
-  if (!m) {
+  hk_module_t *m;
+  int code = hk__module_load(ctx, path, NULL, 0, kind, &m, d);
+  if (code) {
     if (old) hku_diag_add(d, HKU_NOTE, path, 0, 0,
                           "the previous version stays loaded");
     return code;
   }
   m->from_dir = from_dir || (old && old->from_dir);
-  if (hk__module_register(ctx, m, old, d)) {
+  if ((code = hk__module_register(ctx, m, old, d))) {
     hk__module_free(m);
-    return d->oom ? HK_ENOMEM : HK_ESCHEMA;
+    return code;
   }
   if (old)
     hk__log(ctx, "%s: reloaded", path);
@@ -300,7 +325,7 @@ static int scan_dir(hk_context_t *ctx, const char *dir, hku_diags *d) {
 static int load_dirs(hk_context_t *ctx, char **dirs, int n) {
   hku_diags d = HKU_DIAGS_INIT;
   int rc = HK_OK;
-  pthread_mutex_lock(&ctx->load_lock);
+  hk__load_lock(ctx);
   for (int i = 0; i < n; i++) {
     if (remember_dir(ctx, dirs[i])) d.oom = 1;
     int r = scan_dir(ctx, dirs[i], &d);
@@ -308,7 +333,7 @@ static int load_dirs(hk_context_t *ctx, char **dirs, int n) {
   }
   set_problems(ctx, &d);
   int watching = ctx->watch != NULL;
-  pthread_mutex_unlock(&ctx->load_lock);
+  hk__load_unlock(ctx);
   if (watching) hk__watch_start(ctx); /* watch the new folders too */
   if (rc != HK_OK || d.oom) rc = report(&d, d.oom ? HK_ENOMEM : rc);
   hku_diags_free(&d);
@@ -327,7 +352,7 @@ HK_API int hk_load_file(hk_context_t *ctx, const char *path) {
     return hk__fail(HK_EINVAL, "%s: error: a plugin is a kernel file (.json) "
                                "or a prebuilt plugin (.so)", path);
   hku_diags d = HKU_DIAGS_INIT;
-  pthread_mutex_lock(&ctx->load_lock);
+  hk__load_lock(ctx);
   /* the folder holding it matters as much as the file */
   char *dir = strdup(path);
   char *slash = dir ? strrchr(dir, '/') : NULL;
@@ -338,7 +363,7 @@ HK_API int hk_load_file(hk_context_t *ctx, const char *path) {
   else if (!hk__check_perms(ctx, slash ? dir : ".", &d))
     rc = load_path(ctx, path, 0, &d);
   free(dir);
-  pthread_mutex_unlock(&ctx->load_lock);
+  hk__load_unlock(ctx);
   if (rc != HK_OK) rc = report(&d, rc);
   hku_diags_free(&d);
   return rc;
@@ -351,16 +376,13 @@ HK_API int hk_load_string(hk_context_t *ctx, const char *json, size_t len,
   char label[512];
   snprintf(label, sizeof label, "<%s>", name ? name : "string");
   hku_diags d = HKU_DIAGS_INIT;
-  pthread_mutex_lock(&ctx->load_lock);
+  hk__load_lock(ctx);
   hk_module_t *old = find_module(ctx, label);
-  int rc;
-  hk_module_t *m =
-      hk__module_load(ctx, label, json, len, HK__SRC_STRING, &d, &rc);
-  if (m && hk__module_register(ctx, m, old, &d)) {
+  hk_module_t *m;
+  int rc = hk__module_load(ctx, label, json, len, HK__SRC_STRING, &m, &d);
+  if (rc == HK_OK && (rc = hk__module_register(ctx, m, old, &d)))
     hk__module_free(m);
-    rc = d.oom ? HK_ENOMEM : HK_ESCHEMA;
-  }
-  pthread_mutex_unlock(&ctx->load_lock);
+  hk__load_unlock(ctx);
   if (rc != HK_OK) rc = report(&d, rc);
   hku_diags_free(&d);
   return rc;
@@ -370,7 +392,7 @@ HK_API int hk_reload(hk_context_t *ctx) {
   if (!ctx) return hk__fail(HK_EINVAL, "hk_reload: NULL context");
   hku_diags d = HKU_DIAGS_INIT;
   int rc = HK_OK;
-  pthread_mutex_lock(&ctx->load_lock);
+  hk__load_lock(ctx);
   /* files that are gone, and the paths of files loaded one by one (the
    * module list changes as they reload) */
   int nsingle = 0;
@@ -399,7 +421,7 @@ HK_API int hk_reload(hk_context_t *ctx) {
     if (rc == HK_OK) rc = r;
   }
   set_problems(ctx, &d);
-  pthread_mutex_unlock(&ctx->load_lock);
+  hk__load_unlock(ctx);
   if (rc != HK_OK || d.oom) rc = report(&d, d.oom ? HK_ENOMEM : rc);
   hku_diags_free(&d);
   return rc;
@@ -463,7 +485,7 @@ HK_API const char *hk_kernel_note(const hk_kernel_t *k, char *buf, size_t n) {
   if (!n) return buf;
   buf[0] = '\0';
   hk_context_t *ctx = k->ctx;
-  pthread_mutex_lock(&ctx->load_lock);
+  hk__load_lock(ctx);
   int state = atomic_load(&k->state);
   const hk_module_t *m = k->mod;
   if (state == HK__REMOVED)
@@ -488,7 +510,7 @@ HK_API const char *hk_kernel_note(const hk_kernel_t *k, char *buf, size_t n) {
       default:
         break;
     }
-  pthread_mutex_unlock(&ctx->load_lock);
+  hk__load_unlock(ctx);
   return buf;
 }
 
@@ -496,9 +518,9 @@ HK_API int hk_kernel_wait_opt(hk_kernel_t *k) {
   hk_context_t *ctx = k->ctx;
   /* k->mod changes under load_lock when a reload gives k new code; the
    * module itself lives as long as the context */
-  pthread_mutex_lock(&ctx->load_lock);
+  hk__load_lock(ctx);
   hk_module_t *m = k->mod;
-  pthread_mutex_unlock(&ctx->load_lock);
+  hk__load_unlock(ctx);
   if (!m || m->kind == HK__SRC_SO) return HK_OK; /* stdlib, prebuilt */
   pthread_mutex_lock(&ctx->opt_lock);
   for (;;) {

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cuda.h"
+#include "build.h"
 #include "fsutil.h"
 #include "registry.h"
 #include "sha256.h"
@@ -35,12 +36,6 @@ struct hk_cuda_module {
   CUmodule mod;
   hk_cuda_entry_t *entries;
 };
-
-/* Flags of every NVRTC compile: part of the cache key. Contraction into
- * FMAs is off, as for the CPU tiers and the nvcc-built stdlib, so that the
- * GPU computes what the CPU does. */
-static const char *const nvrtc_flags[] = {"--std=c++17", "--fmad=false",
-                                          "-default-device"};
 
 /* ---- Entries ------------------------------------------------------------------ */
 
@@ -124,20 +119,6 @@ static double now_ms(void) {
   return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-static void cuda_key(const char *src, int nvrtc_version, uint8_t key[32]) {
-  hk_sha256_t s;
-  hk__sha256_init(&s);
-  char head[160];
-  snprintf(head, sizeof head, "hk-cuda abi=%u nvrtc=%d arch=sm_%d%d;",
-           HK_ABI_VERSION, nvrtc_version, hk__cuda.info.major,
-           hk__cuda.info.minor);
-  hk__sha256_update(&s, head, strlen(head));
-  for (size_t i = 0; i < sizeof nvrtc_flags / sizeof *nvrtc_flags; i++)
-    hk__sha256_update(&s, nvrtc_flags[i], strlen(nvrtc_flags[i]) + 1);
-  hk__sha256_update(&s, src, strlen(src));
-  hk__sha256_final(&s, key);
-}
-
 /* Reads n bytes at the start of fd (malloc'ed), or NULL. */
 static char *read_fd(int fd, size_t n) {
   char *b = malloc(n ? n : 1);
@@ -170,120 +151,117 @@ static char *cache_lookup(hk_context_t *ctx, hk_module_t *m,
 
 /* Stores cubin under key (best effort: a failure is logged). */
 static void cache_store(hk_context_t *ctx, hk_module_t *m,
-                        const uint8_t key[32], const char *cubin, size_t len,
+                        const uint8_t key[32], const hk_object_t *cubin,
                         const char *arch) {
   if (!ctx->cache) return;
-  char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s/.hk-cubin-XXXXXX", hk__cache_dir(ctx->cache));
-  int fd = mkstemp(tmp);
-  char err[4400] = "";
-  if (fd < 0 || hku_write_all(fd, cubin, len) != HK_OK)
-    snprintf(err, sizeof err, "cannot write %s: %s", tmp, strerror(errno));
-  if (fd >= 0) close(fd);
-  if (!err[0]) {
+  hku_diags d = HKU_DIAGS_INIT;
+  char err[4400] = "", self[64];
+  int fd;
+  if (hk__memfd(cubin->image, cubin->size, m->path, "cannot write it", &fd,
+                &d) == HK_OK) {
     char meta[4400];
     snprintf(meta, sizeof meta, "cuda %s %s", arch, m->path);
-    hk__cache_put(ctx->cache, key, tmp, meta, err, sizeof err);
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    hk__cache_put(ctx->cache, key, self, meta, err, sizeof err);
+    close(fd);
+  } else {
+    snprintf(err, sizeof err, "%s", d.n ? d.v[0].msg : "out of memory");
   }
-  if (fd >= 0) unlink(tmp);
+  hku_diags_free(&d);
   if (err[0]) hk__log(ctx, "cuda: %s: not cached: %s", m->path, err);
 }
 
-/* NVRTC's "NAME(LINE): error: MSG" lines as "NAME:LINE: error: MSG", the
- * form the line mapper reads. */
-static char *gcc_style(const char *log) {
-  size_t n = strlen(log);
-  char *o = malloc(n + 1), *w = o;
-  if (!o) return NULL;
-  for (const char *p = log; *p;) {
-    const char *nl = strchr(p, '\n');
-    size_t len = nl ? (size_t)(nl - p) : strlen(p);
-    const char *lp = memchr(p, '(', len);
-    const char *rp = lp ? memchr(lp, ')', len - (size_t)(lp - p)) : NULL;
-    if (lp && rp && rp[1] == ':' && rp > lp + 1 &&
-        strspn(lp + 1, "0123456789") == (size_t)(rp - lp - 1)) {
-      memcpy(w, p, (size_t)(lp - p));
-      w += lp - p;
-      *w++ = ':';
-      memcpy(w, lp + 1, (size_t)(rp - lp - 1));
-      w += rp - lp - 1;
-      size_t rest = len - (size_t)(rp + 1 - p);
-      memcpy(w, rp + 1, rest);
-      w += rest;
-    } else {
-      memcpy(w, p, len);
-      w += len;
+/* Loads the cubin of m's unit u: from the disk cache, else compiled by
+ * NVRTC (and cached). HK_OK and *mod, or the failure said in msg. */
+static int load_cubin(hk_context_t *ctx, hk_module_t *m, const hkc_unit *u,
+                      const hk_nvrtc_api_t *nv, int nvv, const char *arch,
+                      CUmodule *mod, hku_buf *msg) {
+  uint8_t key[32];
+  size_t len = 0;
+  hk__nvrtc_key(u, nvv, arch, key);
+  char *cached = cache_lookup(ctx, m, key, &len);
+  if (cached) {
+    CUresult r = hk__cuda.api.cuModuleLoadData(mod, cached);
+    free(cached);
+    if (!r) {
+      hk__log(ctx, "cuda: %s: loaded from the disk cache", m->path);
+      return HK_OK;
     }
-    if (nl) *w++ = '\n';
-    p = nl ? nl + 1 : p + len;
   }
-  *w = '\0';
-  return o;
+  double t0 = now_ms();
+  hk_compiler_t c = hk__compiler_nvrtc(nv);
+  hk_compile_opts_t o = {.arch = arch};
+  hk_object_t cubin;
+  hku_diags d = HKU_DIAGS_INIT;
+  int rc = hk__build_compile(&c, u, &o, NULL, &cubin, &d);
+  if (rc) {
+    rc = d.oom ? HK_ENOMEM : HK_ECOMPILE;
+    hku_diags_format(&d, msg);
+    hku_diags_free(&d);
+    return rc;
+  }
+  hku_diags_free(&d);
+  CUresult r = hk__cuda.api.cuModuleLoadData(mod, cubin.image);
+  if (r) {
+    char b[256];
+    hku_buf_printf(msg, "%s: the GPU code NVRTC made does not load: %s",
+                   m->path, hk__cuda_strerror(r, b, sizeof b));
+    rc = HK_EUNSUPPORTED;
+  } else {
+    hk__log(ctx, "cuda: %s: compiled by NVRTC for %s in %.0f ms", m->path,
+            arch, now_ms() - t0);
+    cache_store(ctx, m, key, &cubin, arch);
+  }
+  hk__object_free(&cubin);
+  return rc;
 }
 
-char *hk__nvrtc_compile(const hkc_file *f, const hk_nvrtc_api_t *nv,
-                        const char *src, const hkc_linemap *map,
-                        const char *arch, size_t *len, hku_diags *d) {
-  char archopt[64];
-  snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
-  const char *opts[8];
-  int nopts = 0;
-  opts[nopts++] = archopt;
-  for (size_t i = 0; i < sizeof nvrtc_flags / sizeof *nvrtc_flags; i++)
-    opts[nopts++] = nvrtc_flags[i];
-  nvrtcProgram prog = NULL;
-  nvrtcResult r = nv->nvrtcCreateProgram(&prog, src, "hk_kernel.cu", 0, NULL,
-                                         NULL);
-  if (r) {
-    hku_diag_add(d, HKU_ERROR, f->path, 0, 0, "NVRTC cannot start: %s",
-                 nv->nvrtcGetErrorString(r));
-    return NULL;
-  }
-  r = nv->nvrtcCompileProgram(prog, nopts, opts);
-  char *cubin = NULL;
-  if (r) {
-    size_t ls = 0;
-    nv->nvrtcGetProgramLogSize(prog, &ls);
-    char *log = malloc(ls + 1);
-    if (log) {
-      log[0] = '\0';
-      nv->nvrtcGetProgramLog(prog, log);
-      log[ls] = '\0';
-      char *g = gcc_style(log);
-      if (!g || !hkc_report_compiler_output(g, map, f, "NVRTC", d))
-        hku_diag_add(d, HKU_ERROR, f->path, 0, 0,
-                     "NVRTC failed (%s): %s", nv->nvrtcGetErrorString(r), log);
-      free(g);
-      free(log);
-    } else {
-      d->oom = 1;
-    }
-  } else if (nv->nvrtcGetCUBINSize(prog, len) == 0 &&
-             (cubin = malloc(*len ? *len : 1)) != NULL) {
-    if (nv->nvrtcGetCUBIN(prog, cubin)) {
-      free(cubin);
-      cubin = NULL;
-      hku_diag_add(d, HKU_ERROR, f->path, 0, 0, "NVRTC gave no cubin");
+/* Resolves the GPU entry of every CUDA instance of m in cm. HK_OK, or
+ * HK_EUNSUPPORTED said in msg. */
+static int resolve_cuda(hk_module_t *m, struct hk_cuda_module *cm,
+                        hku_buf *msg) {
+  char why[600];
+  for (int i = 0; i < m->ninst; i++) {
+    if (!(hkc_instance_targets(m->inst[i]) & HK_TARGET_CUDA)) continue;
+    if (resolve_entry(cm->mod, m->infos[i], lanes_of(m->infos[i]),
+                      &cm->entries[i], why, sizeof why)) {
+      hku_buf_printf(msg, "%s: %s", m->path, why);
+      return HK_EUNSUPPORTED;
     }
   }
-  nv->nvrtcDestroyProgram(&prog);
-  return cubin;
+  return HK_OK;
 }
 
-/* Makes m->cuda: the module's GPU code. ctx->load_lock held. HK_OK, or an
- * error (also remembered in m->cuda_note, so that it is not retried). */
-static int module_cuda(hk_context_t *ctx, hk_module_t *m) {
+/* Everything before the compile: the module's kind, NVRTC, the unit.
+ * HK_OK, or the failure said in msg. */
+static int cuda_unit(hk_module_t *m, const hk_nvrtc_api_t **nv, int *nvv,
+                     hkc_unit **u, hku_buf *msg) {
+  char why[600];
+  if (m->kind == HK__SRC_SO) {
+    hku_buf_printf(msg, "%s: prebuilt plugins (.so) hold CPU code only; "
+                   "load the kernel file (.json) to run it on the GPU",
+                   m->path);
+    return HK_EUNSUPPORTED;
+  }
+  if (hk__nvrtc(nv, nvv, why, sizeof why)) {
+    hku_buf_printf(msg, "%s: cannot compile for the GPU: %s", m->path, why);
+    return HK_EUNSUPPORTED;
+  }
+  if (hk__build_unit(m->file, HKC_LANG_CUDA, 0, u, NULL)) {
+    hku_buf_put(msg, "out of memory");
+    return HK_ENOMEM;
+  }
+  return HK_OK;
+}
+
+int hk__module_cuda(hk_context_t *ctx, hk_module_t *m) {
   if (m->cuda) return HK_OK;
   if (m->cuda_note) return hk__fail(m->cuda_rc, "%s", m->cuda_note);
-  hku_diags d = HKU_DIAGS_INIT;
-  hku_buf src = HKU_BUF_INIT, msg = HKU_BUF_INIT;
-  hkc_linemap map = {0};
-  char *cubin = NULL;
-  size_t len = 0;
-  int rc = HK_OK;
+  hku_buf msg = HKU_BUF_INIT;
+  hkc_unit *u = NULL;
   const hk_nvrtc_api_t *nv = NULL;
-  int nvv = 0;
-  char why[600], arch[32];
+  int nvv = 0, rc = HK_OK;
+  char arch[32];
   snprintf(arch, sizeof arch, "sm_%d%d", hk__cuda.info.major,
            hk__cuda.info.minor);
   struct hk_cuda_module *cm = calloc(1, sizeof *cm);
@@ -291,68 +269,14 @@ static int module_cuda(hk_context_t *ctx, hk_module_t *m) {
   if (!cm || !cm->entries) {
     rc = HK_ENOMEM;
     hku_buf_put(&msg, "out of memory");
-    goto out;
   }
-  if (m->kind == HK__SRC_SO) {
-    rc = HK_EUNSUPPORTED;
-    hku_buf_printf(&msg, "%s: prebuilt plugins (.so) hold CPU code only; "
-                   "load the kernel file (.json) to run it on the GPU",
-                   m->path);
-    goto out;
+  if (rc == HK_OK) rc = cuda_unit(m, &nv, &nvv, &u, &msg);
+  if (rc == HK_OK) rc = load_cubin(ctx, m, u, nv, nvv, arch, &cm->mod, &msg);
+  if (rc == HK_OK) rc = resolve_cuda(m, cm, &msg);
+  if (rc == HK_OK) {
+    m->cuda = cm;
+    cm = NULL;
   }
-  if (hk__nvrtc(&nv, &nvv, why, sizeof why)) {
-    rc = HK_EUNSUPPORTED;
-    hku_buf_printf(&msg, "%s: cannot compile for the GPU: %s", m->path, why);
-    goto out;
-  }
-  hkc_file *files[] = {m->file};
-  if (hkc_emit_cuda_mapped(files, 1, HKC_EMIT_PLUGIN, &src, &map) || src.oom) {
-    rc = HK_ENOMEM;
-    hku_buf_put(&msg, "out of memory");
-    goto out;
-  }
-  uint8_t key[32];
-  cuda_key(hku_buf_str(&src), nvv, key);
-  CUresult r = 1;
-  if ((cubin = cache_lookup(ctx, m, key, &len)) != NULL) {
-    r = hk__cuda.api.cuModuleLoadData(&cm->mod, cubin);
-    if (!r)
-      hk__log(ctx, "cuda: %s: loaded from the disk cache", m->path);
-    free(cubin);
-    cubin = NULL;
-  }
-  if (r) {
-    double t0 = now_ms();
-    cubin = hk__nvrtc_compile(m->file, nv, hku_buf_str(&src), &map, arch,
-                              &len, &d);
-    if (!cubin) {
-      rc = d.oom ? HK_ENOMEM : HK_ECOMPILE;
-      hku_diags_format(&d, &msg);
-      goto out;
-    }
-    if ((r = hk__cuda.api.cuModuleLoadData(&cm->mod, cubin))) {
-      char b[256];
-      rc = HK_EUNSUPPORTED;
-      hku_buf_printf(&msg, "%s: the GPU code NVRTC made does not load: %s",
-                     m->path, hk__cuda_strerror(r, b, sizeof b));
-      goto out;
-    }
-    hk__log(ctx, "cuda: %s: compiled by NVRTC for %s in %.0f ms", m->path,
-            arch, now_ms() - t0);
-    cache_store(ctx, m, key, cubin, len, arch);
-  }
-  for (int i = 0; i < m->ninst; i++) {
-    if (!(m->inst[i]->k->targets & HK_TARGET_CUDA)) continue;
-    if (resolve_entry(cm->mod, m->infos[i], lanes_of(m->infos[i]),
-                      &cm->entries[i], why, sizeof why)) {
-      rc = HK_EUNSUPPORTED;
-      hku_buf_printf(&msg, "%s: %s", m->path, why);
-      goto out;
-    }
-  }
-  m->cuda = cm;
-  cm = NULL;
-out:
   if (cm) {
     if (cm->mod) hk__cuda.api.cuModuleUnload(cm->mod);
     free(cm->entries);
@@ -363,11 +287,8 @@ out:
     m->cuda_note = strdup(msg.oom ? "out of memory" : hku_buf_str(&msg));
     hk__fail(rc, "%s", msg.oom ? "out of memory" : hku_buf_str(&msg));
   }
-  free(cubin);
-  hku_buf_free(&src);
+  hkc_unit_free(u);
   hku_buf_free(&msg);
-  hkc_linemap_free(&map);
-  hku_diags_free(&d);
   return rc;
 }
 
@@ -406,7 +327,7 @@ static int prepare_cuda(hk_kernel_t *k) {
     pthread_mutex_unlock(&ctx->load_lock);
     return prepare_stdlib(k);
   }
-  rc = module_cuda(ctx, m);
+  rc = hk__module_cuda(ctx, m);
   if (!rc && !atomic_load(&k->cuda)) {
     for (int i = 0; i < m->ninst; i++)
       if (m->kernels[i] == k && m->cuda->entries[i].fn)
