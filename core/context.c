@@ -161,14 +161,16 @@ HK_API int hk_context_create(hk_context_t **out, const hk_options_t *opts) {
     return hk__fail(HK_ENOMEM, "out of memory");
   }
   if (!(ctx->opts.flags & HK_NO_CACHE)) {
-    char err[1024];
+    hku_diags d = HKU_DIAGS_INIT;
     if (hk__cache_open(ctx->opts.cache_dir,
                        (ctx->opts.flags & HK_ALLOW_UNSAFE_PERMISSIONS) != 0,
-                       &ctx->cache, err, sizeof err)) {
+                       &ctx->cache, &d)) {
+      const char *why = d.n ? d.v[0].msg : "out of memory";
       ctx->cache = NULL;
-      ctx->cache_note = strdup(err);
-      hk__log(ctx, "no disk cache: %s", err);
+      ctx->cache_note = strdup(why);
+      hk__log(ctx, "no disk cache: %s", why);
     }
+    hku_diags_free(&d);
   }
 
   /* The plugin folders: given, else HK_PLUGIN_PATH. Failures are kept as

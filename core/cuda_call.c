@@ -155,20 +155,12 @@ static void cache_store(hk_context_t *ctx, hk_module_t *m,
                         const char *arch) {
   if (!ctx->cache) return;
   hku_diags d = HKU_DIAGS_INIT;
-  char err[4400] = "", self[64];
-  int fd;
-  if (hk__memfd(cubin->image, cubin->size, m->path, "cannot write it", &fd,
-                &d) == HK_OK) {
-    char meta[4400];
-    snprintf(meta, sizeof meta, "cuda %s %s", arch, m->path);
-    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
-    hk__cache_put(ctx->cache, key, self, meta, err, sizeof err);
-    close(fd);
-  } else {
-    snprintf(err, sizeof err, "%s", d.n ? d.v[0].msg : "out of memory");
-  }
+  char meta[4400];
+  snprintf(meta, sizeof meta, "cuda %s %s", arch, m->path);
+  if (hk__cache_put(ctx->cache, key, cubin->image, cubin->size, meta, &d))
+    hk__log(ctx, "cuda: %s: not cached: %s", m->path,
+            d.n ? d.v[0].msg : "out of memory");
   hku_diags_free(&d);
-  if (err[0]) hk__log(ctx, "cuda: %s: not cached: %s", m->path, err);
 }
 
 /* Loads the cubin of m's unit u: from the disk cache, else compiled by

@@ -113,18 +113,21 @@ static void compile_note(hk_context_t *ctx, hk_module_t *m,
   hku_buf_free(&note);
 }
 
-/* Stores the checked object open at fd in the cache and loads the entry
- * back (every context then shares one file); without a cache, or when
- * that fails, loads fd itself. Takes fd. HK_OK and *h, or the reason. */
-static int store_and_load(hk_context_t *ctx, hk_module_t *m, int fd,
-                          void **h, hku_diags *d) {
+/* Stores the checked object obj (open at fd) in the cache and loads the
+ * entry back (every context then shares one file); without a cache, or
+ * when that fails, loads fd itself. Takes fd. HK_OK and *h, or the
+ * reason in d. */
+static int store_and_load(hk_context_t *ctx, hk_module_t *m,
+                          const hk_object_t *obj, int fd, void **h,
+                          hku_diags *d) {
   if (ctx->cache) {
-    char *meta = cache_meta(ctx, m), err[600], self[64];
-    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
-    if (hk__cache_put(ctx->cache, m->key, self, meta, err, sizeof err))
-      hk__log(ctx, "%s: cannot store in the disk cache: %s", m->path, err);
-    free(meta);
+    char *meta = cache_meta(ctx, m);
     hku_diags quiet = HKU_DIAGS_INIT;
+    if (hk__cache_put(ctx->cache, m->key, obj->image, obj->size, meta, &quiet))
+      hk__log(ctx, "%s: cannot store in the disk cache: %s", m->path,
+              first_words(&quiet));
+    free(meta);
+    hku_diags_free(&quiet);
     int rc = cache_load(ctx, m, h, &quiet);
     hku_diags_free(&quiet);
     if (rc == HK_OK) {
@@ -166,8 +169,8 @@ static int build_opt(hk_context_t *ctx, hk_module_t *m, void **h) {
     compile_note(ctx, m, &d);
   } else {
     rc = hk__build_image_fd(&obj, m->path, &fd, &d);
+    if (rc == HK_OK) rc = store_and_load(ctx, m, &obj, fd, h, &d);
     hk__object_free(&obj);
-    if (rc == HK_OK) rc = store_and_load(ctx, m, fd, h, &d);
     if (rc == HK_OK &&
         (rc = hk__resolve_all(m, hk__resolve_dl, *h, HK_TIER_OPT,
                               m->opt_impls, &d)))
