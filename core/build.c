@@ -36,6 +36,12 @@ void hk__object_free(hk_object_t *o) {
   o->size = 0;
 }
 
+void hk__object_release_image(hk_object_t *o) {
+  free(o->image);
+  o->image = NULL;
+  o->size = 0;
+}
+
 /* ---- Units and compiles ---------------------------------------------------- */
 
 int hk__build_unit(const hkc_file *f, hkc_lang lang, unsigned flags,
@@ -73,14 +79,19 @@ static int allow_import(const char *sym, void *ctx) {
 }
 
 int hk__check_object(int fd, size_t size, const char *path, hku_diags *d) {
-  char bad[256] = "", needed[512] = "", err[512] = "";
+  char bad[256] = "", needed[512] = "";
   int runs = 0;
+  hku_diags why = HKU_DIAGS_INIT;
   int rc = hk__elf_check_imports(fd, size, allow_import, NULL, bad, sizeof bad,
-                                 &runs, needed, sizeof needed, err, sizeof err);
-  if (rc < 0)
+                                 &runs, needed, sizeof needed, path, &why);
+  if (rc < 0) {
     hku_diag_add(d, HKU_ERROR, path, 0, 0,
-                 "refused: not a valid shared object: %s", err);
-  else if (rc == 1)
+                 "refused: not a valid shared object: %s",
+                 why.n ? why.v[0].msg : "out of memory");
+    hku_diags_free(&why);
+    return HK_EREFUSED;
+  }
+  if (rc == 1)
     hku_diag_add(d, HKU_ERROR, path, 0, 0,
                  "refused: the object imports '%s'; kernels may use only the "
                  "math functions",

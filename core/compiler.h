@@ -80,6 +80,9 @@ HK_INTERNAL void *hk__object_symbol(const hk_object_t *o, const char *name);
  * empty object. */
 HK_INTERNAL void hk__object_free(hk_object_t *o);
 
+/* The release of a compiler whose objects are images (cc, NVRTC). */
+HK_INTERNAL void hk__object_release_image(hk_object_t *o);
+
 /* libtcc: always available (linked in). */
 HK_INTERNAL extern const hk_compiler_t hk__compiler_tcc;
 

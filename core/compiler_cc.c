@@ -374,12 +374,6 @@ static int cc_compile(const hk_compiler_t *c, const hkc_unit *u,
   return rc;
 }
 
-static void cc_release(hk_object_t *o) {
-  free(o->image);
-  o->image = NULL;
-  o->size = 0;
-}
-
 hk_compiler_t hk__compiler_cc(const hk_cc_t *cc) {
-  return (hk_compiler_t){"cc", cc_compile, cc_release, cc};
+  return (hk_compiler_t){"cc", cc_compile, hk__object_release_image, cc};
 }

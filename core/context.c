@@ -1,6 +1,7 @@
 /* context.c — the public face of the registry: contexts, loading and
  * reloading plugin folders, finding, describing and calling kernels.
- * (module.c loads and registers one source; registry.h has the objects.)
+ * (module.c loads one source, register.c registers it; registry.h has the
+ * objects.)
  */
 #include <dirent.h>
 #include <errno.h>
@@ -102,11 +103,12 @@ static const char *kernel_name(const void *v) {
   return atomic_load(&k->info)->name;
 }
 
+/* A handle for every stdlib kernel. HK_OK or HK_ENOMEM. */
 static int register_stdlib(hk_context_t *ctx) {
-  if (hk__map_reserve(&ctx->names, hk__stdlib_count)) return -1;
+  if (hk__map_reserve(&ctx->names, hk__stdlib_count)) return HK_ENOMEM;
   for (size_t i = 0; i < hk__stdlib_count; i++) {
     hk_kernel_t *k = calloc(1, sizeof *k);
-    if (!k) return -1;
+    if (!k) return HK_ENOMEM;
     k->ctx = ctx;
     k->stdlib_impl.e = hk__stdlib_entry(&hk__stdlib[i]);
     k->stdlib_impl.tier = HK_TIER_INLINE;
@@ -118,7 +120,7 @@ static int register_stdlib(hk_context_t *ctx) {
     ctx->all = k;
     hk__map_put(&ctx->names, k);
   }
-  return 0;
+  return HK_OK;
 }
 
 static void set_problems(hk_context_t *ctx, const hku_diags *d) {
@@ -291,15 +293,16 @@ static int load_path(hk_context_t *ctx, const char *path, int from_dir,
   return HK_OK;
 }
 
+/* Adds dir to the folders reload scans (once). HK_OK or HK_ENOMEM. */
 static int remember_dir(hk_context_t *ctx, const char *dir) {
   for (int i = 0; i < ctx->ndirs; i++)
-    if (!strcmp(ctx->dirs[i], dir)) return 0;
+    if (!strcmp(ctx->dirs[i], dir)) return HK_OK;
   char **v = realloc(ctx->dirs, (size_t)(ctx->ndirs + 1) * sizeof *v);
-  if (!v) return -1;
+  if (!v) return HK_ENOMEM;
   ctx->dirs = v;
-  if (!(v[ctx->ndirs] = strdup(dir))) return -1;
+  if (!(v[ctx->ndirs] = strdup(dir))) return HK_ENOMEM;
   ctx->ndirs++;
-  return 0;
+  return HK_OK;
 }
 
 /* Loads what is new or changed in dir; problems go to d. load_lock held.

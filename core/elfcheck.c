@@ -59,8 +59,8 @@ typedef struct elf {
   const uint8_t *p; /* size bytes */
   size_t size;
   Elf64_Ehdr eh;
-  char *err;
-  size_t errlen;
+  const char *path; /* for messages */
+  hku_diags *d;
 } elf_t;
 
 /* The dynamic tags that matter here; for a tag given twice the last one
@@ -72,14 +72,15 @@ typedef struct dyn {
   uint64_t gnu_hash;
 } dyn_t;
 
+/* Says what is wrong with the object in e->d; returns -1. */
 __attribute__((format(printf, 2, 3))) static int fail(elf_t *e, const char *fmt,
                                                       ...) {
-  if (e->err && e->errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->err, e->errlen, fmt, ap);
-    va_end(ap);
-  }
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  hku_diag_add(e->d, HKU_ERROR, e->path, 0, 0, "%s", msg);
   return -1;
 }
 
@@ -561,53 +562,61 @@ static int check_image(elf_t *e, hk_elf_allow_fn allow, void *ctx, char *bad,
   return result;
 }
 
-HK_INTERNAL int hk__elf_check_imports(int fd, size_t size,
-                                      hk_elf_allow_fn allow, void *ctx,
-                                      char *bad, size_t badlen, int *runs_code,
-                                      char *needed, size_t neededlen, char *err,
-                                      size_t errlen) {
-  elf_t e = {.p = NULL, .size = size, .err = err, .errlen = errlen};
-  if (bad && badlen) bad[0] = '\0';
-  if (needed && neededlen) needed[0] = '\0';
-  if (err && errlen) err[0] = '\0';
-  if (runs_code) *runs_code = 0;
-  if (!allow) return fail(&e, "no allow callback");
-
+/* Reads the first size bytes of the regular file at fd into *p
+ * (malloc'ed). 0, or -1 said through e. */
+static int read_image(elf_t *e, int fd, size_t size, uint8_t **p) {
   struct stat st;
   if (fstat(fd, &st) != 0)
-    return fail(&e, "cannot stat the file: %s", strerror(errno));
-  if (!S_ISREG(st.st_mode)) return fail(&e, "not a regular file");
-  if (size == 0) return fail(&e, "empty file");
+    return fail(e, "cannot stat the file: %s", strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fail(e, "not a regular file");
+  if (size == 0) return fail(e, "empty file");
   if ((uint64_t)st.st_size < size)
-    return fail(&e,
+    return fail(e,
                 "file holds %lld bytes, fewer than the %zu of the ELF image",
                 (long long)st.st_size, size);
-
-  uint8_t *p = malloc(size);
-  if (!p) return fail(&e, "out of memory reading %zu bytes", size);
+  *p = malloc(size);
+  if (!*p) return fail(e, "out of memory reading %zu bytes", size);
   for (size_t got = 0; got < size;) {
-    ssize_t r = pread(fd, p + got, size - got, (off_t)got);
+    ssize_t r = pread(fd, *p + got, size - got, (off_t)got);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
-      free(p);
-      return r < 0 ? fail(&e, "read error at offset %zu: %s", got,
+      free(*p);
+      *p = NULL;
+      return r < 0 ? fail(e, "read error at offset %zu: %s", got,
                           strerror(errno))
-                   : fail(&e,
+                   : fail(e,
                           "file ends at %zu bytes, before the %zu of the ELF "
                           "image",
                           got, size);
     }
     got += (size_t)r;
   }
-  e.p = p;
-  int r =
-      check_image(&e, allow, ctx, bad, badlen, runs_code, needed, neededlen);
-  free(p);
+  return 0;
+}
+
+HK_INTERNAL int hk__elf_check_imports(int fd, size_t size,
+                                      hk_elf_allow_fn allow, void *ctx,
+                                      char *bad, size_t badlen, int *runs_code,
+                                      char *needed, size_t neededlen,
+                                      const char *path, hku_diags *d) {
+  elf_t e = {.p = NULL, .size = size, .path = path, .d = d};
+  if (bad && badlen) bad[0] = '\0';
+  if (needed && neededlen) needed[0] = '\0';
+  if (runs_code) *runs_code = 0;
+  uint8_t *p = NULL;
+  int r = !allow ? fail(&e, "no allow callback") : read_image(&e, fd, size, &p);
+  if (r == 0) {
+    e.p = p;
+    r = check_image(&e, allow, ctx, bad, badlen, runs_code, needed,
+                    neededlen);
+    free(p);
+  }
   if (r < 0) {
     /* A malformed object reports nothing but the error. */
     if (bad && badlen) bad[0] = '\0';
     if (needed && neededlen) needed[0] = '\0';
     if (runs_code) *runs_code = 0;
+    return HK_EREFUSED;
   }
   return r;
 }

@@ -123,17 +123,13 @@ static int nvrtc_compile(const hk_compiler_t *c, const hkc_unit *u,
     return HK_EUNSUPPORTED;
   }
   r = nv->nvrtcCompileProgram(prog, nopts, opts);
-  int rc = r ? report_log(nv, prog, r, u, d) : take_cubin(nv, prog, path, out, d);
+  int rc = r ? report_log(nv, prog, r, u, d)
+             : take_cubin(nv, prog, path, out, d);
   nv->nvrtcDestroyProgram(&prog);
   return rc;
 }
 
-static void nvrtc_release(hk_object_t *o) {
-  free(o->image);
-  o->image = NULL;
-  o->size = 0;
-}
-
 hk_compiler_t hk__compiler_nvrtc(const hk_nvrtc_api_t *nv) {
-  return (hk_compiler_t){"NVRTC", nvrtc_compile, nvrtc_release, nv};
+  return (hk_compiler_t){"NVRTC", nvrtc_compile, hk__object_release_image,
+                         nv};
 }
