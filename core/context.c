@@ -271,10 +271,11 @@ static int changed(const hk_module_t *m, struct stat *now) {
  * the kind of failure. */
 static int load_path(hk_context_t *ctx, const char *path, int from_dir,
                      hku_diags *d) {
+  HK_ASSERT(hk__load_held(ctx));
   hk_module_t *old = find_module(ctx, path);
   struct stat now;
   if (old && !changed(old, &now)) return HK_OK;
-  if (hk__check_perms(ctx, path, d)) return HK_EIO;
+  if (hk__check_perms(ctx, path, d)) return HK_EIO; /* see scan_dir */
   hk_src_kind kind = hku_ends_with(path, ".so") ? HK__SRC_SO : HK__SRC_JSON;
   hk_module_t *m;
   int code = hk__module_load(ctx, path, NULL, 0, kind, &m, d);
@@ -308,6 +309,9 @@ static int remember_dir(hk_context_t *ctx, const char *dir) {
 /* Loads what is new or changed in dir; problems go to d. load_lock held.
  * Returns HK_OK, or the kind of the first failure. */
 static int scan_dir(hk_context_t *ctx, const char *dir, hku_diags *d) {
+  HK_ASSERT(hk__load_held(ctx));
+  /* unsafe permissions give HK_EIO to the caller (test_registry.c checks
+   * it), although hk.h lists them under HK_EREFUSED */
   if (hk__check_perms(ctx, dir, d)) return HK_EIO;
   char **paths;
   int n = hku_list_dir(dir, plugin_suffixes, &paths);

@@ -142,6 +142,7 @@ static void drop_missing(hk_context_t *ctx, hk_module_t *old) {
 
 /* Moves mod from ctx->modules to ctx->retired. load_lock held. */
 static void retire(hk_context_t *ctx, hk_module_t *mod) {
+  HK_ASSERT(hk__load_held(ctx));
   hk_module_t **pp = &ctx->modules;
   while (*pp && *pp != mod) pp = &(*pp)->next;
   if (*pp) *pp = mod->next;
