@@ -80,6 +80,8 @@ typedef enum hkc_lang { HKC_LANG_C, HKC_LANG_CUDA } hkc_lang;
 int hkc_unit_emit(const hkc_file *f, hkc_lang lang, unsigned flags,
                   hkc_unit **out);
 void hkc_unit_free(hkc_unit *u);
+/* The kernel file the unit was generated from. */
+const hkc_file *hkc_unit_file(const hkc_unit *u);
 /* The source text (NUL-terminated) and its length. */
 const char *hkc_unit_text(const hkc_unit *u);
 size_t hkc_unit_len(const hkc_unit *u);

@@ -113,6 +113,8 @@ void hkc_unit_free(hkc_unit *u) {
   free(u);
 }
 
+const hkc_file *hkc_unit_file(const hkc_unit *u) { return u->file; }
+
 const char *hkc_unit_text(const hkc_unit *u) { return hku_buf_str(&u->text); }
 
 size_t hkc_unit_len(const hkc_unit *u) { return u->text.len; }

@@ -35,15 +35,17 @@ struct hk_cache {
 /* Bytes read or written per system call when streaming an entry. */
 #define CHUNK 65536
 
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen,
+/* Says fmt about the cache (path) in d; returns code. */
+__attribute__((format(printf, 4, 5))) static int fail(hku_diags *d, int code,
+                                                      const char *path,
                                                       const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
+  char msg[4400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  hku_diag_add(d, HKU_ERROR, path ? path : "disk cache", 0, 0, "%s", msg);
+  return code;
 }
 
 static void put_le64(uint8_t *p, uint64_t v) {
@@ -69,30 +71,32 @@ static char *concat(const char *a, const char *b) {
   return s;
 }
 
-/* The default directory by the rules in cache.h (malloc'ed), or NULL with
- * a message. */
-static char *default_dir(char *err, size_t errlen) {
+/* The default directory by the rules in cache.h: HK_OK and *out
+ * (malloc'ed), or HK_EIO / HK_ENOMEM said in d. */
+static int default_dir(char **out, hku_diags *d) {
   const char *v = getenv("HK_CACHE_DIR");
-  if (v && *v) return concat(v, "");
-  v = getenv("XDG_CACHE_HOME");
-  if (v && *v == '/') return concat(v, "/hk");
-  v = getenv("HOME");
-  if (!v || !*v) {
-    struct passwd *pw = getpwuid(getuid());
-    v = pw && pw->pw_dir && *pw->pw_dir ? pw->pw_dir : NULL;
+  if (v && *v) {
+    *out = concat(v, "");
+  } else if ((v = getenv("XDG_CACHE_HOME")) && *v == '/') {
+    *out = concat(v, "/hk");
+  } else {
+    v = getenv("HOME");
+    if (!v || !*v) {
+      struct passwd *pw = getpwuid(getuid());
+      v = pw && pw->pw_dir && *pw->pw_dir ? pw->pw_dir : NULL;
+    }
+    if (!v)
+      return fail(d, HK_EIO, NULL,
+                  "no cache directory: HK_CACHE_DIR, XDG_CACHE_HOME and HOME "
+                  "are unset and the user has no home directory");
+    *out = concat(v, "/.cache/hk");
   }
-  if (!v) {
-    fail(err, errlen,
-         "no cache directory: HK_CACHE_DIR, XDG_CACHE_HOME and HOME are unset "
-         "and the user has no home directory");
-    return NULL;
-  }
-  return concat(v, "/.cache/hk");
+  return *out ? HK_OK : fail(d, HK_ENOMEM, NULL, "out of memory");
 }
 
 /* mkdir -p with mode 0700 for every directory it creates; *created says
  * whether the last one was made here. */
-static int make_dirs(char *path, int *created, char *err, size_t errlen) {
+static int make_dirs(char *path, int *created, hku_diags *d) {
   *created = 0;
   for (char *p = path + 1; *p; p++) {
     if (*p != '/') continue;
@@ -102,80 +106,83 @@ static int make_dirs(char *path, int *created, char *err, size_t errlen) {
     *p = '/';
     if (r != 0 && e != EEXIST) {
       *p = '\0';
-      fail(err, errlen, "cannot create cache directory %s: %s", path,
+      fail(d, HK_EIO, path, "cannot create cache directory %s: %s", path,
            strerror(e));
       *p = '/';
-      return -1;
+      return HK_EIO;
     }
   }
   if (mkdir(path, 0700) == 0) {
     *created = 1;
   } else if (errno != EEXIST) {
-    return fail(err, errlen, "cannot create cache directory %s: %s", path,
+    return fail(d, HK_EIO, path, "cannot create cache directory %s: %s", path,
                 strerror(errno));
   }
-  return 0;
+  return HK_OK;
+}
+
+/* Opens path (made 0700 when created here) and checks that it is ours
+ * alone unless allow_unsafe. HK_OK and *dfd, or the failure said in d. */
+static int open_dir(const char *path, int created, int allow_unsafe, int *dfd,
+                    hku_diags *d) {
+  *dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (*dfd < 0)
+    return fail(d, HK_EIO, path, "cannot open cache directory %s: %s", path,
+                strerror(errno));
+  /* The umask may have taken bits off: make a new directory exactly 0700. */
+  if (created) (void)fchmod(*dfd, 0700);
+  struct stat st;
+  int rc = HK_OK;
+  if (fstat(*dfd, &st) != 0)
+    rc = fail(d, HK_EIO, path, "cannot stat cache directory %s: %s", path,
+              strerror(errno));
+  else if (!allow_unsafe && st.st_uid != geteuid() && st.st_uid != 0)
+    rc = fail(d, HK_EREFUSED, path,
+              "cache directory %s is owned by another user (uid %u); refusing "
+              "to load code from it",
+              path, (unsigned)st.st_uid);
+  else if (!allow_unsafe && (st.st_mode & (S_IWGRP | S_IWOTH)))
+    rc = fail(d, HK_EREFUSED, path,
+              "cache directory %s is writable by group or others (mode "
+              "%03o); refusing to load code from it (chmod 700 it)",
+              path, (unsigned)(st.st_mode & 0777));
+  if (rc) {
+    close(*dfd);
+    *dfd = -1;
+  }
+  return rc;
 }
 
 HK_INTERNAL int hk__cache_open(const char *dir, int allow_unsafe,
-                               hk_cache_t **out, char *err, size_t errlen) {
+                               hk_cache_t **out, hku_diags *d) {
   *out = NULL;
-  if (err && errlen) err[0] = '\0';
-  char *path = dir && *dir ? concat(dir, "") : default_dir(err, errlen);
-  if (!path)
-    return err && errlen && err[0] ? -1 : fail(err, errlen, "out of memory");
+  char *path = NULL;
+  int rc = HK_OK;
+  if (dir && *dir)
+    rc = (path = concat(dir, "")) ? HK_OK
+                                  : fail(d, HK_ENOMEM, NULL, "out of memory");
+  else
+    rc = default_dir(&path, d);
+  if (rc) return rc;
   /* Trailing slashes would make the last mkdir look like a parent's. */
   for (size_t n = strlen(path); n > 1 && path[n - 1] == '/'; n--)
     path[n - 1] = '\0';
-
-  int created = 0;
-  if (make_dirs(path, &created, err, errlen) != 0) goto bad;
-  int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) {
-    fail(err, errlen, "cannot open cache directory %s: %s", path,
-         strerror(errno));
-    goto bad;
-  }
-  /* The umask may have taken bits off: make a new directory exactly 0700. */
-  if (created) (void)fchmod(dfd, 0700);
-  struct stat st;
-  if (fstat(dfd, &st) != 0) {
-    fail(err, errlen, "cannot stat cache directory %s: %s", path,
-         strerror(errno));
+  int created = 0, dfd = -1;
+  hk_cache_t *c = NULL;
+  if ((rc = make_dirs(path, &created, d)) == HK_OK &&
+      (rc = open_dir(path, created, allow_unsafe, &dfd, d)) == HK_OK &&
+      !(c = malloc(sizeof *c))) {
     close(dfd);
-    goto bad;
+    rc = fail(d, HK_ENOMEM, NULL, "out of memory");
   }
-  if (!allow_unsafe && st.st_uid != geteuid() && st.st_uid != 0) {
-    fail(err, errlen,
-         "cache directory %s is owned by another user (uid %u); refusing to "
-         "load code "
-         "from it",
-         path, (unsigned)st.st_uid);
-    close(dfd);
-    goto bad;
-  }
-  if (!allow_unsafe && (st.st_mode & (S_IWGRP | S_IWOTH))) {
-    fail(err, errlen,
-         "cache directory %s is writable by group or others (mode %03o); "
-         "refusing to "
-         "load code from it (chmod 700 it)",
-         path, (unsigned)(st.st_mode & 0777));
-    close(dfd);
-    goto bad;
-  }
-  hk_cache_t *c = malloc(sizeof *c);
-  if (!c) {
-    fail(err, errlen, "out of memory");
-    close(dfd);
-    goto bad;
+  if (rc) {
+    free(path);
+    return rc;
   }
   c->dir = path;
   c->dfd = dfd;
   *out = c;
-  return 0;
-bad:
-  free(path);
-  return -1;
+  return HK_OK;
 }
 
 HK_INTERNAL void hk__cache_close(hk_cache_t *c) {
@@ -369,84 +376,59 @@ static int create_temp(hk_cache_t *c, char tmp[64]) {
   return -1;
 }
 
-/* Writes [so bytes][meta][trailer] to out, hashing as it goes. */
-static int write_entry(int out, int src, const char *so_path, const char *meta,
-                       char *err, size_t errlen) {
+/* Writes [elf][meta][trailer] to out. HK_OK, or HK_EIO with errno. */
+static int write_entry(int out, const void *elf, size_t size,
+                       const char *meta) {
   hk_sha256_t s;
   hk__sha256_init(&s);
-  uint8_t *buf = malloc(CHUNK);
-  if (!buf) return fail(err, errlen, "out of memory");
-  uint64_t esz = 0;
-  for (;;) {
-    ssize_t r = read(src, buf, CHUNK);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      free(buf);
-      return fail(err, errlen, "cannot read %s: %s", so_path, strerror(errno));
-    }
-    if (r == 0) break;
-    hk__sha256_update(&s, buf, (size_t)r);
-    if (hku_write_all(out, buf, (size_t)r) != 0) {
-      free(buf);
-      return fail(err, errlen, "cannot write a cache entry: %s",
-                  strerror(errno));
-    }
-    esz += (uint64_t)r;
-  }
-  free(buf);
-  if (esz == 0) return fail(err, errlen, "%s is empty", so_path);
-
+  hk__sha256_update(&s, elf, size);
   size_t msz = strlen(meta);
   uint8_t tr[HK_CACHE_TRAILER];
   memcpy(tr, HK_CACHE_MAGIC, 8);
-  put_le64(tr + 8, esz);
+  put_le64(tr + 8, size);
   put_le64(tr + 16, msz);
   hk__sha256_update(&s, meta, msz);
   hk__sha256_update(&s, tr, 24);
   hk__sha256_final(&s, tr + 24);
-  if (hku_write_all(out, meta, msz) != 0 || hku_write_all(out, tr, sizeof tr) != 0)
-    return fail(err, errlen, "cannot write a cache entry: %s", strerror(errno));
-  return 0;
+  if (hku_write_all(out, elf, size) != HK_OK ||
+      hku_write_all(out, meta, msz) != HK_OK ||
+      hku_write_all(out, tr, sizeof tr) != HK_OK)
+    return HK_EIO;
+  return HK_OK;
 }
 
 HK_INTERNAL int hk__cache_put(hk_cache_t *c, const uint8_t key[32],
-                              const char *so_path, const char *meta, char *err,
-                              size_t errlen) {
-  if (err && errlen) err[0] = '\0';
+                              const void *elf, size_t size, const char *meta,
+                              hku_diags *d) {
   if (!meta) meta = "";
-  int src = open(so_path, O_RDONLY | O_CLOEXEC);
-  if (src < 0)
-    return fail(err, errlen, "cannot open %s: %s", so_path, strerror(errno));
-  struct stat st;
-  if (fstat(src, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(src);
-    return fail(err, errlen, "%s is not a regular file", so_path);
-  }
+  if (size == 0) return fail(d, HK_EINVAL, c->dir, "the object is empty");
   char tmp[64], name[68];
   int out = create_temp(c, tmp);
-  if (out < 0) {
-    close(src);
-    return fail(err, errlen, "cannot create a temp file in %s: %s", c->dir,
-                strerror(errno));
-  }
-  int r = write_entry(out, src, so_path, meta, err, errlen);
-  close(src);
+  if (out < 0)
+    return fail(d, HK_EIO, c->dir, "cannot create a temp file in %s: %s",
+                c->dir, strerror(errno));
+  int rc = HK_OK;
+  if (write_entry(out, elf, size, meta) != HK_OK)
+    rc = fail(d, HK_EIO, c->dir, "cannot write a cache entry: %s",
+              strerror(errno));
   /* The data must be on disk before the name points at it, or a crash
    * could leave a named entry with a hole in it. */
-  if (r == 0 && fsync(out) != 0)
-    r = fail(err, errlen, "cannot sync a cache entry: %s", strerror(errno));
-  if (close(out) != 0 && r == 0)
-    r = fail(err, errlen, "cannot write a cache entry: %s", strerror(errno));
+  if (rc == HK_OK && fsync(out) != 0)
+    rc = fail(d, HK_EIO, c->dir, "cannot sync a cache entry: %s",
+              strerror(errno));
+  if (close(out) != 0 && rc == HK_OK)
+    rc = fail(d, HK_EIO, c->dir, "cannot write a cache entry: %s",
+              strerror(errno));
   entry_name(key, name);
-  if (r == 0 && renameat(c->dfd, tmp, c->dfd, name) != 0)
-    r = fail(err, errlen, "cannot rename a cache entry into %s: %s", c->dir,
-             strerror(errno));
-  if (r != 0) {
+  if (rc == HK_OK && renameat(c->dfd, tmp, c->dfd, name) != 0)
+    rc = fail(d, HK_EIO, c->dir, "cannot rename a cache entry into %s: %s",
+              c->dir, strerror(errno));
+  if (rc) {
     (void)unlinkat(c->dfd, tmp, 0);
-    return -1;
+    return rc;
   }
   (void)fsync(c->dfd); /* the rename itself; losing it only costs a miss */
-  return 0;
+  return HK_OK;
 }
 
 /* --- listing and clearing ------------------------------------------------- */
@@ -463,13 +445,13 @@ static DIR *open_stream(hk_cache_t *c) {
 
 HK_INTERNAL int hk__cache_list(hk_cache_t *c, hk_cache_list_fn fn, void *ctx) {
   DIR *d = open_stream(c);
-  if (!d) return -1;
+  if (!d) return HK_EIO;
   int count = 0;
   size_t dirlen = strlen(c->dir);
   char *path = malloc(dirlen + 1 + 68);
   if (!path) {
     closedir(d);
-    return -1;
+    return HK_ENOMEM;
   }
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
@@ -504,7 +486,7 @@ HK_INTERNAL int hk__cache_list(hk_cache_t *c, hk_cache_list_fn fn, void *ctx) {
 
 HK_INTERNAL int hk__cache_clear(hk_cache_t *c) {
   DIR *d = open_stream(c);
-  if (!d) return -1;
+  if (!d) return HK_EIO;
   int count = 0;
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {

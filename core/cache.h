@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "diag.h"
+#include "hk.h"
 #include "internal.h"
 
 /* An entry for key K is the file <dir>/<hex(K)>.so:
@@ -28,9 +30,10 @@ typedef struct hk_cache hk_cache_t;
  * user other than us and root, unless allow_unsafe: whoever can write there
  * chooses the code hk loads. All later operations go through a descriptor
  * of the directory opened here, not its path.
- * Returns 0 with *out set, or -1 with a message in err. */
+ * HK_OK with *out set, or HK_EIO (cannot be made or opened), HK_EREFUSED
+ * (unsafe), HK_ENOMEM, with the reason in d. */
 HK_INTERNAL int hk__cache_open(const char *dir, int allow_unsafe,
-                               hk_cache_t **out, char *err, size_t errlen);
+                               hk_cache_t **out, hku_diags *d);
 /* Closes c (NULL is fine); entries stay on disk. */
 HK_INTERNAL void hk__cache_close(hk_cache_t *c);
 /* The directory's path as resolved by hk__cache_open. */
@@ -57,16 +60,16 @@ enum { HK_CACHE_HIT = 0, HK_CACHE_MISS = 1, HK_CACHE_CORRUPT = 2 };
 HK_INTERNAL int hk__cache_get(hk_cache_t *c, const uint8_t key[32],
                               size_t *elf_size, char **meta, int *status);
 
-/* Stores the shared object at so_path (a regular, non-empty file) as the
- * entry for key, with meta (NULL for none): writes [elf][meta][trailer] to a
- * new temp file in the cache directory (mode 0600, named .hk-<pid>-<random
- * hex>.tmp), fsyncs it and renames it over <hex(key)>.so. Concurrent
- * writers of one key are fine: the last rename wins and both entries are
- * whole. Returns 0, or -1 with a message in err (the temp file is removed).
- * Thread-safe. */
+/* Stores the size bytes at elf (a shared object or a cubin, not empty) as
+ * the entry for key, with meta (NULL for none): writes [elf][meta][trailer]
+ * to a new temp file in the cache directory (mode 0600, named
+ * .hk-<pid>-<random hex>.tmp), fsyncs it and renames it over
+ * <hex(key)>.so. Concurrent writers of one key are fine: the last rename
+ * wins and both entries are whole. HK_OK, or HK_EINVAL (empty) / HK_EIO
+ * with the reason in d (the temp file is removed). Thread-safe. */
 HK_INTERNAL int hk__cache_put(hk_cache_t *c, const uint8_t key[32],
-                              const char *so_path, const char *meta, char *err,
-                              size_t errlen);
+                              const void *elf, size_t size, const char *meta,
+                              hku_diags *d);
 
 /* Called for each entry by hk__cache_list: path "<dir>/<64 hex>.so", its
  * size and mtime, its meta (NULL when the entry is corrupt) and valid (1
@@ -74,13 +77,13 @@ HK_INTERNAL int hk__cache_put(hk_cache_t *c, const uint8_t key[32],
 typedef void (*hk_cache_list_fn)(void *ctx, const char *path, size_t size,
                                  time_t mtime, const char *meta, int valid);
 /* Calls fn for each entry file (<64 lowercase hex>.so) in the directory,
- * verifying each; changes nothing. Returns the number of entries, or -1
+ * verifying each; changes nothing. Returns the number of entries, or HK_EIO
  * when the directory cannot be read. */
 HK_INTERNAL int hk__cache_list(hk_cache_t *c, hk_cache_list_fn fn, void *ctx);
 
 /* Removes every entry and every temp file (including those of writers
  * still running, whose put then fails); nothing else in the directory is
- * touched. Returns the number of files removed, or -1 when the directory
+ * touched. Returns the number of files removed, or HK_EIO when the directory
  * cannot be read. */
 HK_INTERNAL int hk__cache_clear(hk_cache_t *c);
 

@@ -16,6 +16,7 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "codegen.h"
 #include "diag.h"
@@ -79,7 +80,22 @@ HK_INTERNAL void *hk__object_symbol(const hk_object_t *o, const char *name);
  * empty object. */
 HK_INTERNAL void hk__object_free(hk_object_t *o);
 
+/* The release of a compiler whose objects are images (cc, NVRTC). */
+HK_INTERNAL void hk__object_release_image(hk_object_t *o);
+
 /* libtcc: always available (linked in). */
 HK_INTERNAL extern const hk_compiler_t hk__compiler_tcc;
+
+/* The system compiler: compiler_cc.h (hk__compiler_cc). */
+
+/* NVRTC (cuda/nvrtc.c), through the library nv (cuda/api.h: loaded by
+ * hk__nvrtc), which must outlive it. Needs o->arch; reads nothing else of
+ * o. NVRTC's errors are located like the others'. */
+struct hk_nvrtc_api;
+HK_INTERNAL hk_compiler_t hk__compiler_nvrtc(const struct hk_nvrtc_api *nv);
+/* The disk cache key of u's cubin from NVRTC version for arch: the ABI,
+ * NVRTC's version, the architecture, the flags and the text. */
+HK_INTERNAL void hk__nvrtc_key(const hkc_unit *u, int version,
+                               const char *arch, uint8_t key[32]);
 
 #endif /* HK_COMPILER_H */

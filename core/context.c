@@ -1,6 +1,7 @@
 /* context.c — the public face of the registry: contexts, loading and
  * reloading plugin folders, finding, describing and calling kernels.
- * (module.c loads and registers one source; registry.h has the objects.)
+ * (module.c loads one source, register.c registers it; registry.h has the
+ * objects.)
  */
 #include <dirent.h>
 #include <errno.h>
@@ -13,6 +14,31 @@
 #include "fsutil.h"
 #include "registry.h"
 #include "sha256.h"
+
+/* ---- The load lock ------------------------------------------------------- */
+
+/* ctx->load_lock is recursive (a load may build tier opt at once, which
+ * publishes under it); its owner and depth are kept beside it, written
+ * only by the owner, so that "load_lock held" can be asserted. */
+void hk__load_lock(hk_context_t *ctx) {
+  pthread_mutex_lock(&ctx->load_lock);
+  if (atomic_load(&ctx->load_depth) == 0)
+    atomic_store(&ctx->load_owner, pthread_self());
+  atomic_fetch_add(&ctx->load_depth, 1); /* after the owner: see held */
+}
+
+void hk__load_unlock(hk_context_t *ctx) {
+  HK_ASSERT(hk__load_held(ctx));
+  atomic_fetch_sub(&ctx->load_depth, 1);
+  pthread_mutex_unlock(&ctx->load_lock);
+}
+
+int hk__load_held(hk_context_t *ctx) {
+  /* the owner is stored before the depth becomes non-zero, so a thread
+   * that does not hold the lock never reads itself as the owner */
+  return atomic_load(&ctx->load_depth) > 0 &&
+         pthread_equal(atomic_load(&ctx->load_owner), pthread_self());
+}
 
 /* ---- Errors ------------------------------------------------------------- */
 
@@ -77,11 +103,12 @@ static const char *kernel_name(const void *v) {
   return atomic_load(&k->info)->name;
 }
 
+/* A handle for every stdlib kernel. HK_OK or HK_ENOMEM. */
 static int register_stdlib(hk_context_t *ctx) {
-  if (hk__map_reserve(&ctx->names, hk__stdlib_count)) return -1;
+  if (hk__map_reserve(&ctx->names, hk__stdlib_count)) return HK_ENOMEM;
   for (size_t i = 0; i < hk__stdlib_count; i++) {
     hk_kernel_t *k = calloc(1, sizeof *k);
-    if (!k) return -1;
+    if (!k) return HK_ENOMEM;
     k->ctx = ctx;
     k->stdlib_impl.e = hk__stdlib_entry(&hk__stdlib[i]);
     k->stdlib_impl.tier = HK_TIER_INLINE;
@@ -93,7 +120,7 @@ static int register_stdlib(hk_context_t *ctx) {
     ctx->all = k;
     hk__map_put(&ctx->names, k);
   }
-  return 0;
+  return HK_OK;
 }
 
 static void set_problems(hk_context_t *ctx, const hku_diags *d) {
@@ -136,14 +163,16 @@ HK_API int hk_context_create(hk_context_t **out, const hk_options_t *opts) {
     return hk__fail(HK_ENOMEM, "out of memory");
   }
   if (!(ctx->opts.flags & HK_NO_CACHE)) {
-    char err[1024];
+    hku_diags d = HKU_DIAGS_INIT;
     if (hk__cache_open(ctx->opts.cache_dir,
                        (ctx->opts.flags & HK_ALLOW_UNSAFE_PERMISSIONS) != 0,
-                       &ctx->cache, err, sizeof err)) {
+                       &ctx->cache, &d)) {
+      const char *why = d.n ? d.v[0].msg : "out of memory";
       ctx->cache = NULL;
-      ctx->cache_note = strdup(err);
-      hk__log(ctx, "no disk cache: %s", err);
+      ctx->cache_note = strdup(why);
+      hk__log(ctx, "no disk cache: %s", why);
     }
+    hku_diags_free(&d);
   }
 
   /* The plugin folders: given, else HK_PLUGIN_PATH. Failures are kept as
@@ -242,42 +271,47 @@ static int changed(const hk_module_t *m, struct stat *now) {
  * the kind of failure. */
 static int load_path(hk_context_t *ctx, const char *path, int from_dir,
                      hku_diags *d) {
+  HK_ASSERT(hk__load_held(ctx));
   hk_module_t *old = find_module(ctx, path);
   struct stat now;
   if (old && !changed(old, &now)) return HK_OK;
-  if (hk__check_perms(ctx, path, d)) return HK_EIO;
+  if (hk__check_perms(ctx, path, d)) return HK_EIO; /* see scan_dir */
   hk_src_kind kind = hku_ends_with(path, ".so") ? HK__SRC_SO : HK__SRC_JSON;
-  int code;
-  hk_module_t *m = hk__module_load(ctx, path, NULL, 0, kind, d, &code);
-  if (!m) {
+  hk_module_t *m;
+  int code = hk__module_load(ctx, path, NULL, 0, kind, &m, d);
+  if (code) {
     if (old) hku_diag_add(d, HKU_NOTE, path, 0, 0,
                           "the previous version stays loaded");
     return code;
   }
   m->from_dir = from_dir || (old && old->from_dir);
-  if (hk__module_register(ctx, m, old, d)) {
+  if ((code = hk__module_register(ctx, m, old, d))) {
     hk__module_free(m);
-    return d->oom ? HK_ENOMEM : HK_ESCHEMA;
+    return code;
   }
   if (old)
     hk__log(ctx, "%s: reloaded", path);
   return HK_OK;
 }
 
+/* Adds dir to the folders reload scans (once). HK_OK or HK_ENOMEM. */
 static int remember_dir(hk_context_t *ctx, const char *dir) {
   for (int i = 0; i < ctx->ndirs; i++)
-    if (!strcmp(ctx->dirs[i], dir)) return 0;
+    if (!strcmp(ctx->dirs[i], dir)) return HK_OK;
   char **v = realloc(ctx->dirs, (size_t)(ctx->ndirs + 1) * sizeof *v);
-  if (!v) return -1;
+  if (!v) return HK_ENOMEM;
   ctx->dirs = v;
-  if (!(v[ctx->ndirs] = strdup(dir))) return -1;
+  if (!(v[ctx->ndirs] = strdup(dir))) return HK_ENOMEM;
   ctx->ndirs++;
-  return 0;
+  return HK_OK;
 }
 
 /* Loads what is new or changed in dir; problems go to d. load_lock held.
  * Returns HK_OK, or the kind of the first failure. */
 static int scan_dir(hk_context_t *ctx, const char *dir, hku_diags *d) {
+  HK_ASSERT(hk__load_held(ctx));
+  /* unsafe permissions give HK_EIO to the caller (test_registry.c checks
+   * it), although hk.h lists them under HK_EREFUSED */
   if (hk__check_perms(ctx, dir, d)) return HK_EIO;
   char **paths;
   int n = hku_list_dir(dir, plugin_suffixes, &paths);
@@ -300,7 +334,7 @@ static int scan_dir(hk_context_t *ctx, const char *dir, hku_diags *d) {
 static int load_dirs(hk_context_t *ctx, char **dirs, int n) {
   hku_diags d = HKU_DIAGS_INIT;
   int rc = HK_OK;
-  pthread_mutex_lock(&ctx->load_lock);
+  hk__load_lock(ctx);
   for (int i = 0; i < n; i++) {
     if (remember_dir(ctx, dirs[i])) d.oom = 1;
     int r = scan_dir(ctx, dirs[i], &d);
@@ -308,7 +342,7 @@ static int load_dirs(hk_context_t *ctx, char **dirs, int n) {
   }
   set_problems(ctx, &d);
   int watching = ctx->watch != NULL;
-  pthread_mutex_unlock(&ctx->load_lock);
+  hk__load_unlock(ctx);
   if (watching) hk__watch_start(ctx); /* watch the new folders too */
   if (rc != HK_OK || d.oom) rc = report(&d, d.oom ? HK_ENOMEM : rc);
   hku_diags_free(&d);
@@ -327,7 +361,7 @@ HK_API int hk_load_file(hk_context_t *ctx, const char *path) {
     return hk__fail(HK_EINVAL, "%s: error: a plugin is a kernel file (.json) "
                                "or a prebuilt plugin (.so)", path);
   hku_diags d = HKU_DIAGS_INIT;
-  pthread_mutex_lock(&ctx->load_lock);
+  hk__load_lock(ctx);
   /* the folder holding it matters as much as the file */
   char *dir = strdup(path);
   char *slash = dir ? strrchr(dir, '/') : NULL;
@@ -338,7 +372,7 @@ HK_API int hk_load_file(hk_context_t *ctx, const char *path) {
   else if (!hk__check_perms(ctx, slash ? dir : ".", &d))
     rc = load_path(ctx, path, 0, &d);
   free(dir);
-  pthread_mutex_unlock(&ctx->load_lock);
+  hk__load_unlock(ctx);
   if (rc != HK_OK) rc = report(&d, rc);
   hku_diags_free(&d);
   return rc;
@@ -351,16 +385,13 @@ HK_API int hk_load_string(hk_context_t *ctx, const char *json, size_t len,
   char label[512];
   snprintf(label, sizeof label, "<%s>", name ? name : "string");
   hku_diags d = HKU_DIAGS_INIT;
-  pthread_mutex_lock(&ctx->load_lock);
+  hk__load_lock(ctx);
   hk_module_t *old = find_module(ctx, label);
-  int rc;
-  hk_module_t *m =
-      hk__module_load(ctx, label, json, len, HK__SRC_STRING, &d, &rc);
-  if (m && hk__module_register(ctx, m, old, &d)) {
+  hk_module_t *m;
+  int rc = hk__module_load(ctx, label, json, len, HK__SRC_STRING, &m, &d);
+  if (rc == HK_OK && (rc = hk__module_register(ctx, m, old, &d)))
     hk__module_free(m);
-    rc = d.oom ? HK_ENOMEM : HK_ESCHEMA;
-  }
-  pthread_mutex_unlock(&ctx->load_lock);
+  hk__load_unlock(ctx);
   if (rc != HK_OK) rc = report(&d, rc);
   hku_diags_free(&d);
   return rc;
@@ -370,7 +401,7 @@ HK_API int hk_reload(hk_context_t *ctx) {
   if (!ctx) return hk__fail(HK_EINVAL, "hk_reload: NULL context");
   hku_diags d = HKU_DIAGS_INIT;
   int rc = HK_OK;
-  pthread_mutex_lock(&ctx->load_lock);
+  hk__load_lock(ctx);
   /* files that are gone, and the paths of files loaded one by one (the
    * module list changes as they reload) */
   int nsingle = 0;
@@ -399,7 +430,7 @@ HK_API int hk_reload(hk_context_t *ctx) {
     if (rc == HK_OK) rc = r;
   }
   set_problems(ctx, &d);
-  pthread_mutex_unlock(&ctx->load_lock);
+  hk__load_unlock(ctx);
   if (rc != HK_OK || d.oom) rc = report(&d, d.oom ? HK_ENOMEM : rc);
   hku_diags_free(&d);
   return rc;
@@ -463,7 +494,7 @@ HK_API const char *hk_kernel_note(const hk_kernel_t *k, char *buf, size_t n) {
   if (!n) return buf;
   buf[0] = '\0';
   hk_context_t *ctx = k->ctx;
-  pthread_mutex_lock(&ctx->load_lock);
+  hk__load_lock(ctx);
   int state = atomic_load(&k->state);
   const hk_module_t *m = k->mod;
   if (state == HK__REMOVED)
@@ -488,7 +519,7 @@ HK_API const char *hk_kernel_note(const hk_kernel_t *k, char *buf, size_t n) {
       default:
         break;
     }
-  pthread_mutex_unlock(&ctx->load_lock);
+  hk__load_unlock(ctx);
   return buf;
 }
 
@@ -496,9 +527,9 @@ HK_API int hk_kernel_wait_opt(hk_kernel_t *k) {
   hk_context_t *ctx = k->ctx;
   /* k->mod changes under load_lock when a reload gives k new code; the
    * module itself lives as long as the context */
-  pthread_mutex_lock(&ctx->load_lock);
+  hk__load_lock(ctx);
   hk_module_t *m = k->mod;
-  pthread_mutex_unlock(&ctx->load_lock);
+  hk__load_unlock(ctx);
   if (!m || m->kind == HK__SRC_SO) return HK_OK; /* stdlib, prebuilt */
   pthread_mutex_lock(&ctx->opt_lock);
   for (;;) {

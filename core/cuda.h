@@ -95,25 +95,6 @@ static inline const char *hk__cuda_why(const hku_diags *d) {
  * reason in d (the same reason on every call). Thread-safe. */
 HK_INTERNAL int hk__nvrtc_load(const hk_nvrtc_api_t **api, int *version,
                                hku_diags *d);
-/* hk__nvrtc_load with the reason written into why (n bytes): 0 or -1. The
- * form the module-building block of cuda_call.c and test_nvrtc.c call; it
- * goes when they move to the compiler interface (core/compiler.h).
- * (cuda_call.c) */
-HK_INTERNAL int hk__nvrtc(const hk_nvrtc_api_t **api, int *version,
-                          char *why, size_t n);
-
-/* Compiles src, the CUDA emitted from f with line map map, with NVRTC for
- * arch ("sm_90"). Returns the cubin (malloc'ed, *len bytes), or NULL with
- * the problems in d: compile errors located in f's kernel file. Needs no
- * device. (cuda_call.c) */
-struct hkc_file;
-struct hkc_linemap;
-HK_INTERNAL char *hk__nvrtc_compile(const struct hkc_file *f,
-                                   const hk_nvrtc_api_t *nv, const char *src,
-                                   const struct hkc_linemap *map,
-                                   const char *arch, size_t *len,
-                                   hku_diags *d);
-
 /* Elements per thread step of info's GPU code: hk_abi_cuda_lanes() of its
  * widest buffer element for elementwise kernels, else 1. (launch.c) */
 HK_INTERNAL unsigned hk__cuda_lanes(const hk_kernel_info_t *info);

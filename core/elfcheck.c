@@ -59,8 +59,8 @@ typedef struct elf {
   const uint8_t *p; /* size bytes */
   size_t size;
   Elf64_Ehdr eh;
-  char *err;
-  size_t errlen;
+  const char *path; /* for messages */
+  hku_diags *d;
 } elf_t;
 
 /* The dynamic tags that matter here; for a tag given twice the last one
@@ -72,14 +72,15 @@ typedef struct dyn {
   uint64_t gnu_hash;
 } dyn_t;
 
+/* Says what is wrong with the object in e->d; returns -1. */
 __attribute__((format(printf, 2, 3))) static int fail(elf_t *e, const char *fmt,
                                                       ...) {
-  if (e->err && e->errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->err, e->errlen, fmt, ap);
-    va_end(ap);
-  }
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  hku_diag_add(e->d, HKU_ERROR, e->path, 0, 0, "%s", msg);
   return -1;
 }
 
@@ -372,121 +373,138 @@ static void add_needed(char *needed, size_t len, const char *name) {
   needed[used + dots] = '\0';
 }
 
-/* The checks proper, on the image in memory. */
-static int check_image(elf_t *e, hk_elf_allow_fn allow, void *ctx, char *bad,
-                       size_t badlen, int *runs, char *needed,
-                       size_t neededlen) {
-  Elf64_Phdr dynph = {0};
+/* What check_image learns about an object, step by step. */
+typedef struct image {
   dyn_t d;
-  uint64_t dynoff = 0, ndyn = 0;
-  if (check_headers(e) || check_segments(e, &dynph) ||
-      read_dynamic(e, &dynph, &d, &dynoff, &ndyn))
-    return -1;
+  uint64_t dynoff, ndyn;   /* the dynamic array */
+  uint64_t stroff, strsz;  /* the string table, when DT_STRTAB */
+  uint64_t count, symoff;  /* the symbols in reach, and where they are */
+  int run;                 /* HK_ELF_RUNS_* */
+} image_t;
 
-  /* Code that runs by itself. glibc calls DT_INIT whenever it is present,
-   * and walks an init array of DT_INIT_ARRAYSZ bytes (a missing size is
-   * read as garbage, so it counts). */
+/* Code that runs by itself. glibc calls DT_INIT whenever it is present,
+ * and walks an init array of DT_INIT_ARRAYSZ bytes (a missing size is read
+ * as garbage, so it counts). */
+static int runs_by_itself(const dyn_t *d) {
   int run = 0;
-  if (d.has[DT_INIT]) run |= HK_ELF_RUNS_AT_LOAD;
-  if (d.has[DT_INIT_ARRAY] &&
-      (!d.has[DT_INIT_ARRAYSZ] || d.val[DT_INIT_ARRAYSZ]))
+  if (d->has[DT_INIT]) run |= HK_ELF_RUNS_AT_LOAD;
+  if (d->has[DT_INIT_ARRAY] &&
+      (!d->has[DT_INIT_ARRAYSZ] || d->val[DT_INIT_ARRAYSZ]))
     run |= HK_ELF_RUNS_AT_LOAD;
-  if (d.has[DT_PREINIT_ARRAY] &&
-      (!d.has[DT_PREINIT_ARRAYSZ] || d.val[DT_PREINIT_ARRAYSZ]))
+  if (d->has[DT_PREINIT_ARRAY] &&
+      (!d->has[DT_PREINIT_ARRAYSZ] || d->val[DT_PREINIT_ARRAYSZ]))
     run |= HK_ELF_RUNS_AT_LOAD;
-  if (d.has[DT_FINI]) run |= HK_ELF_RUNS_AT_UNLOAD;
-  if (d.has[DT_FINI_ARRAY] &&
-      (!d.has[DT_FINI_ARRAYSZ] || d.val[DT_FINI_ARRAYSZ]))
+  if (d->has[DT_FINI]) run |= HK_ELF_RUNS_AT_UNLOAD;
+  if (d->has[DT_FINI_ARRAY] &&
+      (!d->has[DT_FINI_ARRAYSZ] || d->val[DT_FINI_ARRAYSZ]))
     run |= HK_ELF_RUNS_AT_UNLOAD;
+  return run;
+}
 
-  /* The string table: every name must end inside it. */
-  uint64_t stroff = 0, strsz = 0;
-  if (d.has[DT_STRTAB]) {
-    if (!d.has[DT_STRSZ]) return fail(e, "DT_STRTAB without DT_STRSZ");
-    strsz = d.val[DT_STRSZ];
-    if (!vmap(e, d.val[DT_STRTAB], strsz, &stroff))
-      return fail(e, "string table (0x%llx, %llu bytes) not in the file",
-                  (unsigned long long)d.val[DT_STRTAB],
-                  (unsigned long long)strsz);
-  }
+/* The string table: every name must end inside it. 0 or -1. */
+static int string_table(elf_t *e, image_t *im) {
+  const dyn_t *d = &im->d;
+  if (!d->has[DT_STRTAB]) return 0;
+  if (!d->has[DT_STRSZ]) return fail(e, "DT_STRTAB without DT_STRSZ");
+  im->strsz = d->val[DT_STRSZ];
+  if (!vmap(e, d->val[DT_STRTAB], im->strsz, &im->stroff))
+    return fail(e, "string table (0x%llx, %llu bytes) not in the file",
+                (unsigned long long)d->val[DT_STRTAB],
+                (unsigned long long)im->strsz);
+  return 0;
+}
 
-  /* How far the symbol table reaches: whatever the loader could index. */
+/* Scans the relocation tables (DT_RELA, DT_REL, DT_JMPREL) for the
+ * highest symbol index they use (*maxsym) and IRELATIVE ones (*irel). 0
+ * or -1. */
+static int scan_all_relocs(elf_t *e, const dyn_t *d, uint64_t *maxsym,
+                           int *irel) {
+  if (d->has[DT_RELAENT] && d->val[DT_RELAENT] != sizeof(Elf64_Rela))
+    return fail(e, "DT_RELAENT %llu, expected %zu",
+                (unsigned long long)d->val[DT_RELAENT], sizeof(Elf64_Rela));
+  if (d->has[DT_RELENT] && d->val[DT_RELENT] != sizeof(Elf64_Rel))
+    return fail(e, "DT_RELENT %llu, expected %zu",
+                (unsigned long long)d->val[DT_RELENT], sizeof(Elf64_Rel));
+  if (d->has[DT_RELA] && scan_relocs(e, "DT_RELA", d->val[DT_RELA],
+                                     d->has[DT_RELASZ] ? d->val[DT_RELASZ] : 0,
+                                     sizeof(Elf64_Rela), maxsym, irel))
+    return -1;
+  if (d->has[DT_REL] && scan_relocs(e, "DT_REL", d->val[DT_REL],
+                                    d->has[DT_RELSZ] ? d->val[DT_RELSZ] : 0,
+                                    sizeof(Elf64_Rel), maxsym, irel))
+    return -1;
+  if (!d->has[DT_JMPREL]) return 0;
+  uint64_t kind = d->has[DT_PLTREL] ? d->val[DT_PLTREL] : DT_RELA;
+  if (kind != DT_RELA && kind != DT_REL)
+    return fail(e, "DT_PLTREL %llu is neither DT_RELA nor DT_REL",
+                (unsigned long long)kind);
+  return scan_relocs(e, "DT_JMPREL", d->val[DT_JMPREL],
+                     d->has[DT_PLTRELSZ] ? d->val[DT_PLTRELSZ] : 0,
+                     kind == DT_RELA ? sizeof(Elf64_Rela) : sizeof(Elf64_Rel),
+                     maxsym, irel);
+}
+
+/* How far the symbol table reaches: whatever the loader could index
+ * (hash tables, relocations, the section), and where it is. 0 or -1. */
+static int symbol_table(elf_t *e, image_t *im) {
+  const dyn_t *d = &im->d;
   uint64_t count = 0, n = 0, maxsym = 0;
   int irel = 0;
-  if (d.has[DT_HASH]) {
-    if (count_sysv_hash(e, d.val[DT_HASH], &n)) return -1;
+  if (d->has[DT_HASH]) {
+    if (count_sysv_hash(e, d->val[DT_HASH], &n)) return -1;
     if (n > count) count = n;
   }
-  if (d.has_gnu_hash) {
-    if (count_gnu_hash(e, d.gnu_hash, &n)) return -1;
+  if (d->has_gnu_hash) {
+    if (count_gnu_hash(e, d->gnu_hash, &n)) return -1;
     if (n > count) count = n;
   }
-  if (d.has[DT_RELAENT] && d.val[DT_RELAENT] != sizeof(Elf64_Rela))
-    return fail(e, "DT_RELAENT %llu, expected %zu",
-                (unsigned long long)d.val[DT_RELAENT], sizeof(Elf64_Rela));
-  if (d.has[DT_RELENT] && d.val[DT_RELENT] != sizeof(Elf64_Rel))
-    return fail(e, "DT_RELENT %llu, expected %zu",
-                (unsigned long long)d.val[DT_RELENT], sizeof(Elf64_Rel));
-  if (d.has[DT_RELA] && scan_relocs(e, "DT_RELA", d.val[DT_RELA],
-                                    d.has[DT_RELASZ] ? d.val[DT_RELASZ] : 0,
-                                    sizeof(Elf64_Rela), &maxsym, &irel))
-    return -1;
-  if (d.has[DT_REL] && scan_relocs(e, "DT_REL", d.val[DT_REL],
-                                   d.has[DT_RELSZ] ? d.val[DT_RELSZ] : 0,
-                                   sizeof(Elf64_Rel), &maxsym, &irel))
-    return -1;
-  if (d.has[DT_JMPREL]) {
-    uint64_t kind = d.has[DT_PLTREL] ? d.val[DT_PLTREL] : DT_RELA;
-    if (kind != DT_RELA && kind != DT_REL)
-      return fail(e, "DT_PLTREL %llu is neither DT_RELA nor DT_REL",
-                  (unsigned long long)kind);
-    if (scan_relocs(e, "DT_JMPREL", d.val[DT_JMPREL],
-                    d.has[DT_PLTRELSZ] ? d.val[DT_PLTRELSZ] : 0,
-                    kind == DT_RELA ? sizeof(Elf64_Rela) : sizeof(Elf64_Rel),
-                    &maxsym, &irel))
-      return -1;
-  }
-  if (irel) run |= HK_ELF_RUNS_AT_LOAD;
+  if (scan_all_relocs(e, d, &maxsym, &irel)) return -1;
+  if (irel) im->run |= HK_ELF_RUNS_AT_LOAD;
   if (maxsym && maxsym + 1 > count) count = maxsym + 1;
-
-  uint64_t symoff = 0;
-  if (d.has[DT_SYMTAB]) {
-    if (d.has[DT_SYMENT] && d.val[DT_SYMENT] != sizeof(Elf64_Sym))
+  if (d->has[DT_SYMTAB]) {
+    if (d->has[DT_SYMENT] && d->val[DT_SYMENT] != sizeof(Elf64_Sym))
       return fail(e, "DT_SYMENT %llu, expected %zu",
-                  (unsigned long long)d.val[DT_SYMENT], sizeof(Elf64_Sym));
-    if (!vmap(e, d.val[DT_SYMTAB], 0, &symoff))
+                  (unsigned long long)d->val[DT_SYMENT], sizeof(Elf64_Sym));
+    if (!vmap(e, d->val[DT_SYMTAB], 0, &im->symoff))
       return fail(e, "dynamic symbol table (0x%llx) not in the file",
-                  (unsigned long long)d.val[DT_SYMTAB]);
-    n = count_dynsym_section(e, symoff);
+                  (unsigned long long)d->val[DT_SYMTAB]);
+    n = count_dynsym_section(e, im->symoff);
     if (n > count) count = n;
     if (count > e->size / sizeof(Elf64_Sym) ||
-        !vmap(e, d.val[DT_SYMTAB], count * sizeof(Elf64_Sym), &symoff))
+        !vmap(e, d->val[DT_SYMTAB], count * sizeof(Elf64_Sym), &im->symoff))
       return fail(
           e, "dynamic symbol table (%llu symbols at 0x%llx) past end of file",
-          (unsigned long long)count, (unsigned long long)d.val[DT_SYMTAB]);
+          (unsigned long long)count, (unsigned long long)d->val[DT_SYMTAB]);
   } else if (count > 1) {
     return fail(e, "symbols are used (%llu) but there is no DT_SYMTAB",
                 (unsigned long long)count);
   }
+  im->count = count;
+  return 0;
+}
 
-  /* Every symbol in reach: names valid, undefined ones asked about. Index 0
-   * is the null symbol, never looked up. */
+/* Every symbol in reach: names valid, undefined ones asked about. Index 0
+ * is the null symbol, never looked up. 0, 1 (a refused import, the first
+ * one in bad) or -1. */
+static int check_symbols(elf_t *e, image_t *im, hk_elf_allow_fn allow,
+                         void *ctx, char *bad, size_t badlen) {
   int result = 0;
-  for (uint64_t i = 1; i < count; i++) {
+  for (uint64_t i = 1; i < im->count; i++) {
     Elf64_Sym s;
-    memcpy(&s, e->p + symoff + i * sizeof s, sizeof s);
+    memcpy(&s, e->p + im->symoff + i * sizeof s, sizeof s);
     const char *name = "";
     if (s.st_name) {
-      if (!d.has[DT_STRTAB])
+      if (!im->d.has[DT_STRTAB])
         return fail(e, "symbol %llu has a name but there is no DT_STRTAB",
                     (unsigned long long)i);
-      name = str_at(e, stroff, strsz, s.st_name);
+      name = str_at(e, im->stroff, im->strsz, s.st_name);
       if (!name)
         return fail(e, "symbol %llu: name offset %u outside the string table",
                     (unsigned long long)i, (unsigned)s.st_name);
     }
     if (s.st_shndx != SHN_UNDEF) {
-      if (ELF64_ST_TYPE(s.st_info) == STT_GNU_IFUNC) run |= HK_ELF_RUNS_AT_LOAD;
+      if (ELF64_ST_TYPE(s.st_info) == STT_GNU_IFUNC)
+        im->run |= HK_ELF_RUNS_AT_LOAD;
       continue;
     }
     if (!name[0] || allow(name, ctx)) continue;
@@ -495,20 +513,25 @@ static int check_image(elf_t *e, hk_elf_allow_fn allow, void *ctx, char *bad,
       if (bad && badlen) snprintf(bad, badlen, "%s", name);
     }
   }
+  return result;
+}
 
-  /* Libraries the object pulls in, from a second pass over the array. */
-  for (uint64_t k = 0; k < ndyn; k++) {
+/* Libraries the object pulls in, from a second pass over the dynamic
+ * array, into needed. 0 or -1. */
+static int list_needed(elf_t *e, const image_t *im, char *needed,
+                       size_t neededlen) {
+  for (uint64_t k = 0; k < im->ndyn; k++) {
     Elf64_Dyn dy;
-    memcpy(&dy, e->p + dynoff + k * sizeof dy, sizeof dy);
+    memcpy(&dy, e->p + im->dynoff + k * sizeof dy, sizeof dy);
     if (dy.d_tag != DT_NEEDED && dy.d_tag != DT_FILTER &&
         dy.d_tag != DT_AUXILIARY && dy.d_tag != DT_AUDIT &&
         dy.d_tag != DT_DEPAUDIT)
       continue;
-    if (!d.has[DT_STRTAB])
+    if (!im->d.has[DT_STRTAB])
       return fail(
           e, "dynamic entry %llu names a library but there is no DT_STRTAB",
           (unsigned long long)k);
-    const char *name = str_at(e, stroff, strsz, dy.d_un.d_val);
+    const char *name = str_at(e, im->stroff, im->strsz, dy.d_un.d_val);
     if (!name)
       return fail(
           e, "dynamic entry %llu: name offset %llu outside the string table",
@@ -518,57 +541,82 @@ static int check_image(elf_t *e, hk_elf_allow_fn allow, void *ctx, char *bad,
       continue;
     add_needed(needed, neededlen, name);
   }
-  if (runs) *runs = run;
+  return 0;
+}
+
+/* The whole check of the image in e (hk__elf_check_imports' contract). */
+static int check_image(elf_t *e, hk_elf_allow_fn allow, void *ctx, char *bad,
+                       size_t badlen, int *runs, char *needed,
+                       size_t neededlen) {
+  Elf64_Phdr dynph = {0};
+  image_t im;
+  memset(&im, 0, sizeof im);
+  if (check_headers(e) || check_segments(e, &dynph) ||
+      read_dynamic(e, &dynph, &im.d, &im.dynoff, &im.ndyn))
+    return -1;
+  im.run = runs_by_itself(&im.d);
+  if (string_table(e, &im) || symbol_table(e, &im)) return -1;
+  int result = check_symbols(e, &im, allow, ctx, bad, badlen);
+  if (result < 0 || list_needed(e, &im, needed, neededlen)) return -1;
+  if (runs) *runs = im.run;
   return result;
 }
 
-HK_INTERNAL int hk__elf_check_imports(int fd, size_t size,
-                                      hk_elf_allow_fn allow, void *ctx,
-                                      char *bad, size_t badlen, int *runs_code,
-                                      char *needed, size_t neededlen, char *err,
-                                      size_t errlen) {
-  elf_t e = {.p = NULL, .size = size, .err = err, .errlen = errlen};
-  if (bad && badlen) bad[0] = '\0';
-  if (needed && neededlen) needed[0] = '\0';
-  if (err && errlen) err[0] = '\0';
-  if (runs_code) *runs_code = 0;
-  if (!allow) return fail(&e, "no allow callback");
-
+/* Reads the first size bytes of the regular file at fd into *p
+ * (malloc'ed). 0, or -1 said through e. */
+static int read_image(elf_t *e, int fd, size_t size, uint8_t **p) {
   struct stat st;
   if (fstat(fd, &st) != 0)
-    return fail(&e, "cannot stat the file: %s", strerror(errno));
-  if (!S_ISREG(st.st_mode)) return fail(&e, "not a regular file");
-  if (size == 0) return fail(&e, "empty file");
+    return fail(e, "cannot stat the file: %s", strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fail(e, "not a regular file");
+  if (size == 0) return fail(e, "empty file");
   if ((uint64_t)st.st_size < size)
-    return fail(&e,
+    return fail(e,
                 "file holds %lld bytes, fewer than the %zu of the ELF image",
                 (long long)st.st_size, size);
-
-  uint8_t *p = malloc(size);
-  if (!p) return fail(&e, "out of memory reading %zu bytes", size);
+  *p = malloc(size);
+  if (!*p) return fail(e, "out of memory reading %zu bytes", size);
   for (size_t got = 0; got < size;) {
-    ssize_t r = pread(fd, p + got, size - got, (off_t)got);
+    ssize_t r = pread(fd, *p + got, size - got, (off_t)got);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
-      free(p);
-      return r < 0 ? fail(&e, "read error at offset %zu: %s", got,
+      free(*p);
+      *p = NULL;
+      return r < 0 ? fail(e, "read error at offset %zu: %s", got,
                           strerror(errno))
-                   : fail(&e,
+                   : fail(e,
                           "file ends at %zu bytes, before the %zu of the ELF "
                           "image",
                           got, size);
     }
     got += (size_t)r;
   }
-  e.p = p;
-  int r =
-      check_image(&e, allow, ctx, bad, badlen, runs_code, needed, neededlen);
-  free(p);
+  return 0;
+}
+
+HK_INTERNAL int hk__elf_check_imports(int fd, size_t size,
+                                      hk_elf_allow_fn allow, void *ctx,
+                                      char *bad, size_t badlen, int *runs_code,
+                                      char *needed, size_t neededlen,
+                                      const char *path, hku_diags *d) {
+  elf_t e = {.p = NULL, .size = size, .path = path, .d = d};
+  if (bad && badlen) bad[0] = '\0';
+  if (needed && neededlen) needed[0] = '\0';
+  if (runs_code) *runs_code = 0;
+  uint8_t *p = NULL;
+  int r = !allow ? fail(&e, "no allow callback") : read_image(&e, fd, size, &p);
+  if (r == 0) {
+    e.p = p;
+    r = check_image(&e, allow, ctx, bad, badlen, runs_code, needed,
+                    neededlen);
+    free(p);
+  }
   if (r < 0) {
     /* A malformed object reports nothing but the error. */
     if (bad && badlen) bad[0] = '\0';
     if (needed && neededlen) needed[0] = '\0';
     if (runs_code) *runs_code = 0;
+    return HK_EREFUSED;
   }
   return r;
 }

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "diag.h"
+#include "hk.h"
 #include "internal.h"
 
 /* Callback: 1 when sym may be imported. */
@@ -43,19 +45,20 @@ typedef int (*hk_elf_allow_fn)(const char *sym, void *ctx);
  * A caller that only wants pure code refuses a non-zero *runs_code and a
  * non-empty needed as well as a return of 1.
  *
- * Returns 0 when every import is allowed; 1 when one is not (the first one
- * in table order is copied into bad, at most badlen bytes with the NUL);
- * -1 when the file is not such an object or is malformed or unreadable,
- * with a message in err saying what and where ("not an ELF file", "section
- * header table past end of file (offset 0x..., ...)"). Any of bad, needed,
- * err may be NULL (with length 0); runs_code may be NULL.
+ * Returns HK_OK (0) when every import is allowed; 1 when one is not (the
+ * first one in table order is copied into bad, at most badlen bytes with
+ * the NUL); HK_EREFUSED when the file is not such an object or is
+ * malformed or unreadable, with a message about path in d saying what and
+ * where ("not an ELF file", "section header table past end of file
+ * (offset 0x..., ...)"). bad and needed may be NULL (with length 0);
+ * runs_code and d may be NULL.
  *
  * Never reads out of bounds whatever the bytes; allocates one buffer of
  * `size` bytes, and only after checking that the file holds that many. */
 HK_INTERNAL int hk__elf_check_imports(int fd, size_t size,
                                       hk_elf_allow_fn allow, void *ctx,
                                       char *bad, size_t badlen, int *runs_code,
-                                      char *needed, size_t neededlen, char *err,
-                                      size_t errlen);
+                                      char *needed, size_t neededlen,
+                                      const char *path, hku_diags *d);
 
 #endif /* HK_ELFCHECK_H */

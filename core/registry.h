@@ -27,14 +27,13 @@
 
 #include "buf.h"
 #include "cache.h"
+#include "codegen.h"
+#include "compiler.h"
+#include "compiler_cc.h"
 #include "cuda.h"
 #include "diag.h"
 #include "dispatch.h"
-#include "emit.h"
 #include "hk.h"
-#include "jit_cc.h"
-#include "jit_tcc.h"
-#include "kernel.h"
 #include "map.h"
 
 typedef struct hk_impl {
@@ -53,7 +52,7 @@ struct hk_kernel {
   hk_context_t *ctx;
   struct hk_module *mod; /* NULL for the stdlib; under load_lock */
   hk_impl_t stdlib_impl; /* the stdlib's own (inline) */
-  /* The GPU entry, made on the first GPU call (cuda_call.c); reset when a
+  /* The GPU entry, made on the first GPU call (cuda/call.c); reset when a
    * reload gives the handle new code. */
   _Atomic(const hk_cuda_entry_t *) cuda;
   hk_cuda_entry_t stdlib_cuda; /* the stdlib's, from libhk's fatbin */
@@ -82,12 +81,11 @@ typedef struct hk_module {
   const hkc_instance **inst;   /* every instance, in file order */
   hk_kernel_info_t **infos;    /* one per instance */
   hk_kernel_t **kernels;       /* their handles once registered */
-  char *csrc;                  /* generated C (json, string) */
-  hkc_linemap map;             /* where author code is in csrc */
-  uint8_t key[32];             /* disk cache key of csrc */
-  hk_tcc_t *tcc;               /* tier jit code */
-  void *dl;                    /* tier opt or prebuilt code (dl_open in
-                                  module.c: one fd per loaded file) */
+  hkc_unit *unit;              /* generated C (json, string) */
+  uint8_t key[32];             /* disk cache key of unit */
+  hk_object_t jit;             /* tier jit code (libtcc) */
+  void *dl;                    /* tier opt or prebuilt code (hk__dl_open:
+                                  one fd per loaded file) */
   hk_impl_t *impls;            /* per instance: the code loaded at load */
   hk_impl_t *opt_impls;        /* per instance, once opt is ready */
   _Atomic int opt_state;       /* hk_opt_state */
@@ -102,7 +100,9 @@ typedef struct hk_module {
 } hk_module_t;
 
 struct hk_context {
-  pthread_mutex_t load_lock;
+  pthread_mutex_t load_lock; /* recursive: hk__load_lock() */
+  _Atomic(pthread_t) load_owner; /* valid while load_depth > 0 */
+  _Atomic int load_depth;    /* times the owner holds it */
   pthread_rwlock_t map_lock;
   hk_map_t names;            /* name -> hk_kernel_t */
   hk_kernel_t *all;          /* every handle ever made */
@@ -137,30 +137,44 @@ HK_INTERNAL int hk__fail(int code, const char *fmt, ...)
 HK_INTERNAL void hk__log(hk_context_t *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* ctx->load_lock, with its owner recorded so that "load_lock held" can be
+ * asserted (context.c). */
+HK_INTERNAL void hk__load_lock(hk_context_t *ctx);
+HK_INTERNAL void hk__load_unlock(hk_context_t *ctx);
+/* 1 when this thread holds ctx->load_lock (taken by hk__load_lock). */
+HK_INTERNAL int hk__load_held(hk_context_t *ctx);
+
 /* ---- module.c ---- */
-/* Loads a file (.json or .so) or a string into a new module: parses,
+/* Loads a file (.json or .so) or a string into a new module *out: parses,
  * checks, compiles (or takes tier opt from the disk cache), but registers
- * nothing. Problems go to d. Returns the module, or NULL with *code the
- * kind of failure (HK_EIO, HK_ESCHEMA, HK_ECOMPILE, HK_ENOMEM). */
-HK_INTERNAL hk_module_t *hk__module_load(hk_context_t *ctx, const char *path,
-                                         const char *text, size_t len,
-                                         hk_src_kind kind, hku_diags *d,
-                                         int *code);
+ * nothing. HK_OK, or HK_EIO, HK_ESCHEMA, HK_ECOMPILE, HK_EUNSUPPORTED,
+ * HK_EREFUSED (a prebuilt plugin refused), HK_ENOMEM; problems in d. */
+HK_INTERNAL int hk__module_load(hk_context_t *ctx, const char *path,
+                                const char *text, size_t len,
+                                hk_src_kind kind, hk_module_t **out,
+                                hku_diags *d);
+/* Frees a module that was never registered, or at context destruction. */
+HK_INTERNAL void hk__module_free(hk_module_t *mod);
+
+/* ---- register.c ---- */
 /* Registers mod's kernels, replacing old (a module of the same source, or
  * NULL): handles of unchanged signature switch to the new code, others go
  * stale; old's names not in mod are unregistered. Refuses (and registers
  * nothing) when a name belongs to the stdlib or to another module. Called
- * with load_lock held. Returns 0 or -1 (problems in d). */
+ * with load_lock held. HK_OK, HK_ESCHEMA (a name taken) or HK_ENOMEM;
+ * problems in d. */
 HK_INTERNAL int hk__module_register(hk_context_t *ctx, hk_module_t *mod,
                                     hk_module_t *old, hku_diags *d);
 /* Unregisters mod's kernels and retires it (load_lock held). */
 HK_INTERNAL void hk__module_unload(hk_context_t *ctx, hk_module_t *mod);
-/* Frees a module that was never registered, or at context destruction. */
-HK_INTERNAL void hk__module_free(hk_module_t *mod);
+
+/* ---- opt.c ---- */
 /* Queues mod for the opt tier (load_lock held). */
 HK_INTERNAL void hk__opt_enqueue(hk_context_t *ctx, hk_module_t *mod);
-/* Compiles mod for tier opt now, on this thread. Returns 0, or -1 with the
- * reason in mod->opt_note. Publishes the result when mod is live. */
+/* Compiles mod for tier opt now, on this thread. HK_OK, or the failure
+ * (HK_EUNSUPPORTED: no system compiler; HK_ECOMPILE, HK_EREFUSED, HK_EIO,
+ * HK_ENOMEM) with the reason in mod->opt_note. Publishes the result when
+ * mod is live. */
 HK_INTERNAL int hk__opt_build(hk_context_t *ctx, hk_module_t *mod);
 /* Probes the system compiler the first time it is needed (a kernel file
  * is loaded): contexts that only use the stdlib never run it. load_lock
@@ -169,13 +183,10 @@ HK_INTERNAL void hk__need_cc(hk_context_t *ctx);
 /* Stops the worker thread (cancelling a running compile). */
 HK_INTERNAL void hk__opt_stop(hk_context_t *ctx);
 
-/* Checks what the shared object open at fd (its first size bytes) would
- * run and import: only the math functions (symbols.h), no constructors,
- * no libraries but libc and libm. 0, or -1 with the reason in why. */
-HK_INTERNAL int hk__check_object(int fd, size_t size, char *why,
-                                 size_t whylen);
+/* ---- perms.c ---- */
 /* Checks that path (a plugin file or folder) is not writable by others nor
- * owned by another user (root is trusted). 0, or -1 with the reason in d. */
+ * owned by another user (root is trusted). HK_OK, HK_EREFUSED, or HK_EIO
+ * (it cannot be read), with the reason in d. */
 HK_INTERNAL int hk__check_perms(hk_context_t *ctx, const char *path,
                                 hku_diags *d);
 
@@ -185,12 +196,14 @@ HK_INTERNAL int hk__call_cpu(const hk_kernel_t *k, size_t n, void *const *args);
 /* Why k has no CPU implementation (unloaded, stale, no cpu target). */
 HK_INTERNAL int hk__call_failure(const hk_kernel_t *k);
 
-/* ---- cuda_call.c ---- */
+/* ---- cuda/call.c, cuda/module.c, cuda/launch.c ---- */
 /* hk_call once the CUDA backend has started: by where the buffers are. */
 HK_INTERNAL int hk__call_auto(const hk_kernel_t *k, size_t n,
                               void *const *args);
 /* Frees a module's GPU code (hk__module_free). */
 HK_INTERNAL void hk__cuda_module_free(hk_module_t *m);
+/* Makes m->cuda: the module's GPU code. ctx->load_lock held. HK_OK, or an
+ * error (also remembered in m->cuda_note, so that it is not retried). */
 HK_INTERNAL int hk__module_cuda(hk_context_t *ctx, hk_module_t *m);
 
 /* ---- watch.c ---- */

@@ -79,10 +79,10 @@ static void add_dirs(hk_context_t *ctx) {
 }
 
 int hk__watch_start(hk_context_t *ctx) {
-  pthread_mutex_lock(&ctx->load_lock);
+  hk__load_lock(ctx);
   if (ctx->watch) { /* already watching: pick up folders added since */
     add_dirs(ctx);
-    pthread_mutex_unlock(&ctx->load_lock);
+    hk__load_unlock(ctx);
     return HK_OK;
   }
   struct hk_watch *w = calloc(1, sizeof *w);
@@ -117,15 +117,15 @@ fail:
   if (w->stop >= 0) close(w->stop);
   free(w);
 out:
-  pthread_mutex_unlock(&ctx->load_lock);
+  hk__load_unlock(ctx);
   return rc;
 }
 
 void hk__watch_stop(hk_context_t *ctx) {
-  pthread_mutex_lock(&ctx->load_lock);
+  hk__load_lock(ctx);
   struct hk_watch *w = ctx->watch;
   ctx->watch = NULL;
-  pthread_mutex_unlock(&ctx->load_lock);
+  hk__load_unlock(ctx);
   if (!w) return;
   uint64_t one = 1;
   if (write(w->stop, &one, sizeof one) < 0) {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "fsutil.h"
 #include "check.h"
 #include "sha256.h"
 
@@ -79,10 +80,37 @@ static int count_temps(const char *dir) {
   return n;
 }
 
+/* hk__cache_open with the reason as text: 0, or -1 with it in err. */
+static int open_cache(const char *dir, int unsafe, hk_cache_t **c, char *err,
+                      size_t errlen) {
+  hku_diags d = HKU_DIAGS_INIT;
+  int rc = hk__cache_open(dir, unsafe, c, &d);
+  snprintf(err, errlen, "%s", d.n ? d.v[0].msg : "");
+  hku_diags_free(&d);
+  return rc ? -1 : 0;
+}
+
+/* hk__cache_put of the file so's bytes: 0, or -1 with the reason in err. */
+static int put_file(hk_cache_t *c, const uint8_t key[32], const char *so,
+                    const char *meta, char *err, size_t errlen) {
+  hku_diags d = HKU_DIAGS_INIT;
+  char *bytes = NULL;
+  size_t n = 0;
+  int rc = hku_read_file(so, &bytes, &n, NULL, &d);
+  if (rc == HK_OK) rc = hk__cache_put(c, key, bytes, n, meta, &d);
+  hku_buf why = HKU_BUF_INIT;
+  hku_diags_first(&d, &why);
+  snprintf(err, errlen, "%s", hku_buf_str(&why));
+  hku_buf_free(&why);
+  free(bytes);
+  hku_diags_free(&d);
+  return rc ? -1 : 0;
+}
+
 static hk_cache_t *open_dir(const char *dir, int unsafe) {
   hk_cache_t *c = NULL;
   char err[512];
-  int r = hk__cache_open(dir, unsafe, &c, err, sizeof err);
+  int r = open_cache(dir, unsafe, &c, err, sizeof err);
   CHECK_MSG(r == 0 && c != NULL, "open %s: %s", dir, err);
   return r == 0 ? c : NULL;
 }
@@ -120,7 +148,7 @@ static void test_open(void) {
     snprintf(dir, sizeof dir, "%s/open%zu", g_tmp, i);
     CHECK(mkdir(dir, 0700) == 0 && chmod(dir, unsafe[i]) == 0);
     c = (hk_cache_t *)1;
-    CHECK_INT_EQ(hk__cache_open(dir, 0, &c, err, sizeof err), -1);
+    CHECK_INT_EQ(open_cache(dir, 0, &c, err, sizeof err), -1);
     CHECK(c == NULL);
     CHECK_CONTAINS(err, "writable by group or others");
     CHECK_CONTAINS(err, dir);
@@ -136,7 +164,7 @@ static void test_open(void) {
   if (geteuid() == 0) {
     snprintf(dir, sizeof dir, "%s/nobody", g_tmp);
     CHECK(mkdir(dir, 0700) == 0 && chown(dir, 65534, 65534) == 0);
-    CHECK_INT_EQ(hk__cache_open(dir, 0, &c, err, sizeof err), -1);
+    CHECK_INT_EQ(open_cache(dir, 0, &c, err, sizeof err), -1);
     CHECK_CONTAINS(err, "owned by another user");
     c = open_dir(dir, 1);
     hk__cache_close(c);
@@ -150,7 +178,7 @@ static void test_open(void) {
   snprintf(dir, sizeof dir, "%s/afile", g_tmp);
   CHECK(write_file(dir, "x", 1) == 0);
   snprintf(dir, sizeof dir, "%s/afile/cache", g_tmp);
-  CHECK_INT_EQ(hk__cache_open(dir, 0, &c, err, sizeof err), -1);
+  CHECK_INT_EQ(open_cache(dir, 0, &c, err, sizeof err), -1);
   CHECK(err[0] != '\0');
 }
 
@@ -267,7 +295,7 @@ static void test_put_get(void) {
   const char *meta = "kernel=saxpy\ncompiler=gcc 12.2 \xc3\xbc\n";
 
   expect_status(c, key, HK_CACHE_MISS);
-  CHECK_INT_EQ(hk__cache_put(c, key, so, meta, err, sizeof err), 0);
+  CHECK_INT_EQ(put_file(c, key, so, meta, err, sizeof err), 0);
   expect_hit(c, key, data, sizeof data, meta);
   expect_hit(c, key, data, sizeof data, meta); /* a hit leaves the entry */
   expect_status(c, key2, HK_CACHE_MISS);
@@ -298,7 +326,7 @@ static void test_put_get(void) {
   free(f);
 
   /* Without meta, and the lookup without asking for meta. */
-  CHECK_INT_EQ(hk__cache_put(c, key2, so, NULL, err, sizeof err), 0);
+  CHECK_INT_EQ(put_file(c, key2, so, NULL, err, sizeof err), 0);
   expect_hit(c, key2, data, sizeof data, "");
   int s = -1;
   size_t esz = 0;
@@ -309,18 +337,18 @@ static void test_put_get(void) {
   /* A new put replaces the entry. */
   fake_bytes(data, 77, 9);
   CHECK(write_file(so, data, 77) == 0);
-  CHECK_INT_EQ(hk__cache_put(c, key, so, "second", err, sizeof err), 0);
+  CHECK_INT_EQ(put_file(c, key, so, "second", err, sizeof err), 0);
   expect_hit(c, key, data, 77, "second");
 
   /* Bad sources: missing, empty, a directory. None leaves a temp file. */
   snprintf(path, sizeof path, "%s/missing.so", g_tmp);
-  CHECK_INT_EQ(hk__cache_put(c, key, path, "", err, sizeof err), -1);
+  CHECK_INT_EQ(put_file(c, key, path, "", err, sizeof err), -1);
   CHECK_CONTAINS(err, path);
   snprintf(path, sizeof path, "%s/empty.so", g_tmp);
   CHECK(write_file(path, "", 0) == 0);
-  CHECK_INT_EQ(hk__cache_put(c, key, path, "", err, sizeof err), -1);
+  CHECK_INT_EQ(put_file(c, key, path, "", err, sizeof err), -1);
   CHECK_CONTAINS(err, "empty");
-  CHECK_INT_EQ(hk__cache_put(c, key, g_tmp, "", err, sizeof err), -1);
+  CHECK_INT_EQ(put_file(c, key, g_tmp, "", err, sizeof err), -1);
   CHECK_INT_EQ(count_temps(dir), 0);
   expect_hit(c, key, data, 77, "second"); /* failed puts left it alone */
   hk__cache_close(c);
@@ -366,7 +394,7 @@ static void test_corrupt(void) {
                          56,         esz - 1,    esz,        esz + msz,
                          total - 56, total - 33, total - 32, total - 1};
   for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
-    CHECK_INT_EQ(hk__cache_put(c, key, so, meta, err, sizeof err), 0);
+    CHECK_INT_EQ(put_file(c, key, so, meta, err, sizeof err), 0);
     CHECK(truncate(path, (off_t)cuts[i]) == 0);
     expect_status(c, key, HK_CACHE_CORRUPT);
     CHECK_MSG(!exists(path), "cut at %zu: entry not removed", cuts[i]);
@@ -378,7 +406,7 @@ static void test_corrupt(void) {
       0,          esz / 2,    esz - 1,    esz,        esz + msz - 1, total - 56,
       total - 49, total - 48, total - 40, total - 33, total - 32,    total - 1};
   for (size_t i = 0; i < sizeof flips / sizeof flips[0]; i++) {
-    CHECK_INT_EQ(hk__cache_put(c, key, so, meta, err, sizeof err), 0);
+    CHECK_INT_EQ(put_file(c, key, so, meta, err, sizeof err), 0);
     int fd = open(path, O_RDWR | O_CLOEXEC);
     uint8_t b = 0;
     CHECK(fd >= 0 && pread(fd, &b, 1, (off_t)flips[i]) == 1);
@@ -388,7 +416,7 @@ static void test_corrupt(void) {
     expect_status(c, key, HK_CACHE_CORRUPT);
     CHECK_MSG(!exists(path), "flip at %zu: entry not removed", flips[i]);
   }
-  CHECK_INT_EQ(hk__cache_put(c, key, so, meta, err, sizeof err), 0);
+  CHECK_INT_EQ(put_file(c, key, so, meta, err, sizeof err), 0);
   int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
   CHECK(fd >= 0 && write(fd, "!", 1) == 1);
   close(fd);
@@ -432,7 +460,7 @@ static void test_corrupt(void) {
   CHECK(rmdir(path) == 0); /* it was left alone */
   /* A put replaces whatever was there. */
   CHECK(symlink(target, path) == 0);
-  CHECK_INT_EQ(hk__cache_put(c, key, so, meta, err, sizeof err), 0);
+  CHECK_INT_EQ(put_file(c, key, so, meta, err, sizeof err), 0);
   expect_hit(c, key, data, esz, meta);
   struct stat st;
   CHECK(lstat(path, &st) == 0 && S_ISREG(st.st_mode));
@@ -457,13 +485,13 @@ static int racer(const char *dir, const char *so, const uint8_t key[32],
   char err[512], m[32], buf[1];
   uint8_t *want = malloc(RACE_SIZE), *got = malloc(RACE_SIZE);
   hk_cache_t *c = NULL;
-  if (!want || !got || hk__cache_open(dir, 0, &c, err, sizeof err) != 0)
+  if (!want || !got || open_cache(dir, 0, &c, err, sizeof err) != 0)
     return 1000;
   race_meta(variant, m, sizeof m);
   while (read(start_fd, buf, 1) > 0) continue; /* all start together */
   int bad = 0, hits = 0;
   for (int i = 0; i < RACE_GETS; i++) {
-    if (i % 20 == 0 && hk__cache_put(c, key, so, m, err, sizeof err) != 0) {
+    if (i % 20 == 0 && put_file(c, key, so, m, err, sizeof err) != 0) {
       fprintf(stderr, "racer %d: put failed: %s\n", variant, err);
       bad++;
     }
@@ -604,7 +632,7 @@ static void test_list_clear(void) {
     char m[16];
     snprintf(m, sizeof m, "m%d", i);
     key_of(10 + i, key);
-    CHECK_INT_EQ(hk__cache_put(c, key, so, m, err, sizeof err), 0);
+    CHECK_INT_EQ(put_file(c, key, so, m, err, sizeof err), 0);
   }
   /* A corrupt entry, a stale temp file, and things that are not hk's. */
   key_of(20, key);
@@ -689,7 +717,7 @@ static void test_dlopen(void) {
     }
     uint8_t key[32];
     key_of(30 + i, key);
-    CHECK_INT_EQ(hk__cache_put(c, key, so, "kernel hk_k", err, sizeof err), 0);
+    CHECK_INT_EQ(put_file(c, key, so, "kernel hk_k", err, sizeof err), 0);
   }
   int fds[2];
   void *hs[2] = {NULL, NULL};

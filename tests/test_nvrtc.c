@@ -8,10 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "build.h"
+#include "codegen.h"
+#include "compiler.h"
 #include "cuda.h"
 #include "diag.h"
-#include "emit.h"
-#include "kernel.h"
 
 static int checks, failures;
 
@@ -31,18 +32,15 @@ static const char *const archs[] = {"sm_80", "sm_90"};
 /* Compiles f's CUDA for every arch; returns the diagnostics of the last
  * failure (formatted, malloc'ed) or NULL when all compiled. */
 static char *compile_all(const hk_nvrtc_api_t *nv, hkc_file *f) {
-  hku_buf src = HKU_BUF_INIT;
-  hkc_linemap map = {0};
-  hkc_file *files[] = {f};
+  hkc_unit *u = NULL;
   char *fail = NULL;
-  if (hkc_emit_cuda_mapped(files, 1, HKC_EMIT_PLUGIN, &src, &map) || src.oom)
-    return strdup("emit failed");
+  if (hkc_unit_emit(f, HKC_LANG_CUDA, 0, &u)) return strdup("emit failed");
+  hk_compiler_t c = hk__compiler_nvrtc(nv);
   for (size_t a = 0; a < sizeof archs / sizeof *archs; a++) {
     hku_diags d = HKU_DIAGS_INIT;
-    size_t len = 0;
-    char *cubin = hk__nvrtc_compile(f, nv, hku_buf_str(&src), &map, archs[a],
-                                    &len, &d);
-    if (!cubin) {
+    hk_compile_opts_t o = {.arch = archs[a]};
+    hk_object_t cubin;
+    if (hk__build_compile(&c, u, &o, NULL, &cubin, &d)) {
       hku_buf m = HKU_BUF_INIT;
       hku_diags_format(&d, &m);
       free(fail);
@@ -50,21 +48,18 @@ static char *compile_all(const hk_nvrtc_api_t *nv, hkc_file *f) {
       hku_buf_free(&m);
     } else {
       /* a cubin is an ELF image */
-      CHECK(len > 4 && !memcmp(cubin, "\x7f" "ELF", 4), "%s: no ELF cubin",
-            f->path);
+      CHECK(cubin.size > 4 && !memcmp(cubin.image, "\x7f" "ELF", 4),
+            "%s: no ELF cubin", hkc_file_path(f));
+      hk__object_free(&cubin);
     }
-    free(cubin);
     hku_diags_free(&d);
   }
-  hku_buf_free(&src);
-  hkc_linemap_free(&map);
+  hkc_unit_free(u);
   return fail;
 }
 
 static int has_cuda(const hkc_file *f) {
-  for (int i = 0; i < f->nkernels; i++)
-    if (f->kernels[i].targets & HK_TARGET_CUDA) return 1;
-  return 0;
+  return (hkc_file_targets(f) & HK_TARGET_CUDA) != 0;
 }
 
 static int compile_dir(const hk_nvrtc_api_t *nv, const char *dir) {
@@ -134,9 +129,10 @@ int main(int argc, char **argv) {
   }
   const hk_nvrtc_api_t *nv;
   int version;
-  char why[600];
-  if (hk__nvrtc(&nv, &version, why, sizeof why)) {
-    printf("SKIPPED: %s\n", why);
+  hku_diags why = HKU_DIAGS_INIT;
+  if (hk__nvrtc_load(&nv, &version, &why)) {
+    printf("SKIPPED: %s\n", hk__cuda_why(&why));
+    hku_diags_free(&why);
     return 77;
   }
   char dir[4096];

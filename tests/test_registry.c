@@ -977,11 +977,12 @@ static void count_valid(void *c, const char *path, size_t size, time_t mtime,
 /* How many entries the cache folder holds, and how many verify. */
 static void cache_validity(const char *dir, int *entries, int *valid) {
   hk_cache_t *c = NULL;
-  char err[512];
+  hku_diags d = HKU_DIAGS_INIT;
   int v[2] = {0, 0};
   *entries = *valid = -1;
-  if (hk__cache_open(dir, 0, &c, err, sizeof err)) {
-    CHECK_MSG(0, "cannot open the cache %s: %s", dir, err);
+  if (hk__cache_open(dir, 0, &c, &d)) {
+    CHECK_MSG(0, "cannot open the cache %s: %s", dir, d.n ? d.v[0].msg : "");
+    hku_diags_free(&d);
     return;
   }
   hk__cache_list(c, count_valid, v);

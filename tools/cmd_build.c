@@ -1,25 +1,18 @@
 /* cmd_build.c — hk build: a kernel file compiled into a prebuilt plugin.
  *
  * The plugin is the generated C of every kernel of the file, compiled by
- * the system compiler like tier opt, plus two exports the loader checks:
- * hk_plugin_abi_version (the ABI it was built for) and
- * hk_plugin_description (the kernel file itself, parsed again at load
- * time). Its imports are checked like the opt tier's before it is written.
+ * the system compiler like tier opt, plus two exports the loader checks
+ * (abi.h: the ABI it was built for, and the kernel file itself, parsed
+ * again at load time). build.c does it all (hk__build_prebuilt); its
+ * imports are checked like the opt tier's before it is written.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "build.h"
 #include "cli.h"
-#include "fsutil.h"
-#include "emit.h"
-#include "jit_cc.h"
-#include "kernel.h"
-#include "registry.h"
+#include "codegen.h"
+#include "compiler_cc.h"
 
 static const char *const help =
     "usage: hk build FILE.json -o OUT.so [--native]\n\n"
@@ -59,37 +52,15 @@ int hk_cmd_build(int argc, char **argv) {
 
   hku_diags d = HKU_DIAGS_INIT;
   hkc_file *f = NULL;
-  hkc_linemap map = {0};
-  hku_buf src = HKU_BUF_INIT, msgs = HKU_BUF_INIT;
   hk_cc_t cc = {0};
   int rc = HK_EXIT_OK;
-  char dir[] = "/tmp/hk-build-XXXXXX", csrc[64], so[64];
-  int made_dir = 0;
   if (hkc_file_load(file, &f, &d)) {
     rc = HK_EXIT_USER;
     goto report;
   }
-  int any = 0;
-  for (int i = 0; i < f->nkernels; i++)
-    any |= (f->kernels[i].targets & HK_TARGET_CPU) != 0;
-  if (!any) {
+  if (!(hkc_file_targets(f) & HK_TARGET_CPU)) {
     rc = hk_cli_error("build", "%s: no kernel in this file targets cpu",
                       file);
-    goto done;
-  }
-  if (hkc_emit_c_mapped(&f, 1, HKC_EMIT_PLUGIN, &src, &map)) {
-    rc = hk_cli_internal("build", "out of memory");
-    goto done;
-  }
-  hku_buf_printf(&src,
-                 "/* ---- prebuilt plugin: what the loader checks ---- */\n"
-                 "const uint32_t %s = %uu;\n"
-                 "const char %s[] = ",
-                 HK_ABI_PLUGIN_VERSION_SYMBOL, HK_ABI_VERSION, HK_ABI_PLUGIN_DESC_SYMBOL);
-  hkc_emit_c_string(&src, f->doc->text);
-  hku_buf_put(&src, ";\n");
-  if (src.oom) {
-    rc = hk_cli_internal("build", "out of memory");
     goto done;
   }
   hk__cc_probe(NULL, NULL, &cc);
@@ -97,40 +68,22 @@ int hk_cmd_build(int argc, char **argv) {
     rc = hk_cli_internal("build", "%s", cc.why_not);
     goto done;
   }
-  if (!mkdtemp(dir)) {
-    rc = hk_cli_internal("build", "cannot create a temporary folder: %s",
-                         strerror(errno));
+  int r = hk__build_prebuilt(
+      f, &cc, native ? HK_FOR_PREBUILT_NATIVE : HK_FOR_PREBUILT, out, &d);
+  if (r == HK_ENOMEM || d.oom) {
+    rc = hk_cli_internal("build", "out of memory");
     goto done;
   }
-  made_dir = 1;
-  snprintf(csrc, sizeof csrc, "%s/plugin.c", dir);
-  snprintf(so, sizeof so, "%s/plugin.so", dir);
-  if (hku_write_file_atomic(csrc, hku_buf_str(&src), src.len, 0600, &d)) {
+  if (r == HK_EREFUSED) {
+    rc = hk_cli_error("build", "%s: %s", file, d.v[0].msg);
+    goto done;
+  }
+  if (r == HK_ECOMPILE && !hk__build_located(&d)) {
+    fprintf(stderr, "hk build: %s", d.v[0].msg);
     rc = HK_EXIT_INTERNAL;
-    goto report;
-  }
-  if (hk__cc_build(&cc, native ? HK_CC_PREBUILT_NATIVE : HK_CC_PREBUILT, csrc,
-                   so, &msgs, 600, NULL)) {
-    if (!hkc_report_compiler_output(hku_buf_str(&msgs), &map, f, "cc", &d)) {
-      fprintf(stderr, "hk build: the compiler failed:\n%s", hku_buf_str(&msgs));
-      rc = HK_EXIT_INTERNAL;
-      goto done;
-    }
-    rc = HK_EXIT_USER;
-    goto report;
-  }
-  int fd = open(so, O_RDONLY | O_CLOEXEC);
-  struct stat st;
-  char why[1200];
-  if (fd < 0 || fstat(fd, &st) != 0 ||
-      hk__check_object(fd, (size_t)st.st_size, why, sizeof why)) {
-    if (fd < 0) snprintf(why, sizeof why, "no object was built");
-    rc = hk_cli_error("build", "%s: %s", file, why);
-    if (fd >= 0) close(fd);
     goto done;
   }
-  close(fd);
-  if (hku_copy_file_atomic(so, out, 0755, &d)) rc = HK_EXIT_USER;
+  if (r) rc = r == HK_ECOMPILE || r == HK_EIO ? HK_EXIT_USER : HK_EXIT_INTERNAL;
 report:
   if (d.n || d.oom) {
     hku_buf m = HKU_BUF_INIT;
@@ -139,15 +92,7 @@ report:
     hku_buf_free(&m);
   }
 done:
-  if (made_dir) {
-    unlink(csrc);
-    unlink(so);
-    rmdir(dir);
-  }
   hk__cc_free(&cc);
-  hku_buf_free(&src);
-  hku_buf_free(&msgs);
-  hkc_linemap_free(&map);
   hkc_file_free(f);
   hku_diags_free(&d);
   return rc;

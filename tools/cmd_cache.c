@@ -67,9 +67,12 @@ int hk_cmd_cache(int argc, char **argv) {
   }
   if (!what) return hk_cli_usage("cache", "say list or clear");
   hk_cache_t *c;
-  char err[1024];
-  if (hk__cache_open(dir, 0, &c, err, sizeof err))
-    return hk_cli_error("cache", "%s", err);
+  hku_diags d = HKU_DIAGS_INIT;
+  if (hk__cache_open(dir, 0, &c, &d)) {
+    int rc = hk_cli_error("cache", "%s", d.n ? d.v[0].msg : "out of memory");
+    hku_diags_free(&d);
+    return rc;
+  }
   int rc = HK_EXIT_OK;
   if (!strcmp(what, "list")) {
     int count = 0;

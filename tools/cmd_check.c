@@ -4,11 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "build.h"
 #include "cli.h"
-#include "emit.h"
+#include "codegen.h"
 #include "fsutil.h"
-#include "jit_tcc.h"
-#include "kernel.h"
 
 static const char *const help =
     "usage: hk check FILE|DIR ...\n\n"
@@ -20,52 +19,26 @@ static const char *const help =
     "PATH:LINE:COL: error: FIELD: MESSAGE and exits 1. A kernel name defined\n"
     "by two of the files is an error too, as it is in a plugin folder.\n";
 
-/* Compiles the file's C kernels with libtcc (what tier jit does) and
- * reports C errors where they are in the kernel file. */
-static void compile_check(hkc_file *f, hku_diags *d) {
-  int any = 0;
-  for (int i = 0; i < f->nkernels; i++)
-    any |= (f->kernels[i].targets & HK_TARGET_CPU) != 0;
-  if (!any) return;
-  hku_buf src = HKU_BUF_INIT, msgs = HKU_BUF_INIT;
-  hkc_linemap map = {0};
-  if (hkc_emit_c_mapped(&f, 1, HKC_EMIT_PLUGIN, &src, &map)) {
-    d->oom = 1;
-  } else {
-    hk_tcc_t *u = hk__tcc_compile(hku_buf_str(&src), &msgs);
-    if (u)
-      hk__tcc_free(u);
-    else if (!hkc_report_compiler_output(hku_buf_str(&msgs), &map, f, "tcc",
-                                         d))
-      hku_diag_add(d, HKU_ERROR, f->path, 0, 0, "does not compile: %s",
-                   hku_buf_str(&msgs));
-  }
-  hkc_linemap_free(&map);
-  hku_buf_free(&src);
-  hku_buf_free(&msgs);
-}
-
 /* A registered name defined twice among the files is reported at the
  * second definition, naming the first. */
 static void check_across(hkc_file **files, int n, hku_diags *d) {
   for (int a = 0; a < n; a++)
-    for (int ka = 0; ka < files[a]->nkernels; ka++)
-      for (int ia = 0; ia < files[a]->kernels[ka].ninst; ia++) {
-        const char *name = files[a]->kernels[ka].inst[ia].name;
-        for (int b = 0; b < a; b++)
-          for (int kb = 0; kb < files[b]->nkernels; kb++)
-            for (int ib = 0; ib < files[b]->kernels[kb].ninst; ib++) {
-              if (strcmp(name, files[b]->kernels[kb].inst[ib].name)) continue;
-              const hkc_kernel *x = &files[a]->kernels[ka];
-              const hkc_kernel *y = &files[b]->kernels[kb];
-              int l1, c1, l2, c2;
-              hkj_pos(files[a]->doc, hkj_get(x->node, "name")->off, &l1, &c1);
-              hkj_pos(files[b]->doc, hkj_get(y->node, "name")->off, &l2, &c2);
-              hku_diag_add(d, HKU_ERROR, files[a]->path, l1, c1,
-                           "%sname: kernel \"%s\" is also defined in %s:%d:%d",
-                           x->prefix, name, files[b]->path, l2, c2);
-            }
-      }
+    for (int ia = 0; ia < hkc_file_ninstances(files[a]); ia++) {
+      const hkc_instance *x = hkc_file_instance(files[a], ia);
+      const char *name = hkc_instance_name(x);
+      for (int b = 0; b < a; b++)
+        for (int ib = 0; ib < hkc_file_ninstances(files[b]); ib++) {
+          const hkc_instance *y = hkc_file_instance(files[b], ib);
+          if (strcmp(name, hkc_instance_name(y))) continue;
+          int l1, c1, l2, c2;
+          hkc_instance_name_pos(files[a], x, &l1, &c1);
+          hkc_instance_name_pos(files[b], y, &l2, &c2);
+          hku_diag_add(d, HKU_ERROR, hkc_file_path(files[a]), l1, c1,
+                       "%sname: kernel \"%s\" is also defined in %s:%d:%d",
+                       hkc_instance_field_prefix(x), name,
+                       hkc_file_path(files[b]), l2, c2);
+        }
+    }
 }
 
 static const char *const kernel_files[] = {".json", NULL};
@@ -100,7 +73,7 @@ int hk_cmd_check(int argc, char **argv) {
       const char *p = paths ? paths[j] : argv[i];
       hkc_file *f;
       if (hkc_file_load(p, &f, &d) != 0) continue;
-      compile_check(f, &d);
+      (void)hk__build_check(f, &d); /* its problems are in d */
       if (nfiles == cap) {
         cap *= 2;
         hkc_file **nf = realloc(files, (size_t)cap * sizeof *files);

@@ -3,8 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "emit.h"
-#include "kernel.h"
+#include "codegen.h"
 
 static const char *const help =
     "usage: hk gen FILE [--target cpu|cuda] [-o OUT]\n\n"
@@ -58,27 +57,24 @@ int hk_cmd_gen(int argc, char **argv) {
   }
   hku_diags_free(&d);
   unsigned bit = cuda ? HK_TARGET_CUDA : HK_TARGET_CPU;
-  int any = 0;
-  for (int i = 0; i < f->nkernels; i++) any |= (f->kernels[i].targets & bit) != 0;
   int rc = HK_EXIT_OK;
-  if (!any) {
+  if (!(hkc_file_targets(f) & bit)) {
     fprintf(stderr, "%s: error: no kernel in this file targets %s\n", file,
             target);
     hkc_file_free(f);
     return HK_EXIT_USER;
   }
-  hku_buf src = HKU_BUF_INIT;
-  int erc = cuda ? hkc_emit_cuda(&f, 1, HKC_EMIT_PLUGIN, &src)
-                 : hkc_emit_c(&f, 1, HKC_EMIT_PLUGIN, &src);
-  if (erc) {
+  hkc_unit *u = NULL;
+  if (hkc_unit_emit(f, cuda ? HKC_LANG_CUDA : HKC_LANG_C, 0, &u)) {
     rc = hk_cli_internal("gen", "out of memory");
   } else if (out) {
-    rc = hk_cli_write_file("gen", out, hku_buf_str(&src), src.len);
-  } else if (fwrite(hku_buf_str(&src), 1, src.len, stdout) != src.len ||
+    rc = hk_cli_write_file("gen", out, hkc_unit_text(u), hkc_unit_len(u));
+  } else if (fwrite(hkc_unit_text(u), 1, hkc_unit_len(u), stdout) !=
+                 hkc_unit_len(u) ||
              fflush(stdout) != 0) {
     rc = hk_cli_internal("gen", "cannot write to standard output");
   }
-  hku_buf_free(&src);
+  hkc_unit_free(u);
   hkc_file_free(f);
   return rc;
 }

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "cli.h"
-#include "kernel.h"
 
 static const char *const help =
     "usage: hk list [--plugins DIR]... [--json] [--allow-unsafe-plugins]\n\n"

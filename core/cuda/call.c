@@ -48,8 +48,9 @@ static int check_state(const hk_kernel_t *k) {
 
 /* Points k->cuda at its entry in m's GPU code, making that code first
  * (hk__module_cuda). HK_OK or the error, with the last error set.
- * ctx->load_lock held (a recursive mutex: not asserted here). */
+ * ctx->load_lock held. */
 static int prepare_plugin(hk_context_t *ctx, hk_kernel_t *k, hk_module_t *m) {
+  HK_ASSERT(hk__load_held(ctx));
   int rc = hk__module_cuda(ctx, m);
   if (rc || atomic_load(&k->cuda)) return rc;
   for (int i = 0; i < m->ninst; i++)
@@ -77,14 +78,14 @@ static int prepare_cuda(hk_kernel_t *k) {
                     info->name);
   if ((rc = check_state(k))) return rc;
   hk_context_t *ctx = k->ctx;
-  pthread_mutex_lock(&ctx->load_lock);
+  hk__load_lock(ctx);
   hk_module_t *m = k->mod;
   if (!m) {
-    pthread_mutex_unlock(&ctx->load_lock);
+    hk__load_unlock(ctx);
     return prepare_stdlib(k);
   }
   rc = prepare_plugin(ctx, k, m);
-  pthread_mutex_unlock(&ctx->load_lock);
+  hk__load_unlock(ctx);
   return rc;
 }
 

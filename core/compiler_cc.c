@@ -1,4 +1,5 @@
-/* jit_cc.c — tier opt: the system C compiler builds a shared object.
+/* compiler_cc.c — the system C compiler behind compiler.h: tier opt and
+ * `hk build`, a shared object built from a unit of generated C.
  *
  * The compiler runs as a child process (posix_spawn, no shell) with its
  * output captured for error mapping. Its identity (--version output) is a
@@ -6,7 +7,7 @@
  * is recorded in the cache folder, keyed by the executable's path, inode,
  * size and modification time, and re-run only when the compiler changes.
  */
-#include "jit_cc.h"
+#include "compiler_cc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,22 +23,22 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "abi.h"
 #include "fsutil.h"
 #include "sha256.h"
 
 extern char **environ;
 
 /* Every build: C11, no C library, no stack protector (it imports
- * __stack_chk_fail), and the numeric model of every tier (abi.h). Loops
- * start on a 32-byte boundary, as in libhk (HK_KERNEL_FLAGS in
- * CMakeLists.txt: on AMD Zen 3 a vector loop across a 64-byte line ran up
- * to 2 times slower), also those entered by fall-through, which gcc aligns
- * only with the --param; clang has no such --param and, under -w, ignores
- * it silently. */
-#define COMMON_FLAGS                                                      \
-  "-std=c11 -O3 -fPIC -shared -nostdlib -fno-stack-protector -fwrapv "    \
-  "-ffp-contract=off -fno-math-errno -falign-loops=32 "                   \
-  "--param=align-loop-iterations=1 -w"
+ * __stack_chk_fail), and the numeric model of every tier (abi.h:
+ * HK_ABI_KERNEL_CFLAGS). The gcc-only --param is passed to any compiler:
+ * clang, under -w, ignores it silently. */
+#define COMMON_FLAGS                                                    \
+  "-std=c11 -fPIC -shared -nostdlib -fno-stack-protector "              \
+  HK_ABI_KERNEL_CFLAGS " " HK_ABI_KERNEL_CFLAGS_GCC " -w"
+
+/* How long a compile may take when the caller sets no deadline. */
+#define DEFAULT_TIMEOUT_S 300
 
 /* With -march=native on a CPU with AVX-512, gcc uses 512-bit vectors,
  * which made memory-bound loops 13-21% slower than 128-bit SSE on the AMD
@@ -50,11 +51,11 @@ extern char **environ;
 #define NATIVE_FLAGS " -march=native"
 #endif
 
-const char *hk__cc_flags(hk_cc_kind kind) {
-  switch (kind) {
-    case HK_CC_OPT:
-    case HK_CC_PREBUILT_NATIVE: return COMMON_FLAGS NATIVE_FLAGS;
-    case HK_CC_PREBUILT: return COMMON_FLAGS;
+const char *hk__cc_flags(hk_purpose_t purpose) {
+  switch (purpose) {
+    case HK_FOR_OPT:
+    case HK_FOR_PREBUILT_NATIVE: return COMMON_FLAGS NATIVE_FLAGS;
+    case HK_FOR_PREBUILT: return COMMON_FLAGS;
   }
   return COMMON_FLAGS;
 }
@@ -217,6 +218,10 @@ void hk__cc_probe(const char *spec, const char *state_dir, hk_cc_t *cc) {
   if (!spec || !*spec) spec = "cc";
   cc->argv = split_words(spec);
   cc->cpu = cpu_identity();
+  const char *base = state_dir;
+  if (!base) base = getenv("TMPDIR");
+  if (!base || !*base) base = "/tmp";
+  cc->workdir = strdup(base);
   if (!cc->argv || !cc->argv[0]) {
     cc->why_not = strdup("HK_CC is empty");
     return;
@@ -285,17 +290,18 @@ void hk__cc_free(hk_cc_t *cc) {
   free(cc->identity);
   free(cc->cpu);
   free(cc->why_not);
+  free(cc->workdir);
   memset(cc, 0, sizeof *cc);
 }
 
-int hk__cc_build(const hk_cc_t *cc, hk_cc_kind kind, const char *src,
-                 const char *out, hku_buf *msgs, int timeout_s,
-                 const _Atomic int *cancel) {
-  if (cc->why_not) {
-    hku_buf_printf(msgs, "%s\n", cc->why_not);
-    return -1;
-  }
-  char **flags = split_words(hk__cc_flags(kind));
+/* ---- The compiler.h adapter ------------------------------------------------ */
+
+/* Runs cc on src, making so; the compiler's output goes to msgs. Returns
+ * run_captured's status, or -1 when out of memory (said in msgs). */
+static int run_cc(const hk_cc_t *cc, hk_purpose_t purpose, const char *src,
+                  const char *so, hku_buf *msgs, int timeout_s,
+                  const _Atomic int *cancel) {
+  char **flags = split_words(hk__cc_flags(purpose));
   size_t n = 0, nf = 0;
   while (cc->argv[n]) n++;
   while (flags && flags[nf]) nf++;
@@ -310,12 +316,64 @@ int hk__cc_build(const hk_cc_t *cc, hk_cc_kind kind, const char *src,
   for (size_t i = 0; i < n; i++) argv[k++] = cc->argv[i];
   for (size_t i = 0; i < nf; i++) argv[k++] = flags[i];
   argv[k++] = "-o";
-  argv[k++] = (char *)out;
+  argv[k++] = (char *)so;
   argv[k++] = (char *)src;
   for (size_t i = 0; libs[i]; i++) argv[k++] = (char *)libs[i];
   argv[k] = NULL;
   int rc = run_captured(argv, msgs, timeout_s, cancel);
   free(argv);
   free_words(flags);
-  return rc == 0 ? 0 : -1;
+  return rc;
+}
+
+/* Builds u in a private folder of cc->workdir and reads the object back
+ * (compiler.h: compile). */
+static int cc_compile(const hk_compiler_t *c, const hkc_unit *u,
+                      const hk_compile_opts_t *o, hk_object_t *out,
+                      hku_diags *d) {
+  const hk_cc_t *cc = c->state;
+  const char *path = hkc_file_path(hkc_unit_file(u));
+  if (cc->why_not) {
+    hku_diag_add(d, HKU_ERROR, path, 0, 0, "%s", cc->why_not);
+    return HK_EUNSUPPORTED;
+  }
+  char dir[4096], src[4200], so[4200];
+  snprintf(dir, sizeof dir, "%s/.hk-build-XXXXXX", cc->workdir);
+  if (!mkdtemp(dir)) {
+    hku_diag_add(d, HKU_ERROR, path, 0, 0,
+                 "cannot create a build folder: %s", strerror(errno));
+    return HK_EIO;
+  }
+  snprintf(src, sizeof src, "%s/kernel.c", dir);
+  snprintf(so, sizeof so, "%s/kernel.so", dir);
+  int rc = HK_OK;
+  hku_buf msgs = HKU_BUF_INIT;
+  int fd = open(src, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 || hku_write_all(fd, hkc_unit_text(u), hkc_unit_len(u)) ||
+      close(fd) != 0) {
+    hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot write %s: %s", src,
+                 strerror(errno));
+    if (fd >= 0) close(fd);
+    rc = HK_EIO;
+  } else if (run_cc(cc, o->purpose, src, so, &msgs,
+                    o->timeout_s ? o->timeout_s : DEFAULT_TIMEOUT_S,
+                    o->cancel) != 0) {
+    if (!hkc_unit_report(u, hku_buf_str(&msgs), c->name, d))
+      hku_diag_add(d, HKU_ERROR, path, 0, 0, "%s", hku_buf_str(&msgs));
+    rc = msgs.oom ? HK_ENOMEM : HK_ECOMPILE;
+  } else if (access(so, F_OK) != 0) {
+    hku_diag_add(d, HKU_ERROR, path, 0, 0, "no object was built");
+    rc = HK_ECOMPILE;
+  } else {
+    rc = hku_read_file(so, &out->image, &out->size, NULL, d);
+  }
+  hku_buf_free(&msgs);
+  unlink(src);
+  unlink(so);
+  rmdir(dir);
+  return rc;
+}
+
+hk_compiler_t hk__compiler_cc(const hk_cc_t *cc) {
+  return (hk_compiler_t){"cc", cc_compile, hk__object_release_image, cc};
 }

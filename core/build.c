@@ -1,0 +1,257 @@
+/* build.c — the one build path: description -> unit -> compile -> check ->
+ * cache key (build.h), and what `hk check` and `hk build` make with it. */
+#include "build.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "abi.h"
+#include "compiler_cc.h"
+#include "elfcheck.h"
+#include "fsutil.h"
+#include "sha256.h"
+#include "symbols.h"
+
+/* ---- compiler.h's generic calls ------------------------------------------ */
+
+int hk__compile(const hk_compiler_t *c, const hkc_unit *u,
+                const hk_compile_opts_t *o, hk_object_t *out, hku_diags *d) {
+  static const hk_compile_opts_t defaults;
+  memset(out, 0, sizeof *out);
+  out->by = c;
+  int rc = c->compile(c, u, o ? o : &defaults, out, d);
+  if (rc) hk__object_free(out);
+  return rc;
+}
+
+void hk__object_free(hk_object_t *o) {
+  if (o->by && o->by->release) o->by->release(o);
+  o->code = NULL;
+  o->image = NULL;
+  o->size = 0;
+}
+
+void hk__object_release_image(hk_object_t *o) {
+  free(o->image);
+  o->image = NULL;
+  o->size = 0;
+}
+
+/* ---- Units and compiles ---------------------------------------------------- */
+
+int hk__build_unit(const hkc_file *f, hkc_lang lang, unsigned flags,
+                   hkc_unit **out, hku_diags *d) {
+  int rc = hkc_unit_emit(f, lang, flags, out);
+  if (rc == HK_ENOMEM && d) d->oom = 1;
+  return rc;
+}
+
+int hk__build_located(const hku_diags *d) {
+  return d->n > 0 && d->v[0].line > 0;
+}
+
+int hk__build_compile(const hk_compiler_t *c, const hkc_unit *u,
+                      const hk_compile_opts_t *o, const char *what,
+                      hk_object_t *out, hku_diags *d) {
+  hku_diags mine = HKU_DIAGS_INIT;
+  int rc = hk__compile(c, u, o, out, &mine);
+  if (rc == HK_ECOMPILE && what && mine.n && !hk__build_located(&mine)) {
+    hku_diag_add(d, HKU_ERROR, mine.v[0].path, 0, 0, "%s%s", what,
+                 mine.v[0].msg);
+  } else if (d) {
+    hku_diags_move(d, &mine);
+  }
+  if (mine.oom && d) d->oom = 1;
+  hku_diags_free(&mine);
+  return rc;
+}
+
+/* ---- Checking objects ---------------------------------------------------------- */
+
+static int allow_import(const char *sym, void *ctx) {
+  (void)ctx;
+  return hk__symbol_allowed(sym);
+}
+
+int hk__check_object(int fd, size_t size, const char *path, hku_diags *d) {
+  char bad[256] = "", needed[512] = "";
+  int runs = 0;
+  hku_diags why = HKU_DIAGS_INIT;
+  int rc = hk__elf_check_imports(fd, size, allow_import, NULL, bad, sizeof bad,
+                                 &runs, needed, sizeof needed, path, &why);
+  if (rc < 0) {
+    hku_diag_add(d, HKU_ERROR, path, 0, 0,
+                 "refused: not a valid shared object: %s",
+                 why.n ? why.v[0].msg : "out of memory");
+    hku_diags_free(&why);
+    return HK_EREFUSED;
+  }
+  if (rc == 1)
+    hku_diag_add(d, HKU_ERROR, path, 0, 0,
+                 "refused: the object imports '%s'; kernels may use only the "
+                 "math functions",
+                 bad);
+  else if (runs)
+    hku_diag_add(d, HKU_ERROR, path, 0, 0,
+                 "refused: the object runs code when it is loaded or "
+                 "unloaded (constructors); hk refuses that");
+  else if (needed[0])
+    hku_diag_add(d, HKU_ERROR, path, 0, 0,
+                 "refused: the object needs other libraries: %s", needed);
+  else
+    return HK_OK;
+  return HK_EREFUSED;
+}
+
+int hk__memfd(const void *p, size_t n, const char *path, const char *what,
+              int *fd, hku_diags *d) {
+  *fd = memfd_create("hk-object", MFD_CLOEXEC);
+  if (*fd < 0 || hku_write_all(*fd, p, n) != HK_OK) {
+    hku_diag_add(d, HKU_ERROR, path, 0, 0, "%s: %s", what, strerror(errno));
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+    return HK_EIO;
+  }
+  return HK_OK;
+}
+
+int hk__build_image_fd(const hk_object_t *o, const char *path, int *fd,
+                       hku_diags *d) {
+  HK_ASSERT(o->image);
+  int rc = hk__memfd(o->image, o->size, path, "cannot keep the object", fd, d);
+  if (rc == HK_OK && (rc = hk__check_object(*fd, o->size, path, d))) {
+    close(*fd);
+    *fd = -1;
+  }
+  return rc;
+}
+
+/* ---- Cache keys ---------------------------------------------------------------- */
+
+/* A length-prefixed part of a cache key: no ambiguity between parts. */
+static void key_part(hk_sha256_t *s, const char *p, size_t n) {
+  uint64_t len = n;
+  hk__sha256_update(s, &len, sizeof len);
+  hk__sha256_update(s, p, n);
+}
+
+/* The hash state after the part of the key that all the kernels of a
+ * compiler share: the ABI version, the compiler's identity, its flags, the
+ * CPU, and the prelude. Hashing it once per process, not once per kernel,
+ * halves the cost of a key (the prelude is most of a small kernel's C). */
+static pthread_mutex_t key_memo_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  char *id, *flags, *cpu; /* what the state was made from; NULL: none */
+  hk_sha256_t s;
+} key_memo; /* under key_memo_lock */
+
+static int same_text(const char *a, const char *b) {
+  return a && strcmp(a, b) == 0;
+}
+
+/* Remembers s as the state made from id, flags and cpu (forgets all when
+ * out of memory). key_memo_lock held. */
+static void key_remember(const char *id, const char *flags, const char *cpu,
+                         const hk_sha256_t *s) {
+  free(key_memo.id);
+  free(key_memo.flags);
+  free(key_memo.cpu);
+  key_memo.id = strdup(id);
+  key_memo.flags = strdup(flags);
+  key_memo.cpu = strdup(cpu);
+  if (!key_memo.id || !key_memo.flags || !key_memo.cpu) {
+    free(key_memo.id);
+    free(key_memo.flags);
+    free(key_memo.cpu);
+    key_memo.id = key_memo.flags = key_memo.cpu = NULL;
+  }
+  key_memo.s = *s;
+}
+
+static void key_prefix(const char *id, const char *flags, const char *cpu,
+                       hk_sha256_t *s) {
+  pthread_mutex_lock(&key_memo_lock);
+  if (same_text(key_memo.id, id) && same_text(key_memo.flags, flags) &&
+      same_text(key_memo.cpu, cpu)) {
+    *s = key_memo.s;
+    pthread_mutex_unlock(&key_memo_lock);
+    return;
+  }
+  char abi[64];
+  size_t plen;
+  const char *prelude = hkc_prelude_text(&plen);
+  hk__sha256_init(s);
+  snprintf(abi, sizeof abi, "hk abi %u\n", HK_ABI_VERSION);
+  hk__sha256_update(s, abi, strlen(abi));
+  key_part(s, id, strlen(id));
+  key_part(s, flags, strlen(flags));
+  key_part(s, cpu, strlen(cpu));
+  key_part(s, prelude ? prelude : "", prelude ? plen : 0);
+  key_remember(id, flags, cpu, s);
+  pthread_mutex_unlock(&key_memo_lock);
+}
+
+/* After the shared prefix: where the unit holds the prelude (it always
+ * does), the prelude is already hashed, and the text goes in as the text
+ * before it and the text after it, under a tag of its own; otherwise
+ * whole, under another. Either way the key is a function of every byte of
+ * the text, and text that differs gives different input. */
+void hk__build_key(const hkc_unit *u, const char *identity, const char *flags,
+                   const char *cpu, uint8_t key[32]) {
+  hk_sha256_t s;
+  key_prefix(identity, flags, cpu, &s);
+  const char *text = hkc_unit_text(u);
+  size_t n = hkc_unit_len(u), off, len, plen;
+  hkc_unit_prelude(u, &off, &len);
+  if (len && hkc_prelude_text(&plen) && plen == len) {
+    hk__sha256_update(&s, "S", 1);
+    key_part(&s, text, off);
+    key_part(&s, text + off + len, n - off - len);
+  } else {
+    hk__sha256_update(&s, "W", 1);
+    key_part(&s, text, n);
+  }
+  hk__sha256_final(&s, key);
+}
+
+/* ---- hk check and hk build ---------------------------------------------------- */
+
+int hk__build_check(const hkc_file *f, hku_diags *d) {
+  if (!(hkc_file_targets(f) & HK_TARGET_CPU)) return HK_OK;
+  hkc_unit *u;
+  int rc = hk__build_unit(f, HKC_LANG_C, 0, &u, d);
+  if (rc) return rc;
+  hk_object_t o;
+  rc = hk__build_compile(&hk__compiler_tcc, u, NULL, "does not compile: ", &o,
+                         d);
+  if (rc == HK_OK) hk__object_free(&o);
+  hkc_unit_free(u);
+  return rc;
+}
+
+int hk__build_prebuilt(const hkc_file *f, const hk_cc_t *cc,
+                       hk_purpose_t purpose, const char *out, hku_diags *d) {
+  hkc_unit *u;
+  int rc = hk__build_unit(f, HKC_LANG_C, HKC_UNIT_PREBUILT, &u, d);
+  if (rc) return rc;
+  hk_compiler_t c = hk__compiler_cc(cc);
+  hk_compile_opts_t o = {.purpose = purpose, .timeout_s = 600};
+  hk_object_t obj;
+  rc = hk__build_compile(&c, u, &o, "the compiler failed:\n", &obj, d);
+  if (rc == HK_OK) {
+    int fd;
+    rc = hk__build_image_fd(&obj, hkc_file_path(f), &fd, d);
+    if (rc == HK_OK) {
+      close(fd);
+      rc = hku_write_file_atomic(out, obj.image, obj.size, 0755, d);
+    }
+    hk__object_free(&obj);
+  }
+  hkc_unit_free(u);
+  return rc;
+}

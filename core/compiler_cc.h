@@ -1,0 +1,40 @@
+/* compiler_cc.h — the system C compiler (tier opt and `hk build`): how it
+ * is found and identified, and its adapter of compiler.h. */
+#ifndef HK_COMPILER_CC_H
+#define HK_COMPILER_CC_H
+
+#include "compiler.h"
+#include "internal.h"
+
+typedef struct hk_cc {
+  char **argv;     /* the compiler command: $HK_CC (words), else "cc" */
+  char *path;      /* the resolved executable, or NULL */
+  char *identity;  /* its --version output: part of every cache key */
+  char *cpu;       /* this CPU's model and feature flags (-march=native) */
+  char *why_not;   /* when the compiler cannot be used: why, else NULL */
+  char *workdir;   /* where build folders go: the state folder, $TMPDIR or
+                      /tmp */
+} hk_cc_t;
+
+/* Finds the compiler named by spec (NULL: $HK_CC, else "cc"; words split on
+ * blanks, e.g. "ccache gcc") without running it when its identity is
+ * already recorded in state_dir (keyed by the executable's path, inode,
+ * size and modification time); otherwise runs `CC --version` once and
+ * records it there (state_dir may be NULL: then always run). Never fails:
+ * an unusable compiler is described in why_not. */
+HK_INTERNAL void hk__cc_probe(const char *spec, const char *state_dir,
+                              hk_cc_t *cc);
+HK_INTERNAL void hk__cc_free(hk_cc_t *cc);
+
+/* The flags of a purpose, one string (part of the cache key). */
+HK_INTERNAL const char *hk__cc_flags(hk_purpose_t purpose);
+
+/* The compiler.h adapter of cc, which must outlive it: compile writes the
+ * unit into a private folder under cc->workdir, runs the compiler there
+ * (a child process, no shell; the flags of o->purpose, linked with no C
+ * library but libm and libc's memcpy family; o->timeout_s, 300 s when 0;
+ * o->cancel) and returns the shared object's bytes as the image, not yet
+ * checked (elfcheck.h). */
+HK_INTERNAL hk_compiler_t hk__compiler_cc(const hk_cc_t *cc);
+
+#endif /* HK_COMPILER_CC_H */
