@@ -46,6 +46,13 @@ typedef struct hkc_param {
   const hkj_node *node;
 } hkc_param;
 
+/* Sets of roles, as bit masks: HKC_ROLE_BIT(HK_ROLE_IN) | ... */
+#define HKC_ROLE_BIT(r) (1u << (r))
+#define HKC_ROLES_BUFFERS                                      \
+  (HKC_ROLE_BIT(HK_ROLE_IN) | HKC_ROLE_BIT(HK_ROLE_OUT) |      \
+   HKC_ROLE_BIT(HK_ROLE_INOUT))
+#define HKC_ROLES_ALL (HKC_ROLES_BUFFERS | HKC_ROLE_BIT(HK_ROLE_SCALAR))
+
 typedef struct hkc_placeholder {
   char letter;
   hk_dtype_t types[HK_DTYPE_COUNT];

@@ -44,6 +44,8 @@
 #define HK_ABI_MERGE "hk_merge__"         /* hk_merge_fn, reductions */
 #define HK_ABI_LENS "hk_lens__"           /* hk_lens_fn */
 #define HK_ABI_CUDA_PART "hk_cuda_part__" /* the __global__ CUDA kernel */
+#define HK_ABI_CUDA_MERGE "hk_cuda_merge__" /* reductions: merges partials */
+#define HK_ABI_CUDA_KERNEL "hk_cuda__" /* elementwise and raw __global__ */
 /* What a prebuilt plugin (hk build) exports besides its entry points: its
  * ABI version (an unsigned int) and its kernel file's text. */
 #define HK_ABI_PLUGIN_VERSION_SYMBOL "hk_plugin_abi_version"
