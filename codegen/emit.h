@@ -105,6 +105,9 @@ void hkc_put_params(hku_buf *o, const hkc_instance *in,
  * role is in the mask roles (HKC_ROLE_BIT). */
 void hkc_put_voids(hku_buf *o, const hkc_instance *in, unsigned roles,
                    int ind);
+/* A reduction's "QUAL T hk_combine__NAME(const T a, const T b)": its
+ * combine expression as a function (qual "HK_INLINE " in C). */
+void hkc_put_combine_fn(hku_buf *o, const hkc_instance *in, const char *qual);
 /* A raw kernel's function: head, the instance's name, its parameters as
  * the author sees them, then the author's body (C or CUDA). head is
  * "static void hk_raw__" in C, the __global__ declaration in CUDA. */

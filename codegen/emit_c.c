@@ -105,6 +105,15 @@ static unsigned flags_of(const hkc_kernel *k) {
   return hkc_is_heavy(k) ? HK_ABI_HEAVY : 0u;
 }
 
+/* The head of an instance's range entry point (abi.h, hk_range_fn). */
+static void put_range_head(hku_buf *o, const hkc_instance *in,
+                           hkc_emit_mode mode) {
+  hku_buf_printf(o,
+                 "%svoid " HK_ABI_RANGE "%s(void *const *hk_args, size_t n, "
+                 "size_t hk_begin, size_t hk_end, void *hk_partial)\n{\n",
+                 link_of(mode), in->name);
+}
+
 /* ---- elementwise --------------------------------------------------------------- */
 
 /* hk_loop__NAME(params, n, begin, end): the body over [begin, end). */
@@ -148,11 +157,8 @@ static void emit_elementwise(hku_buf *o, const hkc_instance *in,
   const char *nm = in->name;
 
   emit_loop_fn(o, in);
-  hku_buf_printf(o,
-                 "%svoid " HK_ABI_RANGE "%s(void *const *hk_args, size_t n, "
-                 "size_t hk_begin, size_t hk_end, void *hk_partial)\n{\n"
-                 "    (void)hk_partial;\n    hk_loop__%s(",
-                 link_of(mode), nm, nm);
+  put_range_head(o, in, mode);
+  hku_buf_printf(o, "    (void)hk_partial;\n    hk_loop__%s(", nm);
   put_args_call(o, in, 0);
   hku_buf_put(o, ", n, hk_begin, hk_end);\n}\n\n");
 
@@ -198,15 +204,9 @@ static void emit_combine_final(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
   const char *acc = hkc_ctype(hkc_acc_type(in));
-  const hkc_src *srcs[] = {&k->map, &k->combine, &k->identity, &k->finalize};
+  const hkc_src *srcs[] = {&k->finalize};
 
-  hku_buf_printf(o,
-                 "HK_INLINE %s hk_combine__%s(const %s a, const %s b)\n{\n",
-                 acc, nm, acc, acc);
-  hkc_put_holders(o, in, srcs + 1, 1, 4);
-  hku_buf_printf(o, "    return (%s)", acc);
-  hkc_put_expr(o, &k->combine);
-  hku_buf_put(o, ";\n}\n\n");
+  hkc_put_combine_fn(o, in, "HK_INLINE ");
 
   hku_buf_printf(o, "HK_INLINE %s hk_final__%s(const %s acc, size_t n", acc,
                  nm, acc);
@@ -215,7 +215,7 @@ static void emit_combine_final(hku_buf *o, const hkc_instance *in) {
       hku_buf_printf(o, ", const %s %s", ct(in, &k->params[i]),
                      k->params[i].name);
   hku_buf_put(o, ")\n{\n");
-  hkc_put_holders(o, in, srcs + 3, 1, 4);
+  hkc_put_holders(o, in, srcs, 1, 4);
   hkc_put_voids(o, in, HKC_ROLE_BIT(HK_ROLE_SCALAR), 4);
   hku_buf_put(o, "    (void)n;\n");
   if (k->finalize.text) {
@@ -288,15 +288,12 @@ static void put_store_final(hku_buf *o, const hkc_instance *in) {
 /* The entry points: range (a whole reduction, or one block's partial) and
  * merge (partials left to right, then finalize). */
 static void emit_reduce_entries(hku_buf *o, const hkc_instance *in,
-                                const char *link) {
+                                hkc_emit_mode mode) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
   const char *acc = hkc_ctype(hkc_acc_type(in));
 
-  hku_buf_printf(o,
-                 "%svoid " HK_ABI_RANGE "%s(void *const *hk_args, size_t n, "
-                 "size_t hk_begin, size_t hk_end, void *hk_partial)\n{\n",
-                 link, nm);
+  put_range_head(o, in, mode);
   hku_buf_printf(o, "    %s hk_acc = hk_part__%s(", acc, nm);
   put_args_call(o, in, 1);
   hku_buf_printf(o, "%sn, hk_begin, hk_end);\n", k->nparams > 1 ? ", " : "");
@@ -309,7 +306,7 @@ static void emit_reduce_entries(hku_buf *o, const hkc_instance *in,
   hku_buf_printf(o,
                  "%svoid " HK_ABI_MERGE "%s(void *const *hk_args, size_t n, "
                  "const void *hk_partials, size_t hk_count)\n{\n",
-                 link, nm);
+                 link_of(mode), nm);
   hku_buf_printf(o,
                  "    const %s *hk_v = (const %s *)hk_partials;\n"
                  "    %s hk_acc = hk_v[0];\n"
@@ -344,7 +341,7 @@ static void emit_reduction(hku_buf *o, const hkc_instance *in,
                            hkc_emit_mode mode) {
   emit_combine_final(o, in);
   emit_part(o, in);
-  emit_reduce_entries(o, in, link_of(mode));
+  emit_reduce_entries(o, in, mode);
   if (mode == HKC_EMIT_STDLIB) emit_reduce_typed(o, in);
 }
 
@@ -354,12 +351,11 @@ static void emit_raw(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
   const char *nm = in->name;
 
   hkc_put_raw_function(o, in, "static void hk_raw__", &in->k->cpu);
+  put_range_head(o, in, mode);
   hku_buf_printf(o,
-                 "%svoid " HK_ABI_RANGE "%s(void *const *hk_args, size_t n, "
-                 "size_t hk_begin, size_t hk_end, void *hk_partial)\n{\n"
                  "    (void)hk_begin;\n    (void)hk_end;\n    (void)hk_partial;\n"
                  "    hk_raw__%s(",
-                 link_of(mode), nm, nm);
+                 nm);
   put_args_call(o, in, 0);
   hku_buf_put(o, ", n);\n}\n\n");
 

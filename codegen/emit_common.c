@@ -172,6 +172,19 @@ void hkc_put_voids(hku_buf *o, const hkc_instance *in, unsigned roles,
       hku_buf_printf(o, "%*s(void)%s;\n", ind, "", k->params[i].name);
 }
 
+/* ---- Reductions ------------------------------------------------------------- */
+
+void hkc_put_combine_fn(hku_buf *o, const hkc_instance *in, const char *qual) {
+  const char *acc = hkc_ctype(hkc_acc_type(in));
+  const hkc_src *srcs[] = {&in->k->combine};
+  hku_buf_printf(o, "%s%s hk_combine__%s(const %s a, const %s b)\n{\n", qual,
+                 acc, in->name, acc, acc);
+  hkc_put_holders(o, in, srcs, 1, 4);
+  hku_buf_printf(o, "    return (%s)", acc);
+  hkc_put_expr(o, &in->k->combine);
+  hku_buf_put(o, ";\n}\n\n");
+}
+
 /* ---- Raw kernels ------------------------------------------------------------- */
 
 void hkc_put_raw_function(hku_buf *o, const hkc_instance *in,

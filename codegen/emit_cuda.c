@@ -200,16 +200,9 @@ static void emit_combine_map(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
   const char *acc = hkc_ctype(hkc_acc_type(in));
-  const hkc_src *srcs[] = {&k->map, &k->combine};
+  const hkc_src *srcs[] = {&k->map};
 
-  hku_buf_printf(o,
-                 "static __device__ __forceinline__ %s hk_combine__%s(const %s a, "
-                 "const %s b)\n{\n",
-                 acc, nm, acc, acc);
-  hkc_put_holders(o, in, srcs + 1, 1, 4);
-  hku_buf_printf(o, "    return (%s)", acc);
-  hkc_put_expr(o, &k->combine);
-  hku_buf_put(o, ";\n}\n\n");
+  hkc_put_combine_fn(o, in, "static __device__ __forceinline__ ");
 
   hku_buf_printf(o, "static __device__ __forceinline__ %s hk_map__%s(", acc,
                  nm);
