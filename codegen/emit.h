@@ -146,8 +146,9 @@ int hkc_report_compiler_output(const char *out, const hkc_linemap *m,
                                hku_diags *d);
 
 /* Appends a checked len expression of instance in (it needs `int hk_bad`
- * in scope, set on overflow); 0 or -1 (invalid: validated files never
- * are). And the helpers it calls (part of every prelude). */
+ * in scope, set on overflow). HK_OK, or HK_ENOMEM (or HK_ESCHEMA for an
+ * invalid one: validated files never hold one). And the helpers it calls
+ * (part of every prelude). */
 int hkc_emit_len(const hkc_src *src, const hkc_instance *in, hku_buf *out);
 void hkc_emit_len_helpers(hku_buf *o);
 

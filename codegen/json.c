@@ -1,5 +1,6 @@
 /* json.c — positioned JSON documents on top of cJSON (see json.h). */
 #include "json.h"
+#include "hk.h"
 
 #include <cJSON.h>
 #include <ctype.h>
@@ -633,51 +634,12 @@ int hkj_parse(const char *path, const char *text, size_t len, hkj_doc **out,
     goto fail;
   }
   *out = doc;
-  return 0;
+  return HK_OK;
 oom:
   hku_diag_add(d, HKU_ERROR, path, 0, 0, "out of memory");
+  hkj_free(doc);
+  return HK_ENOMEM;
 fail:
   hkj_free(doc);
-  return -1;
-}
-
-int hkj_load(const char *path, hkj_doc **out, hku_diags *d) {
-  *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot read: %s", strerror(errno));
-    return -1;
-  }
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot read: not a regular file");
-    fclose(f);
-    return -1;
-  }
-  /* Kernel files are small; a huge one is a mistake, not a kernel. */
-  if (st.st_size > 64 * 1024 * 1024) {
-    hku_diag_add(d, HKU_ERROR, path, 0, 0,
-                 "file too large for a kernel file (%lld bytes; limit 64 MiB)",
-                 (long long)st.st_size);
-    fclose(f);
-    return -1;
-  }
-  size_t len = (size_t)st.st_size;
-  char *buf = malloc(len + 1);
-  if (!buf) {
-    fclose(f);
-    hku_diag_add(d, HKU_ERROR, path, 0, 0, "out of memory");
-    return -1;
-  }
-  size_t got = fread(buf, 1, len, f);
-  int err = ferror(f);
-  fclose(f);
-  if (err || got != len) {
-    free(buf);
-    hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot read: I/O error");
-    return -1;
-  }
-  int rc = hkj_parse(path, buf, len, out, d);
-  free(buf);
-  return rc;
+  return HK_ESCHEMA;
 }

@@ -93,11 +93,12 @@ typedef struct hkc_file {
   int nkernels;
 } hkc_file;
 
-/* Parses and validates a kernel file held in memory. Returns 0 and *out, or
- * -1 with at least one error in d (as many as could be found). */
+/* Parses and validates a kernel file held in memory. HK_OK and *out, or
+ * HK_ESCHEMA with at least one error in d (as many as could be found), or
+ * HK_ENOMEM (codegen.h). */
 int hkc_file_parse(const char *path, const char *text, size_t len,
                    hkc_file **out, hku_diags *d);
-/* The same, reading the file. */
+/* The same, reading the file (HK_EIO when it cannot be read). */
 int hkc_file_load(const char *path, hkc_file **out, hku_diags *d);
 void hkc_file_free(hkc_file *f);
 
@@ -142,7 +143,8 @@ int hkc_check_code(const hkj_doc *doc, const hkc_src *src, hkc_code_mode mode,
  * expression that can be emitted on one line. malloc'ed; NULL on OOM. */
 char *hkc_expr_oneline(const hkc_src *src);
 /* Checks a raw kernel's len expression: integer arithmetic over integer
- * literals, integer scalars and n (lenexpr.c). Reports into d; 0 or -1. */
+ * literals, integer scalars and n (lenexpr.c). HK_OK, HK_ESCHEMA (the
+ * problems reported into d), or HK_ENOMEM. */
 int hkc_check_len(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
                   hku_diags *d);
 

@@ -270,7 +270,8 @@ static int term(lp *L) { return chain(L, "*/%", unary); }
 static int expr(lp *L) { return chain(L, "+-", term); }
 
 /* Parses src; with out, emits the checked C expression (which needs
- * `int hk_bad` in scope). Reports into d (may be NULL). 0 or -1. */
+ * `int hk_bad` in scope). Reports into d (may be NULL). HK_OK,
+ * HK_ESCHEMA (invalid), or HK_ENOMEM. */
 static int run(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
                const hkc_instance *in, hku_buf *out, hku_diags *d) {
   /* The text with comments blanked out (same offsets), so that positions
@@ -280,8 +281,7 @@ static int run(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
   if (!text || !map) {
     free(text);
     free(map);
-    if (d) d->oom = 1;
-    return -1;
+    return HK_ENOMEM;
   }
   size_t n = 0;
   for (size_t i = 0; i < src->len;) {
@@ -323,7 +323,7 @@ static int run(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
   }
   free(text);
   free(map);
-  return rc || L.errors ? -1 : 0;
+  return rc || L.errors ? HK_ESCHEMA : HK_OK;
 }
 
 int hkc_check_len(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
