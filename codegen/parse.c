@@ -60,17 +60,19 @@ const char *hkc_obj_name(const char *prefix) {
 
 /* Reports duplicate keys and keys not in allowed (keys starting with '_'
  * are the author's annotations and are ignored). */
-static void check_keys_as(hkc_parser *P, const hkj_node *obj, const char *prefix,
-                          const char *const *allowed, const char *objname);
+static void check_keys_as(hkc_parser *P, const hkj_node *obj,
+                          const char *prefix, const char *const *allowed,
+                          const char *objname);
 
 void hkc_check_keys(hkc_parser *P, const hkj_node *obj, const char *prefix,
-                       const char *const *allowed) {
+                    const char *const *allowed) {
   check_keys_as(P, obj, prefix, allowed, hkc_obj_name(prefix));
 }
 
 /* hkc_check_keys, naming the object objname in messages. */
-static void check_keys_as(hkc_parser *P, const hkj_node *obj, const char *prefix,
-                          const char *const *allowed, const char *objname_in) {
+static void check_keys_as(hkc_parser *P, const hkj_node *obj,
+                          const char *prefix, const char *const *allowed,
+                          const char *objname_in) {
   char objname[256]; /* hkc_fld()'s buffers rotate: keep a copy */
   snprintf(objname, sizeof objname, "%s", objname_in);
   for (size_t i = 0; i < obj->nkids; i++) {
@@ -80,8 +82,8 @@ static void check_keys_as(hkc_parser *P, const hkj_node *obj, const char *prefix
         int line, col;
         hkj_pos(P->doc, obj->kids[j]->key_off, &line, &col);
         hkc_err_key(P, m, hkc_fld(prefix, "%s", m->key),
-                "duplicate field (first given at line %d, column %d)", line,
-                col);
+                    "duplicate field (first given at line %d, column %d)", line,
+                    col);
         break;
       }
     if (m->key[0] == '_') continue;
@@ -99,13 +101,13 @@ static void check_keys_as(hkc_parser *P, const hkj_node *obj, const char *prefix
     for (a = allowed; *a; a++)
       hku_buf_printf(&list, "%s%s", a == allowed ? "" : ", ", *a);
     if (best)
-      hkc_err_key(P, m, objname,
-              "unknown field \"%s\" (did you mean \"%s\"?)", m->key, best);
+      hkc_err_key(P, m, objname, "unknown field \"%s\" (did you mean \"%s\"?)",
+                  m->key, best);
     else
       hkc_err_key(P, m, objname,
-              "unknown field \"%s\"; the fields are %s (and any starting "
-              "with '_', which are ignored)",
-              m->key, hku_buf_str(&list));
+                  "unknown field \"%s\"; the fields are %s (and any starting "
+                  "with '_', which are ignored)",
+                  m->key, hku_buf_str(&list));
     hku_buf_free(&list);
   }
 }
@@ -121,8 +123,8 @@ int hkc_is_identifier(const char *s) {
 }
 
 /* v must be a string: reports and returns NULL otherwise. */
-const char *hkc_want_string(hkc_parser *P, const hkj_node *v,
-                               const char *field, const char *expected) {
+const char *hkc_want_string(hkc_parser *P, const hkj_node *v, const char *field,
+                            const char *expected) {
   if (v->type == HKJ_STRING) return v->str;
   hkc_err(P, v, field, "expected %s, got %s", expected, hkj_type_name(v->type));
   return NULL;
@@ -133,13 +135,13 @@ const char *const hkc_type_list =
 
 /* ---- schema_version ------------------------------------------------------- */
 
-static void check_version(hkc_parser *P, const hkj_node *obj, const char *prefix,
-                          int required) {
+static void check_version(hkc_parser *P, const hkj_node *obj,
+                          const char *prefix, int required) {
   const hkj_node *v = hkj_get(obj, "schema_version");
   if (!v) {
     if (required)
       hkc_err(P, obj, hkc_obj_name(prefix),
-          "missing required field \"schema_version\" (expected 1)");
+              "missing required field \"schema_version\" (expected 1)");
     return;
   }
   const char *f = hkc_fld(prefix, "schema_version");
@@ -153,7 +155,8 @@ static void check_version(hkc_parser *P, const hkj_node *obj, const char *prefix
   if (n == 1 && raw[0] == '1') return;
   /* no cast of an arbitrary double to an integer: 1e300 is a number too */
   if (v->num > 1 && v->num < 1e9 && v->num == floor(v->num))
-    hkc_err(P, v, f,
+    hkc_err(
+        P, v, f,
         "unsupported schema_version %.*s: this hk reads version 1 (a newer hk "
         "is needed)",
         (int)n, raw);
@@ -244,8 +247,8 @@ static int check_expr(hkc_parser *P, hkc_kernel *k, hkc_src *s, unsigned roles,
   if (!s->text) return HK_OK;
   const char **names = hkc_names_for(k, roles, extra);
   if (!names) return HK_ENOMEM;
-  P->errors += hkc_check_code(P->doc, s, HKC_CODE_EXPR, names, what,
-                              k->targets, P->d);
+  P->errors +=
+      hkc_check_code(P->doc, s, HKC_CODE_EXPR, names, what, k->targets, P->d);
   free(names);
   return HK_OK;
 }
@@ -255,8 +258,8 @@ static const hkj_node *src_node(const hkc_src *s) { return s->segs[0].node; }
 /* Reports each field of obj that belongs to another kind than k's. */
 static void refuse_other_kinds(hkc_parser *P, const hkj_node *obj,
                                const char *prefix, const hkc_kernel *k) {
-  static const char *const all[] = {"body", "map",  "combine", "identity",
-                                    "finalize", "cpu", "cuda", NULL};
+  static const char *const all[] = {"body",     "map", "combine", "identity",
+                                    "finalize", "cpu", "cuda",    NULL};
   static const char *const ew[] = {"body", NULL};
   static const char *const red[] = {"map", "combine", "identity", "finalize",
                                     NULL};
@@ -333,11 +336,12 @@ static int parse_kind_fields(hkc_parser *P, const hkj_node *obj,
 static void settle_raw_targets(hkc_parser *P, const hkj_node *obj,
                                const char *prefix, hkc_kernel *k,
                                int explicit_targets) {
-  unsigned have = (k->cpu.text ? HK_TARGET_CPU : 0) |
-                  (k->cuda.text ? HK_TARGET_CUDA : 0);
+  unsigned have =
+      (k->cpu.text ? HK_TARGET_CPU : 0) | (k->cuda.text ? HK_TARGET_CUDA : 0);
   if (!have && !hkj_get(obj, "cpu") && !hkj_get(obj, "cuda") &&
       !hkj_get(obj, "body")) {
-    hkc_err(P, obj, hkc_obj_name(prefix),
+    hkc_err(
+        P, obj, hkc_obj_name(prefix),
         "a raw kernel needs a \"cpu\" body (C), a \"cuda\" body (CUDA C), or "
         "both");
     return;
@@ -350,19 +354,19 @@ static void settle_raw_targets(hkc_parser *P, const hkj_node *obj,
   if ((k->targets & HK_TARGET_CPU) && !(have & HK_TARGET_CPU) &&
       !hkj_get(obj, "cpu") && !hkj_get(obj, "body"))
     hkc_err(P, t, hkc_fld(prefix, "targets"),
-        "lists cpu, but there is no \"cpu\" body");
+            "lists cpu, but there is no \"cpu\" body");
   if ((k->targets & HK_TARGET_CUDA) && !(have & HK_TARGET_CUDA) &&
       !hkj_get(obj, "cuda"))
     hkc_err(P, t, hkc_fld(prefix, "targets"),
-        "lists cuda, but there is no \"cuda\" body");
+            "lists cuda, but there is no \"cuda\" body");
   if ((have & HK_TARGET_CPU) && !(k->targets & HK_TARGET_CPU))
     hkc_err(P, t, hkc_fld(prefix, "targets"),
-        "does not list cpu, but a \"cpu\" body is given (list only the "
-        "targets that have a body, and give a body for each)");
+            "does not list cpu, but a \"cpu\" body is given (list only the "
+            "targets that have a body, and give a body for each)");
   if ((have & HK_TARGET_CUDA) && !(k->targets & HK_TARGET_CUDA))
     hkc_err(P, t, hkc_fld(prefix, "targets"),
-        "does not list cuda, but a \"cuda\" body is given (list only the "
-        "targets that have a body, and give a body for each)");
+            "does not list cuda, but a \"cuda\" body is given (list only the "
+            "targets that have a body, and give a body for each)");
 }
 
 /* Reads the kernel's "name" and "doc". HK_OK or HK_ENOMEM. */
@@ -439,8 +443,8 @@ static int check_raw_code(hkc_parser *P, hkc_kernel *k) {
     hkc_err(P, src_node(&k->cuda), k->cuda.field,
             "is empty: expected CUDA C code");
   else if (k->cuda.text)
-    P->errors += hkc_check_code(P->doc, &k->cuda, HKC_CODE_RAW_CUDA, NULL,
-                                NULL, k->targets, P->d);
+    P->errors += hkc_check_code(P->doc, &k->cuda, HKC_CODE_RAW_CUDA, NULL, NULL,
+                                k->targets, P->d);
   for (int i = 0; i < k->nparams; i++) {
     if (!k->params[i].len.text) continue;
     int rc = hkc_check_len(P->doc, &k->params[i].len, k, P->d);
@@ -461,8 +465,8 @@ static int check_kernel_code(hkc_parser *P, hkc_kernel *k) {
   switch (k->kind) {
     case HK_KIND_ELEMENTWISE:
       if (k->body.text)
-        P->errors += hkc_check_code(P->doc, &k->body, HKC_CODE_BODY, NULL,
-                                    NULL, k->targets, P->d);
+        P->errors += hkc_check_code(P->doc, &k->body, HKC_CODE_BODY, NULL, NULL,
+                                    k->targets, P->d);
       return HK_OK;
     case HK_KIND_REDUCTION:
       if (check_expr(P, k, &k->map, IN | SC, map_extra,
@@ -474,8 +478,7 @@ static int check_kernel_code(hkc_parser *P, hkc_kernel *k) {
                      "acc, n and the kernel's scalars"))
         return HK_ENOMEM;
       return HK_OK;
-    case HK_KIND_RAW:
-      return check_raw_code(P, k);
+    case HK_KIND_RAW: return check_raw_code(P, k);
   }
   return HK_OK;
 }
@@ -486,8 +489,9 @@ static int check_kernel_code(hkc_parser *P, hkc_kernel *k) {
 static int parse_kernel(hkc_parser *P, const hkj_node *obj, const char *prefix,
                         int version_required, hkc_kernel *k) {
   static const char *const keys[] = {
-      "schema_version", "name", "doc", "kind", "params", "targets", "types",
-      "body", "map", "combine", "identity", "finalize", "cpu", "cuda", NULL};
+      "schema_version", "name",     "doc",  "kind", "params",
+      "targets",        "types",    "body", "map",  "combine",
+      "identity",       "finalize", "cpu",  "cuda", NULL};
   k->node = obj;
   k->prefix = hku_strdup(prefix);
   k->doc = hku_strdup("");
@@ -567,9 +571,9 @@ static void check_unique(hkc_parser *P, hkc_file *f) {
           int line, col;
           hkj_pos(P->doc, yv->off, &line, &col);
           hkc_err(P, nv, hkc_fld(f->kernels[a].prefix, "name"),
-              "kernel \"%s\" is defined twice in this file (also by the "
-              "kernel named at line %d, column %d)",
-              x->name, line, col);
+                  "kernel \"%s\" is defined twice in this file (also by the "
+                  "kernel named at line %d, column %d)",
+                  x->name, line, col);
           reported = 1;
           break;
         }
@@ -596,8 +600,7 @@ static void sort_by_position(hku_diags *d, size_t first) {
 
 /* The file-level object {"schema_version": 1, "kernels": [...]}: its own
  * fields, then each kernel. HK_OK or HK_ENOMEM; problems are reported. */
-static int parse_kernel_list(hkc_parser *P, const hkj_node *root,
-                             hkc_file *f) {
+static int parse_kernel_list(hkc_parser *P, const hkj_node *root, hkc_file *f) {
   static const char *const keys[] = {"schema_version", "kernels", "doc", NULL};
   check_keys_as(P, root, "", keys, "file");
   check_version(P, root, "", 1);
@@ -616,7 +619,8 @@ static int parse_kernel_list(hkc_parser *P, const hkj_node *root,
   for (size_t i = 0; i < ks->nkids; i++) {
     char prefix[32];
     snprintf(prefix, sizeof prefix, "kernels[%zu].", i);
-    int rc = parse_kernel(P, ks->kids[i], prefix, 0, &f->kernels[f->nkernels++]);
+    int rc =
+        parse_kernel(P, ks->kids[i], prefix, 0, &f->kernels[f->nkernels++]);
     if (rc != HK_OK) return rc;
   }
   return HK_OK;
@@ -663,8 +667,10 @@ int hkc_file_parse(const char *path, const char *text, size_t len,
     return HK_OK;
   }
   /* out of memory wins only where no problem of the file was found */
-  if (P.errors) rc = HK_ESCHEMA;
-  else rc = HK_ENOMEM;
+  if (P.errors)
+    rc = HK_ESCHEMA;
+  else
+    rc = HK_ENOMEM;
   if (rc == HK_ENOMEM) hku_diag_add(d, HKU_ERROR, path, 0, 0, "out of memory");
   hkc_file_free(f);
   return rc;

@@ -123,15 +123,14 @@ static void param_role(hkc_parser *P, const hkj_node *po, size_t i,
       p->role = (hk_role_t)r;
       return;
     }
-  hkc_err(P, v, f, "unknown role \"%s\"; expected in, out, inout or scalar",
-          s);
+  hkc_err(P, v, f, "unknown role \"%s\"; expected in, out, inout or scalar", s);
 }
 
 /* Reads params[i] (po) into p. HK_OK or HK_ENOMEM. */
 static int parse_param(hkc_parser *P, const hkj_node *po, size_t i,
                        const char *prefix, hkc_kernel *k, hkc_param *p) {
-  static const char *const keys[] = {"name", "type", "role", "len", "doc",
-                                     NULL};
+  static const char *const keys[] = {"name", "type", "role",
+                                     "len",  "doc",  NULL};
   p->node = po;
   p->role = HK_ROLE_IN;
   char pp[64];
@@ -188,7 +187,7 @@ int hkc_parse_params(hkc_parser *P, const hkj_node *obj, const char *prefix,
 }
 
 const char **hkc_names_for(const hkc_kernel *k, unsigned role_mask,
-                              const char *const *extra) {
+                           const char *const *extra) {
   size_t cap = (size_t)k->nparams + 8 + 26;
   const char **v = calloc(cap, sizeof *v);
   if (!v) return NULL;
@@ -206,7 +205,7 @@ const char **hkc_names_for(const hkc_kernel *k, unsigned role_mask,
 }
 
 void hkc_check_roles(hkc_parser *P, const hkj_node *obj, const char *prefix,
-                        hkc_kernel *k) {
+                     hkc_kernel *k) {
   const hkj_node *ps = hkj_get(obj, "params");
   int outs = 0, writes = 0;
   for (int i = 0; i < k->nparams; i++) {
@@ -218,62 +217,66 @@ void hkc_check_roles(hkc_parser *P, const hkj_node *obj, const char *prefix,
     if (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT) writes++;
     if (k->kind == HK_KIND_REDUCTION && p->role == HK_ROLE_INOUT && role)
       hkc_err(P, role, hkc_fld(prefix, "params[%d].role", i),
-          "a reduction reads in buffers and writes one out; inout is not "
-          "allowed");
+              "a reduction reads in buffers and writes one out; inout is not "
+              "allowed");
     if (k->kind == HK_KIND_REDUCTION && p->role == HK_ROLE_OUT && outs == 2 &&
         role)
       hkc_err(P, role, hkc_fld(prefix, "params[%d].role", i),
-          "a reduction has exactly one out parameter (its result); this is "
-          "the second");
+              "a reduction has exactly one out parameter (its result); this is "
+              "the second");
     if (len && k->kind != HK_KIND_RAW)
       hkc_err_key(P, len, hkc_fld(prefix, "params[%d].len", i),
-              "only a raw kernel's buffers may give a len (%s kernels' "
-              "buffers all have n elements)",
-              hk_kind_name(k->kind));
+                  "only a raw kernel's buffers may give a len (%s kernels' "
+                  "buffers all have n elements)",
+                  hk_kind_name(k->kind));
     else if (len && p->role == HK_ROLE_SCALAR)
       hkc_err_key(P, len, hkc_fld(prefix, "params[%d].len", i),
-              "a scalar has no length");
+                  "a scalar has no length");
   }
   if (k->kind == HK_KIND_REDUCTION && outs == 0)
     hkc_err(P, ps, hkc_fld(prefix, "params"),
-        "a reduction needs exactly one out parameter (its result, of the "
-        "accumulator's type); there is none");
+            "a reduction needs exactly one out parameter (its result, of the "
+            "accumulator's type); there is none");
   if (k->kind == HK_KIND_ELEMENTWISE && writes == 0)
-    hkc_err(P, ps, hkc_fld(prefix, "params"),
+    hkc_err(
+        P, ps, hkc_fld(prefix, "params"),
         "an elementwise kernel must write at least one out or inout buffer");
 }
 
 /* ---- Placeholders, targets, instances ------------------------------------------- */
 
 void hkc_parse_types(hkc_parser *P, const hkj_node *obj, const char *prefix,
-                        hkc_kernel *k) {
+                     hkc_kernel *k) {
   const hkj_node *ts = hkj_get(obj, "types");
   if (!ts) return;
   if (ts->type != HKJ_OBJECT) {
     hkc_err(P, ts, hkc_fld(prefix, "types"),
-        "expected an object mapping placeholder letters to lists of types, "
-        "e.g. {\"T\": [\"f32\", \"f64\"]}; got %s",
-        hkj_type_name(ts->type));
+            "expected an object mapping placeholder letters to lists of types, "
+            "e.g. {\"T\": [\"f32\", \"f64\"]}; got %s",
+            hkj_type_name(ts->type));
     return;
   }
   for (size_t i = 0; i < ts->nkids; i++) {
     const hkj_node *m = ts->kids[i];
     const char *f = hkc_fld(prefix, "types.%s", m->key);
     if (!(m->key[0] >= 'A' && m->key[0] <= 'Z' && !m->key[1])) {
-      hkc_err_key(P, m, hkc_fld(prefix, "types"),
-              "\"%s\" is not a placeholder: placeholders are single capital "
-              "letters A-Z",
-              m->key);
+      hkc_err_key(
+          P, m, hkc_fld(prefix, "types"),
+          "\"%s\" is not a placeholder: placeholders are single capital "
+          "letters A-Z",
+          m->key);
       continue;
     }
     int dup = 0;
-    for (int h = 0; h < k->nholders; h++) dup |= k->holders[h].letter == m->key[0];
+    for (int h = 0; h < k->nholders; h++)
+      dup |= k->holders[h].letter == m->key[0];
     if (dup) {
       hkc_err_key(P, m, f, "placeholder declared twice");
       continue;
     }
     if (m->type != HKJ_ARRAY || m->nkids == 0) {
-      hkc_err(P, m, f, "expected a non-empty array of types (%s)", hkc_type_list);
+      hkc_err(P, m, f, "expected a non-empty array of types (%s)",
+              hkc_type_list);
       continue;
     }
     hkc_placeholder *h = &k->holders[k->nholders++];
@@ -286,7 +289,7 @@ void hkc_parse_types(hkc_parser *P, const hkj_node *obj, const char *prefix,
       hk_dtype_t t = hk_dtype_from_name(s);
       if (t == HK_DTYPE_INVALID) {
         hkc_err(P, tv, tf, "unknown type \"%s\"; expected one of %s", s,
-            hkc_type_list);
+                hkc_type_list);
         continue;
       }
       int again = 0;
@@ -301,13 +304,14 @@ void hkc_parse_types(hkc_parser *P, const hkj_node *obj, const char *prefix,
 }
 
 void hkc_parse_targets(hkc_parser *P, const hkj_node *obj, const char *prefix,
-                          hkc_kernel *k) {
+                       hkc_kernel *k) {
   k->targets = HK_TARGET_CPU | HK_TARGET_CUDA;
   const hkj_node *ts = hkj_get(obj, "targets");
   if (!ts) return;
   const char *f = hkc_fld(prefix, "targets");
   if (ts->type != HKJ_ARRAY || ts->nkids == 0) {
-    hkc_err(P, ts, f, "expected a non-empty array of targets (\"cpu\", \"cuda\")");
+    hkc_err(P, ts, f,
+            "expected a non-empty array of targets (\"cpu\", \"cuda\")");
     return;
   }
   k->targets = 0;
@@ -320,7 +324,8 @@ void hkc_parse_targets(hkc_parser *P, const hkj_node *obj, const char *prefix,
                    : !strcmp(s, "cuda") ? HK_TARGET_CUDA
                                         : 0;
     if (!bit)
-      hkc_err(P, v, tf, "unknown target \"%s\"; expected \"cpu\" or \"cuda\"", s);
+      hkc_err(P, v, tf, "unknown target \"%s\"; expected \"cpu\" or \"cuda\"",
+              s);
     else if (k->targets & bit)
       hkc_err(P, v, tf, "\"%s\" is listed twice", s);
     k->targets |= bit;
@@ -339,7 +344,7 @@ int hkc_make_instances(hkc_parser *P, const hkj_node *obj, const char *prefix,
     if (!used) {
       char key[2] = {k->holders[h].letter, 0};
       hkc_err_key(P, hkj_get(ts, key), hkc_fld(prefix, "types.%s", key),
-              "placeholder %s is declared but no parameter uses it", key);
+                  "placeholder %s is declared but no parameter uses it", key);
     }
   }
   size_t count = 1;
@@ -347,7 +352,7 @@ int hkc_make_instances(hkc_parser *P, const hkj_node *obj, const char *prefix,
     count *= (size_t)k->holders[h].ntypes;
     if (count > 4096) {
       hkc_err(P, ts, hkc_fld(prefix, "types"),
-          "makes more than 4096 instances; split the kernel");
+              "makes more than 4096 instances; split the kernel");
       return HK_OK;
     }
   }
@@ -372,8 +377,8 @@ int hkc_make_instances(hkc_parser *P, const hkj_node *obj, const char *prefix,
     if (!in->name) return HK_ENOMEM;
     if (strlen(in->name) > HKC_INSTANCE_NAME_MAX) {
       hkc_err(P, hkj_get(obj, "name"), hkc_fld(prefix, "name"),
-          "the instance name \"%s\" is longer than %d characters",
-          in->name, HKC_INSTANCE_NAME_MAX);
+              "the instance name \"%s\" is longer than %d characters", in->name,
+              HKC_INSTANCE_NAME_MAX);
       return HK_OK;
     }
   }
