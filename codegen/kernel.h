@@ -9,6 +9,7 @@
 #ifndef HKC_KERNEL_H
 #define HKC_KERNEL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #include "diag.h"
@@ -110,6 +111,11 @@ hk_dtype_t hkc_acc_type(const hkc_instance *in);
 const char *hkc_ctype(hk_dtype_t t);
 /* 1 when any of the instance's code calls a math function. */
 int hkc_is_heavy(const hkc_kernel *k);
+/* Adds an error to d at PATH:LINE:COL: "FIELD: MESSAGE" (without the
+ * field when it is NULL or ""), the message printf'ed from fmt and ap. */
+void hkc_vreport(hku_diags *d, const char *path, int line, int col,
+                 const char *field, const char *fmt, va_list ap)
+    __attribute__((format(printf, 6, 0)));
 /* The file position of byte off of a source text. */
 void hkc_src_pos(const hkj_doc *doc, const hkc_src *s, size_t off, int *line,
                  int *col);

@@ -39,13 +39,10 @@ static void lerr(lp *L, size_t off, const char *fmt, ...) {
   int line, col;
   /* offsets are in the one-line text: map back through the original */
   hkc_src_pos(L->doc, L->src, L->map ? L->map[off] : off, &line, &col);
-  char msg[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  hkc_vreport(L->d, L->doc->path, line, col, L->src->field, fmt, ap);
   va_end(ap);
-  hku_diag_add(L->d, HKU_ERROR, L->doc->path, line, col, "%s: %s",
-               L->src->field, msg);
 }
 
 #define GRAMMAR                                                           \

@@ -87,7 +87,17 @@ int hkc_is_type_name(const char *name) {
   return in_list(type_names, name, strlen(name));
 }
 
-/* ---- Positions ----------------------------------------------------------- */
+/* ---- Positions and reports ------------------------------------------------ */
+
+void hkc_vreport(hku_diags *d, const char *path, int line, int col,
+                 const char *field, const char *fmt, va_list ap) {
+  hku_buf m = HKU_BUF_INIT;
+  if (field && *field) hku_buf_printf(&m, "%s: ", field);
+  hku_buf_vprintf(&m, fmt, ap);
+  hku_diag_add(d, HKU_ERROR, path, line, col, "%s",
+               m.oom ? "out of memory" : hku_buf_str(&m));
+  hku_buf_free(&m);
+}
 
 void hkc_src_pos(const hkj_doc *doc, const hkc_src *s, size_t off, int *line,
                  int *col) {
@@ -133,15 +143,10 @@ static void err(checker *c, size_t off, const char *fmt, ...) {
   if (c->errors > MAX_ERRORS_PER_SOURCE) return;
   int line, col;
   hkc_src_pos(c->doc, c->src, off, &line, &col);
-  hku_buf m = HKU_BUF_INIT;
-  hku_buf_printf(&m, "%s: ", c->src->field);
   va_list ap;
   va_start(ap, fmt);
-  hku_buf_vprintf(&m, fmt, ap);
+  hkc_vreport(c->d, c->doc->path, line, col, c->src->field, fmt, ap);
   va_end(ap);
-  hku_diag_add(c->d, HKU_ERROR, c->doc->path, line, col, "%s",
-               m.oom ? "out of memory" : hku_buf_str(&m));
-  hku_buf_free(&m);
 }
 
 static int push(checker *c, tk_kind kind, size_t off, size_t len) {

@@ -19,18 +19,13 @@
 
 void hkc_err_at(hkc_parser *P, size_t off, const char *field, const char *fmt,
                 ...) {
+  int line, col;
   va_list ap;
   P->errors++;
-  int line, col;
   hkj_pos(P->doc, off, &line, &col);
-  hku_buf m = HKU_BUF_INIT;
-  if (field && *field) hku_buf_printf(&m, "%s: ", field);
   va_start(ap, fmt);
-  hku_buf_vprintf(&m, fmt, ap);
+  hkc_vreport(P->d, P->doc->path, line, col, field, fmt, ap);
   va_end(ap);
-  hku_diag_add(P->d, HKU_ERROR, P->doc->path, line, col, "%s",
-               m.oom ? "out of memory" : hku_buf_str(&m));
-  hku_buf_free(&m);
 }
 
 /* "kernels[0].params[1].type" from a prefix and a printf-style suffix, in a
