@@ -199,17 +199,15 @@ static int out_index(const hkc_kernel *k) {
   return -1;
 }
 
-/* hk_combine__NAME and hk_final__NAME: used by the lanes, the tail, merge. */
-static void emit_combine_final(hku_buf *o, const hkc_instance *in) {
+/* hk_final__NAME(acc, n, scalars...): the finalized result, used by range
+ * and merge. */
+static void emit_final(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
-  const char *nm = in->name;
   const char *acc = hkc_ctype(hkc_acc_type(in));
   const hkc_src *srcs[] = {&k->finalize};
 
-  hkc_put_combine_fn(o, in, "HK_INLINE ");
-
   hku_buf_printf(o, "HK_INLINE %s hk_final__%s(const %s acc, size_t n", acc,
-                 nm, acc);
+                 in->name, acc);
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_SCALAR)
       hku_buf_printf(o, ", const %s %s", ct(in, &k->params[i]),
@@ -339,7 +337,9 @@ static void emit_reduce_typed(hku_buf *o, const hkc_instance *in) {
 
 static void emit_reduction(hku_buf *o, const hkc_instance *in,
                            hkc_emit_mode mode) {
-  emit_combine_final(o, in);
+  /* combine as a function: used by the lanes, the tail and merge */
+  hkc_put_combine_fn(o, in, "HK_INLINE ");
+  emit_final(o, in);
   emit_part(o, in);
   emit_reduce_entries(o, in, mode);
   if (mode == HKC_EMIT_STDLIB) emit_reduce_typed(o, in);

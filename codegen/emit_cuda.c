@@ -194,18 +194,15 @@ static void put_map_call(hku_buf *o, const hkc_kernel *k, const char *nm,
   hku_buf_printf(o, "%s, n)", at);
 }
 
-/* hk_combine__NAME and hk_map__NAME (the value of element i, as a
- * function, so that the part kernel can take several elements at once). */
-static void emit_combine_map(hku_buf *o, const hkc_instance *in) {
+/* hk_map__NAME: the value of element i, as a function, so that the part
+ * kernel can take several elements at once. */
+static void emit_map_fn(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
-  const char *nm = in->name;
   const char *acc = hkc_ctype(hkc_acc_type(in));
   const hkc_src *srcs[] = {&k->map};
 
-  hkc_put_combine_fn(o, in, "static __device__ __forceinline__ ");
-
   hku_buf_printf(o, "static __device__ __forceinline__ %s hk_map__%s(", acc,
-                 nm);
+                 in->name);
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     if (p->role == HK_ROLE_OUT) continue;
@@ -332,7 +329,8 @@ static void emit_merge_kernel(hku_buf *o, const hkc_instance *in) {
 static void emit_reduction(hku_buf *o, const hkc_instance *in,
                            hkc_emit_mode mode) {
   (void)mode;
-  emit_combine_map(o, in);
+  hkc_put_combine_fn(o, in, "static __device__ __forceinline__ ");
+  emit_map_fn(o, in);
   emit_part_kernel(o, in);
   emit_merge_kernel(o, in);
 }

@@ -468,6 +468,18 @@ static int scan_number(syntax *s) {
 
 static int scan_value(syntax *s);
 
+/* Steps over an opening '{' or '[': 1 when close follows at once (an
+ * empty container, stepped over too), else 0. */
+static int open_container(syntax *s, char close) {
+  s->p++;
+  ws(s);
+  if (s->p < s->len && s->t[s->p] == close) {
+    s->p++;
+    return 1;
+  }
+  return 0;
+}
+
 /* After a member (close '}') or an element (close ']'): HK_OK with *more
  * 1 after a ',', 0 after the close; else HK_ESCHEMA (reported). */
 static int scan_after_item(syntax *s, char close, int *more) {
@@ -484,12 +496,7 @@ static int scan_after_item(syntax *s, char close, int *more) {
 }
 
 static int scan_object(syntax *s) {
-  s->p++;
-  ws(s);
-  if (s->p < s->len && s->t[s->p] == '}') {
-    s->p++;
-    return HK_OK;
-  }
+  if (open_container(s, '}')) return HK_OK;
   for (int more = 1; more;) {
     ws(s);
     if (s->p >= s->len || s->t[s->p] != '"')
@@ -505,12 +512,7 @@ static int scan_object(syntax *s) {
 }
 
 static int scan_array(syntax *s) {
-  s->p++;
-  ws(s);
-  if (s->p < s->len && s->t[s->p] == ']') {
-    s->p++;
-    return HK_OK;
-  }
+  if (open_container(s, ']')) return HK_OK;
   for (int more = 1; more;)
     if (scan_value(s) != HK_OK || scan_after_item(s, ']', &more) != HK_OK)
       return HK_ESCHEMA;
