@@ -141,7 +141,7 @@ typedef enum hkc_code_mode {
  * math names and type names. `what` names the allowed names in messages.
  * Code shared by C and CUDA (bodies and expressions of kernels whose targets
  * include cuda) may not use C++ keywords as names.
- * Reports into d; returns the number of errors. */
+ * HK_OK, HK_ESCHEMA (the problems reported into d), or HK_ENOMEM. */
 int hkc_check_code(const hkj_doc *doc, const hkc_src *src, hkc_code_mode mode,
                    const char *const *idents, const char *what,
                    unsigned targets, hku_diags *d);

@@ -149,16 +149,17 @@ static void err(checker *c, size_t off, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* Appends a token. HK_OK or HK_ENOMEM. */
 static int push(checker *c, tk_kind kind, size_t off, size_t len) {
   if (c->ntoks == c->cap) {
     size_t cap = c->cap ? c->cap * 2 : 64;
     token *t = realloc(c->toks, cap * sizeof *t);
-    if (!t) return -1;
+    if (!t) return HK_ENOMEM;
     c->toks = t;
     c->cap = cap;
   }
   c->toks[c->ntoks++] = (token){kind, off, len};
-  return 0;
+  return HK_OK;
 }
 
 static int is_ident_start(char ch) {
@@ -177,7 +178,8 @@ static const char *const puncts[] = {
     "<", ">", "^", "|", "?", ":", ";", "=", ",", NULL};
 
 /* Splits the text into tokens, reporting what may not appear at all.
- * Returns 0 when the token list is usable for further checks. */
+ * HK_OK when the token list is usable for further checks; HK_ESCHEMA when
+ * it is not (a literal or comment never closed, reported); HK_ENOMEM. */
 static int tokenize(checker *c) {
   const char *t = c->src->text;
   size_t n = c->src->len, p = 0;
@@ -215,7 +217,7 @@ static int tokenize(checker *c) {
         }
       if (!e) {
         err(c, p, "%s", "this comment is never closed ('*/' is missing)");
-        return -1;
+        return HK_ESCHEMA;
       }
       p = (size_t)(e - t) + 2;
     } else if (ch == '"' || ch == '\'' ||
@@ -235,14 +237,14 @@ static int tokenize(checker *c) {
       if (p >= n || t[p] != q) {
         err(c, start, "this %s literal is never closed",
             q == '"' ? "string" : "character");
-        return -1;
+        return HK_ESCHEMA;
       }
       p++;
-      if (push(c, TK_LITERAL, start, p - start)) return -2;
+      if (push(c, TK_LITERAL, start, p - start) != HK_OK) return HK_ENOMEM;
     } else if (is_ident_start(ch)) {
       size_t start = p;
       while (p < n && is_ident_char(t[p])) p++;
-      if (push(c, TK_IDENT, start, p - start)) return -2;
+      if (push(c, TK_IDENT, start, p - start) != HK_OK) return HK_ENOMEM;
     } else if ((ch >= '0' && ch <= '9') ||
                (ch == '.' && p + 1 < n && t[p + 1] >= '0' && t[p + 1] <= '9')) {
       size_t start = p;
@@ -255,7 +257,7 @@ static int tokenize(checker *c) {
         else
           break;
       }
-      if (push(c, TK_NUMBER, start, p - start)) return -2;
+      if (push(c, TK_NUMBER, start, p - start) != HK_OK) return HK_ENOMEM;
     } else if (ch == '#' || (ch == '%' && p + 1 < n && t[p + 1] == ':')) {
       size_t q = p + (ch == '#' ? 1 : 2);
       while (q < n && (t[q] == ' ' || t[q] == '\t')) q++;
@@ -291,11 +293,11 @@ static int tokenize(checker *c) {
         continue;
       }
       size_t l = strlen(*pp);
-      if (push(c, TK_PUNCT, p, l)) return -2;
+      if (push(c, TK_PUNCT, p, l) != HK_OK) return HK_ENOMEM;
       p += l;
     }
   }
-  return 0;
+  return HK_OK;
 }
 
 static int tok_is(const checker *c, const token *k, const char *s) {
@@ -303,13 +305,11 @@ static int tok_is(const checker *c, const token *k, const char *s) {
   return k->len == l && memcmp(c->src->text + k->off, s, l) == 0;
 }
 
-static void check_balance(checker *c) {
+/* Reports brackets that do not pair up. HK_OK or HK_ENOMEM. */
+static int check_balance(checker *c) {
   size_t *stack = malloc((c->ntoks + 1) * sizeof *stack);
   size_t depth = 0;
-  if (!stack) {
-    c->d->oom = 1;
-    return;
-  }
+  if (!stack) return HK_ENOMEM;
   const char *t = c->src->text;
   for (size_t i = 0; i < c->ntoks; i++) {
     const token *k = &c->toks[i];
@@ -333,6 +333,7 @@ static void check_balance(checker *c) {
   if (depth)
     err(c, stack[depth - 1], "'%c' is never closed", t[stack[depth - 1]]);
   free(stack);
+  return HK_OK;
 }
 
 /* Words a cast's type name may hold. */
@@ -486,15 +487,15 @@ int hkc_check_code(const hkj_doc *doc, const hkc_src *src, hkc_code_mode mode,
   c.cuda_shared = (targets & HK_TARGET_CUDA) &&
                   (mode == HKC_CODE_BODY || mode == HKC_CODE_EXPR);
   int rc = tokenize(&c);
-  if (rc == -2) d->oom = 1;
-  if (rc == 0) {
-    check_balance(&c);
+  if (rc == HK_OK) rc = check_balance(&c);
+  if (rc == HK_OK) {
     if (mode == HKC_CODE_EXPR && c.ntoks == 0)
       err(&c, 0, "%s", "is empty: an expression is required");
     check_tokens(&c, mode, idents, what);
   }
   free(c.toks);
-  return c.errors;
+  if (rc == HK_ENOMEM) return rc;
+  return c.errors ? HK_ESCHEMA : HK_OK;
 }
 
 /* ---- Helpers for the emitters --------------------------------------------- */

@@ -235,6 +235,28 @@ static void src_free(hkc_src *s) {
 
 /* ---- Kinds -------------------------------------------------------------------- */
 
+static const hkj_node *src_node(const hkc_src *s) { return s->segs[0].node; }
+
+/* The result of a check that reported its problems: HK_ESCHEMA counts
+ * as one more problem of the file, and becomes HK_OK; HK_ENOMEM stays. */
+static int counted(hkc_parser *P, int rc) {
+  if (rc == HK_ESCHEMA) P->errors++;
+  return rc == HK_ENOMEM ? rc : HK_OK;
+}
+
+/* Checks author code src of the given mode, unless it is blank (reported
+ * as empty, "what_code" naming what was expected). HK_OK or HK_ENOMEM. */
+static int check_body(hkc_parser *P, const hkc_kernel *k, const hkc_src *src,
+                      hkc_code_mode mode, const char *what_code) {
+  if (!src->text) return HK_OK;
+  if (blank(src)) {
+    hkc_err(P, src_node(src), src->field, "is empty: expected %s", what_code);
+    return HK_OK;
+  }
+  return counted(P, hkc_check_code(P->doc, src, mode, NULL, NULL, k->targets,
+                                   P->d));
+}
+
 /* Checks expression s (when given) against the names it may use: the
  * parameters with roles, extra, the placeholders. HK_OK or HK_ENOMEM. */
 static int check_expr(hkc_parser *P, hkc_kernel *k, hkc_src *s, unsigned roles,
@@ -242,13 +264,11 @@ static int check_expr(hkc_parser *P, hkc_kernel *k, hkc_src *s, unsigned roles,
   if (!s->text) return HK_OK;
   const char **names = hkc_names_for(k, roles, extra);
   if (!names) return HK_ENOMEM;
-  P->errors +=
+  int rc =
       hkc_check_code(P->doc, s, HKC_CODE_EXPR, names, what, k->targets, P->d);
   free(names);
-  return HK_OK;
+  return counted(P, rc);
 }
-
-static const hkj_node *src_node(const hkc_src *s) { return s->segs[0].node; }
 
 /* Reports each field of obj that belongs to another kind than k's. */
 static void refuse_other_kinds(hkc_parser *P, const hkj_node *obj,
@@ -429,22 +449,13 @@ static int parse_kind(hkc_parser *P, const hkj_node *obj, const char *prefix,
 
 /* Checks a raw kernel's bodies and len expressions. HK_OK or HK_ENOMEM. */
 static int check_raw_code(hkc_parser *P, hkc_kernel *k) {
-  if (k->cpu.text && blank(&k->cpu))
-    hkc_err(P, src_node(&k->cpu), k->cpu.field, "is empty: expected C code");
-  else if (k->cpu.text)
-    P->errors += hkc_check_code(P->doc, &k->cpu, HKC_CODE_RAW_CPU, NULL, NULL,
-                                k->targets, P->d);
-  if (k->cuda.text && blank(&k->cuda))
-    hkc_err(P, src_node(&k->cuda), k->cuda.field,
-            "is empty: expected CUDA C code");
-  else if (k->cuda.text)
-    P->errors += hkc_check_code(P->doc, &k->cuda, HKC_CODE_RAW_CUDA, NULL, NULL,
-                                k->targets, P->d);
+  if (check_body(P, k, &k->cpu, HKC_CODE_RAW_CPU, "C code") != HK_OK ||
+      check_body(P, k, &k->cuda, HKC_CODE_RAW_CUDA, "CUDA C code") != HK_OK)
+    return HK_ENOMEM;
   for (int i = 0; i < k->nparams; i++) {
     if (!k->params[i].len.text) continue;
-    int rc = hkc_check_len(P->doc, &k->params[i].len, k, P->d);
-    if (rc == HK_ENOMEM) return rc;
-    if (rc != HK_OK) P->errors++;
+    if (counted(P, hkc_check_len(P->doc, &k->params[i].len, k, P->d)) != HK_OK)
+      return HK_ENOMEM;
   }
   return HK_OK;
 }
@@ -459,10 +470,9 @@ static int check_kernel_code(hkc_parser *P, hkc_kernel *k) {
   const unsigned SC = HKC_ROLE_BIT(HK_ROLE_SCALAR);
   switch (k->kind) {
     case HK_KIND_ELEMENTWISE:
-      if (k->body.text)
-        P->errors += hkc_check_code(P->doc, &k->body, HKC_CODE_BODY, NULL, NULL,
-                                    k->targets, P->d);
-      return HK_OK;
+      if (!k->body.text) return HK_OK;
+      return counted(P, hkc_check_code(P->doc, &k->body, HKC_CODE_BODY, NULL,
+                                       NULL, k->targets, P->d));
     case HK_KIND_REDUCTION:
       if (check_expr(P, k, &k->map, IN | SC, map_extra,
                      "the kernel's in buffers and scalars, i and n") ||
