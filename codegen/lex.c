@@ -177,6 +177,30 @@ static const char *const puncts[] = {
     "]", "(", ")", "{", "}", ".", "&", "*", "+", "-", "~", "!", "/", "%",
     "<", ">", "^", "|", "?", ":", ";", "=", ",", NULL};
 
+/* The string or character literal at *p (with its prefix L, u, U or
+ * u8), pushed as one token; *p moves past it. HK_OK, HK_ESCHEMA (never
+ * closed, reported), or HK_ENOMEM. */
+static int literal(checker *c, size_t *at) {
+  const char *t = c->src->text;
+  size_t n = c->src->len, p = *at, start = p;
+  while (t[p] != '"' && t[p] != '\'') p++;
+  char q = t[p++];
+  while (p < n && t[p] != q && t[p] != '\n') {
+    if (t[p] == '\\') {
+      if (p + 1 < n && t[p + 1] == '\n') break; /* reported by the caller */
+      p++;
+    }
+    p++;
+  }
+  if (p >= n || t[p] != q) {
+    err(c, start, "this %s literal is never closed",
+        q == '"' ? "string" : "character");
+    return HK_ESCHEMA;
+  }
+  *at = ++p;
+  return push(c, TK_LITERAL, start, p - start);
+}
+
 /* Splits the text into tokens, reporting what may not appear at all.
  * HK_OK when the token list is usable for further checks; HK_ESCHEMA when
  * it is not (a literal or comment never closed, reported); HK_ENOMEM. */
@@ -210,11 +234,8 @@ static int tokenize(checker *c) {
       }
     } else if (ch == '/' && p + 1 < n && t[p + 1] == '*') {
       const char *e = NULL;
-      for (size_t q = p + 2; q + 1 < n; q++)
-        if (t[q] == '*' && t[q + 1] == '/') {
-          e = t + q;
-          break;
-        }
+      for (size_t q = p + 2; q + 1 < n && !e; q++)
+        if (t[q] == '*' && t[q + 1] == '/') e = t + q;
       if (!e) {
         err(c, p, "%s", "this comment is never closed ('*/' is missing)");
         return HK_ESCHEMA;
@@ -224,23 +245,8 @@ static int tokenize(checker *c) {
                ((ch == 'L' || ch == 'u' || ch == 'U') && p + 1 < n &&
                 (t[p + 1] == '"' || t[p + 1] == '\'')) ||
                (ch == 'u' && p + 2 < n && t[p + 1] == '8' && t[p + 2] == '"')) {
-      size_t start = p;
-      while (t[p] != '"' && t[p] != '\'') p++;
-      char q = t[p++];
-      while (p < n && t[p] != q && t[p] != '\n') {
-        if (t[p] == '\\') {
-          if (p + 1 < n && t[p + 1] == '\n') break; /* reported above */
-          p++;
-        }
-        p++;
-      }
-      if (p >= n || t[p] != q) {
-        err(c, start, "this %s literal is never closed",
-            q == '"' ? "string" : "character");
-        return HK_ESCHEMA;
-      }
-      p++;
-      if (push(c, TK_LITERAL, start, p - start) != HK_OK) return HK_ENOMEM;
+      int rc = literal(c, &p);
+      if (rc != HK_OK) return rc;
     } else if (is_ident_start(ch)) {
       size_t start = p;
       while (p < n && is_ident_char(t[p])) p++;
