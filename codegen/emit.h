@@ -5,7 +5,7 @@
  * static entry points, system headers), the JIT and `hk gen` emit plugins
  * (mode HKC_EMIT_PLUGIN: a self-contained translation unit with no #include
  * and no C library, exporting hk_range__NAME, hk_merge__NAME, hk_lens__NAME).
- * Entry points follow core/abi.h.
+ * Entry points follow common/abi.h.
  */
 #ifndef HKC_EMIT_H
 #define HKC_EMIT_H
@@ -75,6 +75,9 @@ void hkc_emit_typed_proto(const hkc_instance *in, hku_buf *out);
  * declarations, constants); stdlib mode uses system headers instead of the
  * type and limit definitions. */
 void hkc_emit_prelude(hkc_emit_mode mode, hku_buf *out);
+/* The prelude of mode, formatted once per process and kept: its text and
+ * *len; NULL (*len 0) when out of memory. */
+const char *hkc_prelude_get(hkc_emit_mode mode, size_t *len);
 void hkc_emit_cuda_prelude(hku_buf *out);
 
 /* ---- Shared by the C and CUDA emitters ---- */

@@ -1,4 +1,4 @@
-/* emit_c.c — kernel instances to C (see emit.h and core/abi.h).
+/* emit_c.c — kernel instances to C (see emit.h and common/abi.h).
  *
  * The shapes the C takes, per kind, chosen for what gcc -O3 does with them:
  *   elementwise  a loop over [begin, end) that loads each buffer element
@@ -151,6 +151,8 @@ static void emit_loop_fn(hku_buf *o, const hkc_instance *in) {
   hku_buf_put(o, "    }\n}\n\n");
 }
 
+/* Elementwise: the loop function, the range entry point and (stdlib)
+ * the typed function, which runs on the thread pool from hk__par_min on. */
 static void emit_elementwise(hku_buf *o, const hkc_instance *in,
                              hkc_emit_mode mode) {
   const hkc_kernel *k = in->k;
@@ -335,6 +337,8 @@ static void emit_reduce_typed(hku_buf *o, const hkc_instance *in) {
   hku_buf_put(o, ");\n}\n\n");
 }
 
+/* Reduction: combine, final, the block reducer, range and merge, and
+ * (stdlib) the typed function. */
 static void emit_reduction(hku_buf *o, const hkc_instance *in,
                            hkc_emit_mode mode) {
   /* combine as a function: used by the lanes, the tail and merge */
@@ -347,6 +351,8 @@ static void emit_reduction(hku_buf *o, const hkc_instance *in,
 
 /* ---- raw --------------------------------------------------------------------------- */
 
+/* Raw: the author's function, the range entry point that calls it once,
+ * and (stdlib) the typed function. */
 static void emit_raw(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
   const char *nm = in->name;
 

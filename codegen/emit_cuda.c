@@ -326,6 +326,7 @@ static void emit_merge_kernel(hku_buf *o, const hkc_instance *in) {
   hku_buf_put(o, ";\n    }\n}\n\n");
 }
 
+/* Reduction: combine, map, then the part and merge kernels. */
 static void emit_reduction(hku_buf *o, const hkc_instance *in,
                            hkc_emit_mode mode) {
   (void)mode;
@@ -335,6 +336,7 @@ static void emit_reduction(hku_buf *o, const hkc_instance *in,
   emit_merge_kernel(o, in);
 }
 
+/* Raw: the author's CUDA body as the __global__ function. */
 static void emit_raw(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
   (void)mode;
   hkc_put_raw_function(o, in, "extern \"C\" __global__ void " HK_ABI_CUDA_KERNEL,

@@ -30,6 +30,7 @@ const char *hkj_type_name(hkj_type t) {
   return "?";
 }
 
+/* Frees n and everything below it. */
 static void node_free(hkj_node *n) {
   if (!n) return;
   for (size_t i = 0; i < n->nkids; i++) node_free(n->kids[i]);
@@ -171,6 +172,8 @@ static int build_kids(walker *w, const cJSON *c, hkj_node *n, int is_obj) {
   return HK_OK;
 }
 
+/* The node of cJSON value c, whose text starts at or after w->p (which
+ * moves past it). NULL when out of memory. */
 static hkj_node *build(walker *w, const cJSON *c) {
   hkj_node *n = calloc(1, sizeof *n);
   if (!n) return NULL;
@@ -376,6 +379,7 @@ static int hex4_ok(const char *t, size_t len, size_t p) {
   return 1;
 }
 
+/* Scans a string at s->p; HK_OK, or HK_ESCHEMA (reported). */
 static int scan_string(syntax *s) {
   size_t open = s->p++;
   while (s->p < s->len) {
@@ -435,6 +439,7 @@ static int scan_string(syntax *s) {
               line, col);
 }
 
+/* Scans a number at s->p; HK_OK, or HK_ESCHEMA (reported). */
 static int scan_number(syntax *s) {
   size_t start = s->p;
   const char *t = s->t;
@@ -495,6 +500,7 @@ static int scan_after_item(syntax *s, char close, int *more) {
   return unexpected(s, obj ? "',' or '}'" : "',' or ']'");
 }
 
+/* Scans an object at s->p; HK_OK, or HK_ESCHEMA (reported). */
 static int scan_object(syntax *s) {
   if (open_container(s, '}')) return HK_OK;
   for (int more = 1; more;) {
@@ -511,6 +517,7 @@ static int scan_object(syntax *s) {
   return HK_OK;
 }
 
+/* Scans an array at s->p; HK_OK, or HK_ESCHEMA (reported). */
 static int scan_array(syntax *s) {
   if (open_container(s, ']')) return HK_OK;
   for (int more = 1; more;)
@@ -519,6 +526,7 @@ static int scan_array(syntax *s) {
   return HK_OK;
 }
 
+/* Scans any value at s->p (after white space); HK_OK, or HK_ESCHEMA (reported). */
 static int scan_value(syntax *s) {
   ws(s);
   if (s->p >= s->len) return unexpected(s, "a value");

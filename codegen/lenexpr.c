@@ -30,6 +30,8 @@ typedef struct lp {
   int errors;
 } lp;
 
+/* Reports the first problem of the expression at byte off of its
+ * one-line text (later ones are only counted). */
 static void lerr(lp *L, size_t off, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

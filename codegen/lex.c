@@ -135,6 +135,8 @@ typedef struct checker {
 /* Stop reporting after this many problems in one piece of code. */
 #define MAX_ERRORS_PER_SOURCE 8
 
+/* Reports a problem at byte off of the checked code (only the first
+ * MAX_ERRORS_PER_SOURCE are kept; all are counted). */
 static void err(checker *c, size_t off, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
