@@ -406,7 +406,9 @@ static void emit_lens(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
       hku_buf_put(o, "1;\n");
     else if (p->len.text) {
       /* checked: overflow, division by zero or a negative count fail */
-      if (hkc_emit_len(&p->len, in, o) != HK_OK) o->oom = 1;
+      int rc = hkc_emit_len(&p->len, in, o);
+      HK_ASSERT(rc != HK_ESCHEMA); /* validated files hold valid lens */
+      if (rc != HK_OK) o->oom = 1; /* out of memory: the unit fails whole */
       hku_buf_printf(o,
                      ";\n    if (hk_bad || hk_lens[%d] < 0)\n        return "
                      "-1;\n",
