@@ -5,12 +5,13 @@
  * static entry points, system headers), the JIT and `hk gen` emit plugins
  * (mode HKC_EMIT_PLUGIN: a self-contained translation unit with no #include
  * and no C library, exporting hk_range__NAME, hk_merge__NAME, hk_lens__NAME).
- * Entry points follow core/abi.h.
+ * Entry points follow common/abi.h.
  */
 #ifndef HKC_EMIT_H
 #define HKC_EMIT_H
 
 #include "buf.h"
+#include "internal.h"
 #include "kernel.h"
 
 typedef enum hkc_emit_mode { HKC_EMIT_PLUGIN, HKC_EMIT_STDLIB } hkc_emit_mode;
@@ -46,8 +47,8 @@ void hkc_linemap_note(hku_buf *o, const hkc_src *src, size_t src_off,
  * Part of the result's definition (it fixes the order of combination). */
 int hkc_reduce_lanes(size_t acc_size);
 
-/* Appends C for every instance of every kernel of the files. Returns 0, or
- * -1 when out of memory (the files are already valid). */
+/* Appends C for every instance of every kernel of the files. HK_OK, or
+ * HK_ENOMEM (the files are already valid, so nothing else can fail). */
 int hkc_emit_c(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
                hku_buf *out);
 /* The same, recording where author code lands in map (which must be
@@ -64,7 +65,8 @@ int hkc_emit_cuda(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
 /* The same, recording where author code lands in map (as for C). */
 int hkc_emit_cuda_mapped(hkc_file *const *files, int nfiles,
                          hkc_emit_mode mode, hku_buf *out, hkc_linemap *map);
-/* Appends the public header declaring the typed stdlib functions. */
+/* Appends the public header declaring the typed stdlib functions (HK_OK
+ * or HK_ENOMEM). */
 int hkc_emit_stdlib_header(hkc_file *const *files, int nfiles, hku_buf *out);
 /* The C prototype of an instance's typed function, without ';'. */
 void hkc_emit_typed_proto(const hkc_instance *in, hku_buf *out);
@@ -73,6 +75,9 @@ void hkc_emit_typed_proto(const hkc_instance *in, hku_buf *out);
  * declarations, constants); stdlib mode uses system headers instead of the
  * type and limit definitions. */
 void hkc_emit_prelude(hkc_emit_mode mode, hku_buf *out);
+/* The prelude of mode, formatted once per process and kept: its text and
+ * *len; NULL (*len 0) when out of memory. */
+const char *hkc_prelude_get(hkc_emit_mode mode, size_t *len);
 void hkc_emit_cuda_prelude(hku_buf *out);
 
 /* ---- Shared by the C and CUDA emitters ---- */
@@ -92,6 +97,48 @@ void hkc_put_holders(hku_buf *o, const hkc_instance *in,
 void hkc_put_param(hku_buf *o, const hkc_instance *in, const hkc_param *p,
                    const char *ptr_prefix, int const_scalar);
 
+/* Appends s for use inside a C comment: no comment end slips in, and
+ * line breaks become spaces. */
+void hkc_put_comment_text(hku_buf *o, const char *s);
+/* hkc_put_param for every parameter in order (every one but the out
+ * parameter with skip_out), each followed by ", ". */
+void hkc_put_params(hku_buf *o, const hkc_instance *in,
+                    const char *ptr_prefix, int const_scalar, int skip_out);
+/* "(void)NAME;" on a line indented by ind spaces, for each parameter whose
+ * role is in the mask roles (HKC_ROLE_BIT). */
+void hkc_put_voids(hku_buf *o, const hkc_instance *in, unsigned roles,
+                   int ind);
+/* A reduction's "QUAL T hk_combine__NAME(const T a, const T b)": its
+ * combine expression as a function (qual "HK_INLINE " in C). */
+void hkc_put_combine_fn(hku_buf *o, const hkc_instance *in, const char *qual);
+/* A raw kernel's function: head, the instance's name, its parameters as
+ * the author sees them, then the author's body (C or CUDA). head is
+ * "static void hk_raw__" in C, the __global__ declaration in CUDA. */
+void hkc_put_raw_function(hku_buf *o, const hkc_instance *in,
+                          const char *head, const hkc_src *body);
+
+/* Calls fn for every instance of every kernel of the files whose targets
+ * include target, in file order (see hkc_file_instance). */
+typedef void (*hkc_instance_fn)(hku_buf *o, const hkc_file *f,
+                                const hkc_instance *in, void *arg);
+void hkc_each_instance(hkc_file *const *files, int nfiles, unsigned target,
+                       hkc_instance_fn fn, hku_buf *o, void *arg);
+
+/* The per-language part of an emitter (after libuv's one contract, one
+ * file per backend): the code of each kind of instance. */
+typedef void (*hkc_kind_fn)(hku_buf *o, const hkc_instance *in,
+                            hkc_emit_mode mode);
+typedef struct hkc_emitter {
+  unsigned target;       /* HK_TARGET_*: the kernels it writes code for */
+  int banner_names_file; /* each instance's banner names its kernel file */
+  hkc_kind_fn elementwise, reduction, raw;
+  hkc_kind_fn every; /* after the kind's code, for every instance; or NULL */
+} hkc_emitter;
+/* Appends, for each instance with e's target, a banner comment and e's
+ * code for it. */
+void hkc_emit_instances(hkc_file *const *files, int nfiles,
+                        hkc_emit_mode mode, const hkc_emitter *e, hku_buf *o);
+
 /* Reports the error lines of a C compiler's output about the generated
  * source of f (emitted with line map m) as diagnostics located in f's
  * kernel file: "NAME:LINE[:COL]: error: MSG" lines are mapped through m,
@@ -102,8 +149,9 @@ int hkc_report_compiler_output(const char *out, const hkc_linemap *m,
                                hku_diags *d);
 
 /* Appends a checked len expression of instance in (it needs `int hk_bad`
- * in scope, set on overflow); 0 or -1 (invalid: validated files never
- * are). And the helpers it calls (part of every prelude). */
+ * in scope, set on overflow). HK_OK, or HK_ENOMEM (or HK_ESCHEMA for an
+ * invalid one: validated files never hold one). And the helpers it calls
+ * (part of every prelude). */
 int hkc_emit_len(const hkc_src *src, const hkc_instance *in, hku_buf *out);
 void hkc_emit_len_helpers(hku_buf *o);
 

@@ -1,7 +1,7 @@
 /* emit_cuda.c — kernel instances to CUDA C (compiled by nvcc or NVRTC).
  *
  * Every instance with the cuda target becomes extern "C" __global__
- * functions, launched with 1-D blocks of HKC_CUDA_BLOCK threads:
+ * functions, launched with 1-D blocks of HK_ABI_CUDA_BLOCK threads (abi.h):
  *   elementwise  hk_cuda__NAME(params..., n): grid-stride loops running the
  *                same body as the C version (hk_body__NAME), with 128-bit
  *                vector loads and stores when the buffers are aligned;
@@ -20,11 +20,10 @@
 #include "abi.h"
 #include "emit.h"
 
-#define HKC_CUDA_BLOCK 256
-
 #define ct hkc_param_ctype
 #define is_buffer hkc_is_buffer
 
+/* The elements per vector step of an elementwise instance (abi.h). */
 static int vec_lanes(const hkc_instance *in) {
   size_t widest = 1;
   for (int i = 0; i < in->k->nparams; i++) {
@@ -35,15 +34,12 @@ static int vec_lanes(const hkc_instance *in) {
   return (int)hk_abi_cuda_lanes(widest);
 }
 
-/* Elementwise: the body once, in a device function that every element goes
- * through, so that it appears once in the source (and in compile errors).
- * The kernel runs aligned buffers L elements at a time with 128-bit loads
- * and stores, then the rest (or everything, when a buffer is not aligned)
- * one element per thread, both as grid-stride loops. */
-static void emit_elementwise(hku_buf *o, const hkc_instance *in) {
+/* hk_body__NAME: the body once, in a device function that every element
+ * goes through, so that it appears once in the source (and in compile
+ * errors). */
+static void emit_body_fn(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   const hkc_src *srcs[] = {&k->body};
-  const int L = vec_lanes(in);
 
   hku_buf_printf(o, "static __device__ __forceinline__ void hk_body__%s(",
                  in->name);
@@ -56,24 +52,60 @@ static void emit_elementwise(hku_buf *o, const hkc_instance *in) {
   }
   hku_buf_put(o, "const size_t i, const size_t n)\n{\n");
   hkc_put_holders(o, in, srcs, 1, 4);
-  for (int i = 0; i < k->nparams; i++)
-    hku_buf_printf(o, "    (void)%s;\n", k->params[i].name);
+  hkc_put_voids(o, in, HKC_ROLES_ALL, 4);
   hku_buf_put(o, "    (void)i;\n    (void)n;\n    do {\n");
   hkc_put_code(o, &k->body, 8);
   hku_buf_put(o, "    } while (0);\n}\n\n");
+}
 
-  hku_buf_printf(o, "extern \"C\" __global__ void hk_cuda__%s(", in->name);
+/* How the kernel names one element of buffer NAME: PRE NAME POST, as
+ * "hk_p_" "x" "[i]" or "hk_v_" "x" ".v[hk_l]". */
+typedef struct elem_ref {
+  const char *pre, *post;
+} elem_ref;
+
+/* The locals of one element for out and inout buffers, indented by ind:
+ * "float y = 0;", "float z = hk_p_z[i];". */
+static void put_write_locals(hku_buf *o, const hkc_instance *in, int ind,
+                             elem_ref e) {
+  const hkc_kernel *k = in->k;
   for (int i = 0; i < k->nparams; i++) {
-    hkc_put_param(o, in, &k->params[i], "hk_p_", 1);
-    hku_buf_put(o, ", ");
+    const hkc_param *p = &k->params[i];
+    if (p->role == HK_ROLE_OUT)
+      hku_buf_printf(o, "%*s%s %s = 0;\n", ind, "", ct(in, p), p->name);
+    else if (p->role == HK_ROLE_INOUT)
+      hku_buf_printf(o, "%*s%s %s = %s%s%s;\n", ind, "", ct(in, p), p->name,
+                     e.pre, p->name, e.post);
   }
-  hku_buf_put(o, "size_t n)\n{\n");
-  hku_buf_put(o,
-              "    const size_t hk_tid = (size_t)blockIdx.x * blockDim.x + "
-              "threadIdx.x;\n"
-              "    const size_t hk_stride = (size_t)blockDim.x * gridDim.x;\n"
-              "    size_t hk_done = 0;\n");
-  /* the vector part, when every buffer is aligned to its vector */
+}
+
+/* "hk_body__NAME(args..., AT, n);" with each in buffer's element, then the
+ * stores of the written buffers' elements. */
+static void put_body_call(hku_buf *o, const hkc_instance *in, int ind,
+                          elem_ref e, const char *at) {
+  const hkc_kernel *k = in->k;
+  hku_buf_printf(o, "%*shk_body__%s(", ind, "", in->name);
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (p->role == HK_ROLE_IN)
+      hku_buf_printf(o, "%s%s%s, ", e.pre, p->name, e.post);
+    else
+      hku_buf_printf(o, "%s, ", p->name);
+  }
+  hku_buf_printf(o, "%s, n);\n", at);
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT)
+      hku_buf_printf(o, "%*s%s%s%s = %s;\n", ind, "", e.pre, p->name, e.post,
+                     p->name);
+  }
+}
+
+/* The vector part of the kernel: when every buffer is aligned to its
+ * vector, L elements at a time with 128-bit loads and stores, as a
+ * grid-stride loop; hk_done counts the elements it took. */
+static void emit_vector_part(hku_buf *o, const hkc_instance *in, int L) {
+  const hkc_kernel *k = in->k;
   hku_buf_put(o, "    if (1");
   for (int i = 0; i < k->nparams; i++)
     if (is_buffer(&k->params[i]))
@@ -102,29 +134,11 @@ static void emit_elementwise(hku_buf *o, const hkc_instance *in) {
                  "#pragma unroll\n"
                  "            for (int hk_l = 0; hk_l < %d; ++hk_l) {\n",
                  L);
-  for (int i = 0; i < k->nparams; i++) {
-    const hkc_param *p = &k->params[i];
-    if (p->role == HK_ROLE_OUT)
-      hku_buf_printf(o, "                %s %s = 0;\n", ct(in, p), p->name);
-    else if (p->role == HK_ROLE_INOUT)
-      hku_buf_printf(o, "                %s %s = hk_v_%s.v[hk_l];\n", ct(in, p),
-                     p->name, p->name);
-  }
-  hku_buf_printf(o, "                hk_body__%s(", in->name);
-  for (int i = 0; i < k->nparams; i++) {
-    const hkc_param *p = &k->params[i];
-    if (p->role == HK_ROLE_IN)
-      hku_buf_printf(o, "hk_v_%s.v[hk_l], ", p->name);
-    else
-      hku_buf_printf(o, "%s, ", p->name);
-  }
-  hku_buf_printf(o, "hk_v * %d + hk_l, n);\n", L);
-  for (int i = 0; i < k->nparams; i++) {
-    const hkc_param *p = &k->params[i];
-    if (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT)
-      hku_buf_printf(o, "                hk_v_%s.v[hk_l] = %s;\n", p->name,
-                     p->name);
-  }
+  const elem_ref lane = {"hk_v_", ".v[hk_l]"};
+  char at[32];
+  snprintf(at, sizeof at, "hk_v * %d + hk_l", L);
+  put_write_locals(o, in, 16, lane);
+  put_body_call(o, in, 16, lane, at);
   hku_buf_put(o, "            }\n");
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
@@ -138,31 +152,31 @@ static void emit_elementwise(hku_buf *o, const hkc_instance *in) {
                  "        hk_done = hk_nv * %d;\n"
                  "    }\n",
                  L);
+}
+
+/* Elementwise: the body function, then the kernel: the vector part, then
+ * the rest (or everything, when a buffer is not aligned) one element per
+ * thread, both as grid-stride loops. */
+static void emit_elementwise(hku_buf *o, const hkc_instance *in,
+                             hkc_emit_mode mode) {
+  (void)mode; /* the same CUDA serves the stdlib and plugins */
+  emit_body_fn(o, in);
+  hku_buf_printf(o, "extern \"C\" __global__ void " HK_ABI_CUDA_KERNEL "%s(",
+                 in->name);
+  hkc_put_params(o, in, "hk_p_", 1, 0);
+  hku_buf_put(o, "size_t n)\n{\n");
+  hku_buf_put(o,
+              "    const size_t hk_tid = (size_t)blockIdx.x * blockDim.x + "
+              "threadIdx.x;\n"
+              "    const size_t hk_stride = (size_t)blockDim.x * gridDim.x;\n"
+              "    size_t hk_done = 0;\n");
+  emit_vector_part(o, in, vec_lanes(in));
   /* the rest, one element per thread */
   hku_buf_put(o,
               "    for (size_t i = hk_done + hk_tid; i < n; i += hk_stride) {\n");
-  for (int i = 0; i < k->nparams; i++) {
-    const hkc_param *p = &k->params[i];
-    if (p->role == HK_ROLE_OUT)
-      hku_buf_printf(o, "        %s %s = 0;\n", ct(in, p), p->name);
-    else if (p->role == HK_ROLE_INOUT)
-      hku_buf_printf(o, "        %s %s = hk_p_%s[i];\n", ct(in, p), p->name,
-                     p->name);
-  }
-  hku_buf_printf(o, "        hk_body__%s(", in->name);
-  for (int i = 0; i < k->nparams; i++) {
-    const hkc_param *p = &k->params[i];
-    if (p->role == HK_ROLE_IN)
-      hku_buf_printf(o, "hk_p_%s[i], ", p->name);
-    else
-      hku_buf_printf(o, "%s, ", p->name);
-  }
-  hku_buf_put(o, "i, n);\n");
-  for (int i = 0; i < k->nparams; i++) {
-    const hkc_param *p = &k->params[i];
-    if (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT)
-      hku_buf_printf(o, "        hk_p_%s[i] = %s;\n", p->name, p->name);
-  }
+  const elem_ref elem = {"hk_p_", "[i]"};
+  put_write_locals(o, in, 8, elem);
+  put_body_call(o, in, 8, elem, "i");
   hku_buf_put(o, "    }\n}\n\n");
 }
 
@@ -180,28 +194,15 @@ static void put_map_call(hku_buf *o, const hkc_kernel *k, const char *nm,
   hku_buf_printf(o, "%s, n)", at);
 }
 
-static void emit_reduction(hku_buf *o, const hkc_instance *in) {
+/* hk_map__NAME: the value of element i, as a function, so that the part
+ * kernel can take several elements at once. */
+static void emit_map_fn(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
-  const char *nm = in->name;
   const char *acc = hkc_ctype(hkc_acc_type(in));
-  const hkc_src *srcs[] = {&k->map, &k->combine, &k->identity, &k->finalize};
-  int oi = -1;
-  for (int i = 0; i < k->nparams; i++)
-    if (k->params[i].role == HK_ROLE_OUT) oi = i;
+  const hkc_src *srcs[] = {&k->map};
 
-  hku_buf_printf(o,
-                 "static __device__ __forceinline__ %s hk_combine__%s(const %s a, "
-                 "const %s b)\n{\n",
-                 acc, nm, acc, acc);
-  hkc_put_holders(o, in, srcs + 1, 1, 4);
-  hku_buf_printf(o, "    return (%s)", acc);
-  hkc_put_expr(o, &k->combine);
-  hku_buf_put(o, ";\n}\n\n");
-
-  /* map: the value of element i, as a function, so that the part kernel
-   * can take several elements at once */
   hku_buf_printf(o, "static __device__ __forceinline__ %s hk_map__%s(", acc,
-                 nm);
+                 in->name);
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     if (p->role == HK_ROLE_OUT) continue;
@@ -209,25 +210,43 @@ static void emit_reduction(hku_buf *o, const hkc_instance *in) {
   }
   hku_buf_put(o, "const size_t i, const size_t n)\n{\n");
   hkc_put_holders(o, in, srcs, 1, 4);
-  for (int i = 0; i < k->nparams; i++)
-    if (k->params[i].role != HK_ROLE_OUT)
-      hku_buf_printf(o, "    (void)%s;\n", k->params[i].name);
+  hkc_put_voids(o, in, HKC_ROLES_ALL & ~HKC_ROLE_BIT(HK_ROLE_OUT), 4);
   hku_buf_printf(o, "    (void)i;\n    (void)n;\n    return (%s)", acc);
   hkc_put_expr(o, &k->map);
   hku_buf_put(o, ";\n}\n\n");
+}
 
-  /* part: one partial per block. Each thread keeps four accumulators over
-   * a grid-stride share, four independent loads in flight. */
-  hku_buf_printf(o, "extern \"C\" __global__ void hk_cuda_part__%s(", nm);
-  for (int i = 0; i < k->nparams; i++) {
-    if (k->params[i].role == HK_ROLE_OUT) continue;
-    hkc_put_param(o, in, &k->params[i], "hk_p_", 1);
-    hku_buf_put(o, ", ");
-  }
+/* The tree over the block's hk_s[] (shared memory, one slot a thread),
+ * which leaves the block's combination in hk_s[0]. */
+static void put_block_tree(hku_buf *o, const char *nm) {
+  hku_buf_printf(
+      o,
+      "    hk_s[threadIdx.x] = hk_acc;\n"
+      "    __syncthreads();\n"
+      "    for (unsigned hk_w = blockDim.x / 2; hk_w > 0; hk_w >>= 1) {\n"
+      "        if (threadIdx.x < hk_w)\n"
+      "            hk_s[threadIdx.x] = hk_combine__%s(hk_s[threadIdx.x], "
+      "hk_s[threadIdx.x + hk_w]);\n"
+      "        __syncthreads();\n"
+      "    }\n",
+      nm);
+}
+
+/* hk_cuda_part__NAME: one partial per block. Each thread keeps four
+ * accumulators over a grid-stride share, four independent loads in
+ * flight. */
+static void emit_part_kernel(hku_buf *o, const hkc_instance *in) {
+  const hkc_kernel *k = in->k;
+  const char *nm = in->name;
+  const char *acc = hkc_ctype(hkc_acc_type(in));
+  const hkc_src *srcs[] = {&k->identity};
+
+  hku_buf_printf(o, "extern \"C\" __global__ void " HK_ABI_CUDA_PART "%s(", nm);
+  hkc_put_params(o, in, "hk_p_", 1, 1);
   hku_buf_printf(o, "%s *hk_partials, size_t n)\n{\n", acc);
-  hkc_put_holders(o, in, srcs + 2, 1, 4);
+  hkc_put_holders(o, in, srcs, 1, 4);
   hku_buf_printf(o, "    __shared__ %s hk_s[%d];\n    const %s hk_id = (%s)",
-                 acc, HKC_CUDA_BLOCK, acc, acc);
+                 acc, HK_ABI_CUDA_BLOCK, acc, acc);
   hkc_put_expr(o, &k->identity);
   hku_buf_printf(o,
                  ";\n"
@@ -256,24 +275,25 @@ static void emit_reduction(hku_buf *o, const hkc_instance *in) {
                  "    const %s hk_acc = hk_combine__%s(hk_combine__%s(hk_a0, "
                  "hk_a1), hk_combine__%s(hk_a2, hk_a3));\n",
                  acc, nm, nm, nm);
-  hku_buf_printf(
-      o,
-      "    hk_s[threadIdx.x] = hk_acc;\n"
-      "    __syncthreads();\n"
-      "    for (unsigned hk_w = blockDim.x / 2; hk_w > 0; hk_w >>= 1) {\n"
-      "        if (threadIdx.x < hk_w)\n"
-      "            hk_s[threadIdx.x] = hk_combine__%s(hk_s[threadIdx.x], "
-      "hk_s[threadIdx.x + hk_w]);\n"
-      "        __syncthreads();\n"
-      "    }\n"
-      "    if (threadIdx.x == 0)\n"
-      "        hk_partials[blockIdx.x] = hk_s[0];\n}\n\n",
-      nm);
+  put_block_tree(o, nm);
+  hku_buf_put(o, "    if (threadIdx.x == 0)\n"
+                 "        hk_partials[blockIdx.x] = hk_s[0];\n}\n\n");
+}
 
-  /* merge: one block over the partials, then finalize */
+/* hk_cuda_merge__NAME: one block over the partials, then finalize. */
+static void emit_merge_kernel(hku_buf *o, const hkc_instance *in) {
+  const hkc_kernel *k = in->k;
+  const char *nm = in->name;
+  const char *acc = hkc_ctype(hkc_acc_type(in));
+  const hkc_src *srcs[] = {&k->map, &k->combine, &k->identity, &k->finalize};
+  int oi = -1;
+  for (int i = 0; i < k->nparams; i++)
+    if (k->params[i].role == HK_ROLE_OUT) oi = i;
+  HK_ASSERT(oi >= 0);
+
   hku_buf_printf(o,
-                 "extern \"C\" __global__ void hk_cuda_merge__%s(const %s "
-                 "*hk_partials, size_t hk_count, %s *hk_p_%s",
+                 "extern \"C\" __global__ void " HK_ABI_CUDA_MERGE
+                 "%s(const %s *hk_partials, size_t hk_count, %s *hk_p_%s",
                  nm, acc, acc, k->params[oi].name);
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_SCALAR) {
@@ -282,30 +302,23 @@ static void emit_reduction(hku_buf *o, const hkc_instance *in) {
     }
   hku_buf_put(o, ", size_t n)\n{\n");
   hkc_put_holders(o, in, srcs, 4, 4);
-  for (int i = 0; i < k->nparams; i++)
-    if (k->params[i].role == HK_ROLE_SCALAR)
-      hku_buf_printf(o, "    (void)%s;\n", k->params[i].name);
+  hkc_put_voids(o, in, HKC_ROLE_BIT(HK_ROLE_SCALAR), 4);
   hku_buf_printf(o, "    __shared__ %s hk_s[%d];\n    %s hk_acc = (%s)", acc,
-                 HKC_CUDA_BLOCK, acc, acc);
+                 HK_ABI_CUDA_BLOCK, acc, acc);
   hkc_put_expr(o, &k->identity);
   hku_buf_printf(
       o,
       ";\n"
       "    for (size_t hk_k = threadIdx.x; hk_k < hk_count; hk_k += blockDim.x)\n"
-      "        hk_acc = hk_combine__%s(hk_acc, hk_partials[hk_k]);\n"
-      "    hk_s[threadIdx.x] = hk_acc;\n"
-      "    __syncthreads();\n"
-      "    for (unsigned hk_w = blockDim.x / 2; hk_w > 0; hk_w >>= 1) {\n"
-      "        if (threadIdx.x < hk_w)\n"
-      "            hk_s[threadIdx.x] = hk_combine__%s(hk_s[threadIdx.x], "
-      "hk_s[threadIdx.x + hk_w]);\n"
-      "        __syncthreads();\n"
-      "    }\n"
-      "    if (threadIdx.x == 0) {\n"
-      "        %s acc = hk_s[0];\n"
-      "        (void)acc;\n"
-      "        hk_p_%s[0] = (%s)",
-      nm, nm, acc, k->params[oi].name, acc);
+      "        hk_acc = hk_combine__%s(hk_acc, hk_partials[hk_k]);\n",
+      nm);
+  put_block_tree(o, nm);
+  hku_buf_printf(o,
+                 "    if (threadIdx.x == 0) {\n"
+                 "        %s acc = hk_s[0];\n"
+                 "        (void)acc;\n"
+                 "        hk_p_%s[0] = (%s)",
+                 acc, k->params[oi].name, acc);
   if (k->finalize.text)
     hkc_put_expr(o, &k->finalize);
   else
@@ -313,22 +326,25 @@ static void emit_reduction(hku_buf *o, const hkc_instance *in) {
   hku_buf_put(o, ";\n    }\n}\n\n");
 }
 
-static void emit_raw(hku_buf *o, const hkc_instance *in) {
-  const hkc_kernel *k = in->k;
-  const hkc_src *srcs[] = {&k->cuda};
-  hku_buf_printf(o, "extern \"C\" __global__ void hk_cuda__%s(", in->name);
-  for (int i = 0; i < k->nparams; i++) {
-    hkc_put_param(o, in, &k->params[i], "", 0);
-    hku_buf_put(o, ", ");
-  }
-  hku_buf_put(o, "size_t n)\n{\n");
-  hkc_put_holders(o, in, srcs, 1, 4);
-  for (int i = 0; i < k->nparams; i++)
-    hku_buf_printf(o, "    (void)%s;\n", k->params[i].name);
-  hku_buf_put(o, "    (void)n;\n    {\n");
-  hkc_put_code(o, &k->cuda, 8);
-  hku_buf_put(o, "    }\n}\n\n");
+/* Reduction: combine, map, then the part and merge kernels. */
+static void emit_reduction(hku_buf *o, const hkc_instance *in,
+                           hkc_emit_mode mode) {
+  (void)mode;
+  hkc_put_combine_fn(o, in, "static __device__ __forceinline__ ");
+  emit_map_fn(o, in);
+  emit_part_kernel(o, in);
+  emit_merge_kernel(o, in);
 }
+
+/* Raw: the author's CUDA body as the __global__ function. */
+static void emit_raw(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
+  (void)mode;
+  hkc_put_raw_function(o, in, "extern \"C\" __global__ void " HK_ABI_CUDA_KERNEL,
+                       &in->k->cuda);
+}
+
+static const hkc_emitter cuda_emitter = {HK_TARGET_CUDA, 0, emit_elementwise,
+                                         emit_reduction, emit_raw, NULL};
 
 int hkc_emit_cuda_mapped(hkc_file *const *files, int nfiles,
                          hkc_emit_mode mode, hku_buf *o, hkc_linemap *map) {
@@ -340,26 +356,12 @@ int hkc_emit_cuda_mapped(hkc_file *const *files, int nfiles,
 
 int hkc_emit_cuda(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
                   hku_buf *o) {
-  (void)mode; /* the same CUDA serves the stdlib and plugins */
-  hku_buf_put(o, "/* Generated by hk " HK_VERSION_STRING
+  hku_buf_printf(o,
+                 "/* Generated by hk " HK_VERSION_STRING
                  " (CUDA). Do not edit: edit the kernel file and generate "
-                 "again.\n * Launch with 1-D blocks of 256 threads. */\n\n");
+                 "again.\n * Launch with 1-D blocks of %d threads. */\n\n",
+                 HK_ABI_CUDA_BLOCK);
   hkc_emit_cuda_prelude(o);
-  for (int f = 0; f < nfiles; f++)
-    for (int i = 0; i < files[f]->nkernels; i++) {
-      const hkc_kernel *k = &files[f]->kernels[i];
-      if (!(k->targets & HK_TARGET_CUDA)) continue;
-      for (int j = 0; j < k->ninst; j++) {
-        const hkc_instance *in = &k->inst[j];
-        hku_buf_printf(o, "/* ---- %s: kernel \"%s\" (%s) ---- */\n\n",
-                       in->name, k->name, hk_kind_name(k->kind));
-        if (k->kind == HK_KIND_ELEMENTWISE)
-          emit_elementwise(o, in);
-        else if (k->kind == HK_KIND_REDUCTION)
-          emit_reduction(o, in);
-        else
-          emit_raw(o, in);
-      }
-    }
-  return o->oom ? -1 : 0;
+  hkc_emit_instances(files, nfiles, mode, &cuda_emitter, o);
+  return o->oom ? HK_ENOMEM : HK_OK;
 }

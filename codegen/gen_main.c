@@ -15,7 +15,8 @@
 #include "fsutil.h"
 #include "kernel.h"
 
-/* Writes text to path unless the file already holds exactly that. */
+/* Writes text to path unless the file already holds exactly that. HK_OK,
+ * or the code of hku_write_file_atomic (its message printed). */
 static int write_if_changed(const char *path, const char *text) {
   size_t n = strlen(text);
   char *old;
@@ -23,7 +24,7 @@ static int write_if_changed(const char *path, const char *text) {
   if (hku_read_file(path, &old, &len, NULL, NULL) == HK_OK) {
     int same = len == n && memcmp(old, text, n) == 0;
     free(old);
-    if (same) return 0;
+    if (same) return HK_OK;
   }
   hku_diags d = HKU_DIAGS_INIT;
   int rc = hku_write_file_atomic(path, text, n, 0644, &d);
@@ -41,6 +42,10 @@ int main(int argc, char **argv) {
   const char *out_c = NULL, *out_h = NULL, *out_cu = NULL;
   hkc_file **files = calloc((size_t)argc, sizeof *files);
   int nfiles = 0, bad = 0;
+  if (!files) {
+    fprintf(stderr, "hk-gen: out of memory\n");
+    return 2;
+  }
   hku_diags d = HKU_DIAGS_INIT;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--c") && i + 1 < argc)
@@ -53,7 +58,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "usage: hk-gen --c OUT.c --header OUT.h [--cuda OUT.cu] "
                       "FILE.json...\n");
       return 2;
-    } else if (hkc_file_load(argv[i], &files[nfiles], &d) == 0)
+    } else if (hkc_file_load(argv[i], &files[nfiles], &d) == HK_OK)
       nfiles++;
     else
       bad = 1;

@@ -1,8 +1,10 @@
 /* json.c — positioned JSON documents on top of cJSON (see json.h). */
 #include "json.h"
+#include "hk.h"
 
 #include <cJSON.h>
 #include <ctype.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -28,6 +30,7 @@ const char *hkj_type_name(hkj_type t) {
   return "?";
 }
 
+/* Frees n and everything below it. */
 static void node_free(hkj_node *n) {
   if (!n) return;
   for (size_t i = 0; i < n->nkids; i++) node_free(n->kids[i]);
@@ -135,12 +138,14 @@ static void skip_string(walker *w) {
 
 static hkj_node *build(walker *w, const cJSON *c);
 
+/* Builds the members or elements of container c into n. HK_OK or
+ * HK_ENOMEM. */
 static int build_kids(walker *w, const cJSON *c, hkj_node *n, int is_obj) {
   size_t count = 0;
   for (const cJSON *k = c->child; k; k = k->next) count++;
   if (count) {
     n->kids = calloc(count, sizeof *n->kids);
-    if (!n->kids) return -1;
+    if (!n->kids) return HK_ENOMEM;
   }
   w->p++; /* '{' or '[' */
   for (const cJSON *k = c->child; k; k = k->next) {
@@ -152,21 +157,23 @@ static int build_kids(walker *w, const cJSON *c, hkj_node *n, int is_obj) {
       w->p++; /* ':' */
     }
     hkj_node *kid = build(w, k);
-    if (!kid) return -1;
+    if (!kid) return HK_ENOMEM;
     n->kids[n->nkids++] = kid;
     if (is_obj) {
       kid->key_off = key_off;
       kid->key = strdup(k->string ? k->string : "");
-      if (!kid->key) return -1;
+      if (!kid->key) return HK_ENOMEM;
     }
     skip_ws(w);
     if (w->p < w->len && w->t[w->p] == ',') w->p++;
   }
   skip_ws(w);
   w->p++; /* '}' or ']' */
-  return 0;
+  return HK_OK;
 }
 
+/* The node of cJSON value c, whose text starts at or after w->p (which
+ * moves past it). NULL when out of memory. */
 static hkj_node *build(walker *w, const cJSON *c) {
   hkj_node *n = calloc(1, sizeof *n);
   if (!n) return NULL;
@@ -175,10 +182,10 @@ static hkj_node *build(walker *w, const cJSON *c) {
   int ok = 0;
   if (cJSON_IsObject(c)) {
     n->type = HKJ_OBJECT;
-    ok = build_kids(w, c, n, 1) == 0;
+    ok = build_kids(w, c, n, 1) == HK_OK;
   } else if (cJSON_IsArray(c)) {
     n->type = HKJ_ARRAY;
-    ok = build_kids(w, c, n, 0) == 0;
+    ok = build_kids(w, c, n, 0) == HK_OK;
   } else if (cJSON_IsString(c)) {
     n->type = HKJ_STRING;
     skip_string(w);
@@ -298,17 +305,29 @@ static const hkj_node *find_nul_escape(const hkj_doc *doc, const hkj_node *n,
  * the authority on syntax: it finds the first error, exactly where it is,
  * and says what was expected there. */
 typedef struct syntax {
+  const hkj_doc *doc; /* t is its text */
   const char *t;
   size_t len, p;
-  size_t err_at;
-  char msg[256];
   int depth;
+  hku_diags *d;
 } syntax;
 
-static int fail(syntax *s, size_t at, const char *msg) {
-  s->err_at = at;
-  snprintf(s->msg, sizeof s->msg, "invalid JSON: %s", msg);
-  return -1;
+/* Reports msg at byte off of the document (defined below). */
+static void at(hku_diags *d, const hkj_doc *doc, size_t off, const char *msg);
+
+/* Reports the syntax error at byte off; returns HK_ESCHEMA. */
+static int fail(syntax *s, size_t off, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(syntax *s, size_t off, const char *fmt, ...) {
+  hku_buf m = HKU_BUF_INIT;
+  va_list ap;
+  va_start(ap, fmt);
+  hku_buf_put(&m, "invalid JSON: ");
+  hku_buf_vprintf(&m, fmt, ap);
+  va_end(ap);
+  at(s->d, s->doc, off, m.oom ? "out of memory" : hku_buf_str(&m));
+  hku_buf_free(&m);
+  return HK_ESCHEMA;
 }
 
 static void ws(syntax *s) {
@@ -325,17 +344,14 @@ static int is_word(char c) {
 /* What is wrong with the byte at s->p where `expected` was wanted. */
 static int unexpected(syntax *s, const char *expected) {
   size_t p = s->p;
-  char m[200];
   if (p >= s->len)
     return fail(s, p, "unexpected end of file (an object, array or string "
                       "is not closed)");
   char c = s->t[p];
   size_t back = p;
   while (back > 0 && strchr(" \t\r\n", s->t[back - 1])) back--;
-  if ((c == '}' || c == ']') && back > 0 && s->t[back - 1] == ',') {
-    snprintf(m, sizeof m, "trailing comma before '%c'", c);
-    return fail(s, p, m);
-  }
+  if ((c == '}' || c == ']') && back > 0 && s->t[back - 1] == ',')
+    return fail(s, p, "trailing comma before '%c'", c);
   if (c == '\'') return fail(s, p, "strings must use double quotes");
   if (c == '/' && p + 1 < s->len && (s->t[p + 1] == '/' || s->t[p + 1] == '*'))
     return fail(s, p, "comments are not allowed (use a \"doc\" field or a key "
@@ -343,20 +359,17 @@ static int unexpected(syntax *s, const char *expected) {
   if (is_word(c)) {
     size_t e = p;
     while (e < s->len && e - p < 40 && is_word(s->t[e])) e++;
-    snprintf(m, sizeof m,
-             "unexpected '%.*s' (strings need double quotes; the literals "
-             "are true, false and null)",
-             (int)(e - p), s->t + p);
-    return fail(s, p, m);
+    return fail(s, p,
+                "unexpected '%.*s' (strings need double quotes; the literals "
+                "are true, false and null)",
+                (int)(e - p), s->t + p);
   }
   if ((unsigned char)c < 32)
-    snprintf(m, sizeof m, "unexpected control character 0x%02x; expected %s",
-             (unsigned char)c, expected);
-  else if ((unsigned char)c < 127)
-    snprintf(m, sizeof m, "unexpected '%c'; expected %s", c, expected);
-  else
-    snprintf(m, sizeof m, "unexpected character; expected %s", expected);
-  return fail(s, p, m);
+    return fail(s, p, "unexpected control character 0x%02x; expected %s",
+                (unsigned char)c, expected);
+  if ((unsigned char)c < 127)
+    return fail(s, p, "unexpected '%c'; expected %s", c, expected);
+  return fail(s, p, "unexpected character; expected %s", expected);
 }
 
 static int hex4_ok(const char *t, size_t len, size_t p) {
@@ -366,22 +379,20 @@ static int hex4_ok(const char *t, size_t len, size_t p) {
   return 1;
 }
 
+/* Scans a string at s->p; HK_OK, or HK_ESCHEMA (reported). */
 static int scan_string(syntax *s) {
   size_t open = s->p++;
   while (s->p < s->len) {
     unsigned char c = (unsigned char)s->t[s->p];
     if (c == '"') {
       s->p++;
-      return 0;
+      return HK_OK;
     }
-    if (c < 32) {
-      char m[160];
-      snprintf(m, sizeof m,
-               "control character 0x%02x inside a string (write it as an "
-               "escape: \\n, \\t, \\u00%02x)",
-               c, c);
-      return fail(s, s->p, m);
-    }
+    if (c < 32)
+      return fail(s, s->p,
+                  "control character 0x%02x inside a string (write it as an "
+                  "escape: \\n, \\t, \\u00%02x)",
+                  c, c);
     if (c != '\\') {
       s->p++;
       continue;
@@ -417,19 +428,18 @@ static int scan_string(syntax *s) {
       return fail(s, esc, "a high surrogate \\u escape without a low one");
     }
   }
-  char m[160];
   int line = 1, col = 1;
   for (size_t i = 0; i < open; i++) {
     if (s->t[i] == '\n') line++, col = 1;
     else if (((unsigned char)s->t[i] & 0xC0) != 0x80) col++;
   }
-  snprintf(m, sizeof m,
-           "unexpected end of file: the string that starts at line %d, "
-           "column %d is not closed",
-           line, col);
-  return fail(s, s->len, m);
+  return fail(s, s->len,
+              "unexpected end of file: the string that starts at line %d, "
+              "column %d is not closed",
+              line, col);
 }
 
+/* Scans a number at s->p; HK_OK, or HK_ESCHEMA (reported). */
 static int scan_number(syntax *s) {
   size_t start = s->p;
   const char *t = s->t;
@@ -458,66 +468,65 @@ static int scan_number(syntax *s) {
   }
   if (s->p < s->len && (is_word(t[s->p]) || t[s->p] == '.'))
     return fail(s, start, "invalid number");
-  return 0;
+  return HK_OK;
 }
 
 static int scan_value(syntax *s);
 
-static int scan_object(syntax *s) {
+/* Steps over an opening '{' or '[': 1 when close follows at once (an
+ * empty container, stepped over too), else 0. */
+static int open_container(syntax *s, char close) {
   s->p++;
   ws(s);
-  if (s->p < s->len && s->t[s->p] == '}') {
+  if (s->p < s->len && s->t[s->p] == close) {
     s->p++;
-    return 0;
+    return 1;
   }
-  for (;;) {
+  return 0;
+}
+
+/* After a member (close '}') or an element (close ']'): HK_OK with *more
+ * 1 after a ',', 0 after the close; else HK_ESCHEMA (reported). */
+static int scan_after_item(syntax *s, char close, int *more) {
+  ws(s);
+  if (s->p < s->len && (s->t[s->p] == ',' || s->t[s->p] == close)) {
+    *more = s->t[s->p++] == ',';
+    return HK_OK;
+  }
+  int obj = close == '}';
+  if (s->p < s->len && strchr(obj ? "\"" : "\"[{-0123456789tfn", s->t[s->p]))
+    return fail(s, s->p, "missing ',' before this %s",
+                obj ? "member" : "value");
+  return unexpected(s, obj ? "',' or '}'" : "',' or ']'");
+}
+
+/* Scans an object at s->p; HK_OK, or HK_ESCHEMA (reported). */
+static int scan_object(syntax *s) {
+  if (open_container(s, '}')) return HK_OK;
+  for (int more = 1; more;) {
     ws(s);
     if (s->p >= s->len || s->t[s->p] != '"')
       return unexpected(s, "a member name in double quotes");
-    if (scan_string(s)) return -1;
+    if (scan_string(s) != HK_OK) return HK_ESCHEMA;
     ws(s);
     if (s->p >= s->len || s->t[s->p] != ':') return unexpected(s, "':'");
     s->p++;
-    if (scan_value(s)) return -1;
-    ws(s);
-    if (s->p < s->len && s->t[s->p] == ',') {
-      s->p++;
-      continue;
-    }
-    if (s->p < s->len && s->t[s->p] == '}') {
-      s->p++;
-      return 0;
-    }
-    if (s->p < s->len && s->t[s->p] == '"')
-      return fail(s, s->p, "missing ',' before this member");
-    return unexpected(s, "',' or '}'");
+    if (scan_value(s) != HK_OK || scan_after_item(s, '}', &more) != HK_OK)
+      return HK_ESCHEMA;
   }
+  return HK_OK;
 }
 
+/* Scans an array at s->p; HK_OK, or HK_ESCHEMA (reported). */
 static int scan_array(syntax *s) {
-  s->p++;
-  ws(s);
-  if (s->p < s->len && s->t[s->p] == ']') {
-    s->p++;
-    return 0;
-  }
-  for (;;) {
-    if (scan_value(s)) return -1;
-    ws(s);
-    if (s->p < s->len && s->t[s->p] == ',') {
-      s->p++;
-      continue;
-    }
-    if (s->p < s->len && s->t[s->p] == ']') {
-      s->p++;
-      return 0;
-    }
-    if (s->p < s->len && strchr("\"[{-0123456789tfn", s->t[s->p]))
-      return fail(s, s->p, "missing ',' before this value");
-    return unexpected(s, "',' or ']'");
-  }
+  if (open_container(s, ']')) return HK_OK;
+  for (int more = 1; more;)
+    if (scan_value(s) != HK_OK || scan_after_item(s, ']', &more) != HK_OK)
+      return HK_ESCHEMA;
+  return HK_OK;
 }
 
+/* Scans any value at s->p (after white space); HK_OK, or HK_ESCHEMA (reported). */
 static int scan_value(syntax *s) {
   ws(s);
   if (s->p >= s->len) return unexpected(s, "a value");
@@ -536,43 +545,40 @@ static int scan_value(syntax *s) {
     if (s->len - s->p >= n && !memcmp(s->t + s->p, lits[i], n) &&
         (s->p + n == s->len || !is_word(s->t[s->p + n]))) {
       s->p += n;
-      return 0;
+      return HK_OK;
     }
   }
   return unexpected(s, "a value");
 }
 
-/* 0 when text[start, len) is one JSON value; else -1 with the offset and
- * message of the first error. */
-static int check_syntax(const char *text, size_t len, size_t start,
-                        size_t *at, char *msg, size_t msglen) {
-  syntax s = {text, len, start, 0, "", 0};
+/* HK_OK when the document's text from byte start on is one JSON value;
+ * else HK_ESCHEMA, the first error reported into d. */
+static int check_syntax(const hkj_doc *doc, size_t start, hku_diags *d) {
+  syntax s = {doc, doc->text, doc->len, start, 0, d};
   int rc = scan_value(&s);
-  if (rc == 0) {
+  if (rc == HK_OK) {
     ws(&s);
-    if (s.p < s.len) rc = fail(&s, s.p, "unexpected text after the end of the "
-                                         "top-level value");
-  }
-  if (rc) {
-    *at = s.err_at;
-    snprintf(msg, msglen, "%s", s.msg);
+    if (s.p < s.len)
+      rc = fail(&s, s.p, "unexpected text after the end of the top-level "
+                         "value");
   }
   return rc;
 }
 
 /* ---- Entry points -------------------------------------------------------- */
 
+/* Fills doc->line_starts. HK_OK or HK_ENOMEM. */
 static int index_lines(hkj_doc *doc) {
   size_t count = 1;
   for (size_t i = 0; i < doc->len; i++)
     if (doc->text[i] == '\n') count++;
   doc->line_starts = malloc(count * sizeof *doc->line_starts);
-  if (!doc->line_starts) return -1;
+  if (!doc->line_starts) return HK_ENOMEM;
   doc->line_starts[0] = 0;
   doc->nlines = 1;
   for (size_t i = 0; i < doc->len; i++)
     if (doc->text[i] == '\n') doc->line_starts[doc->nlines++] = i + 1;
-  return 0;
+  return HK_OK;
 }
 
 static void at(hku_diags *d, const hkj_doc *doc, size_t off, const char *msg) {
@@ -592,7 +598,7 @@ int hkj_parse(const char *path, const char *text, size_t len, hkj_doc **out,
   memcpy(doc->text, text, len);
   doc->text[len] = '\0';
   doc->len = len;
-  if (index_lines(doc)) goto oom;
+  if (index_lines(doc) != HK_OK) goto oom;
 
   const char *nul = memchr(doc->text, '\0', len);
   if (nul) {
@@ -608,12 +614,7 @@ int hkj_parse(const char *path, const char *text, size_t len, hkj_doc **out,
   size_t start = 0;
   if (len >= 3 && memcmp(doc->text, "\xEF\xBB\xBF", 3) == 0) start = 3;
 
-  size_t err_at;
-  char msg[256];
-  if (check_syntax(doc->text, len, start, &err_at, msg, sizeof msg)) {
-    at(d, doc, err_at, msg);
-    goto fail;
-  }
+  if (check_syntax(doc, start, d) != HK_OK) goto fail;
   const char *end = NULL;
   pthread_mutex_lock(&cjson_lock);
   cJSON *c = cJSON_ParseWithLengthOpts(doc->text + start, len - start, &end, 0);
@@ -633,51 +634,12 @@ int hkj_parse(const char *path, const char *text, size_t len, hkj_doc **out,
     goto fail;
   }
   *out = doc;
-  return 0;
+  return HK_OK;
 oom:
   hku_diag_add(d, HKU_ERROR, path, 0, 0, "out of memory");
+  hkj_free(doc);
+  return HK_ENOMEM;
 fail:
   hkj_free(doc);
-  return -1;
-}
-
-int hkj_load(const char *path, hkj_doc **out, hku_diags *d) {
-  *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot read: %s", strerror(errno));
-    return -1;
-  }
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot read: not a regular file");
-    fclose(f);
-    return -1;
-  }
-  /* Kernel files are small; a huge one is a mistake, not a kernel. */
-  if (st.st_size > 64 * 1024 * 1024) {
-    hku_diag_add(d, HKU_ERROR, path, 0, 0,
-                 "file too large for a kernel file (%lld bytes; limit 64 MiB)",
-                 (long long)st.st_size);
-    fclose(f);
-    return -1;
-  }
-  size_t len = (size_t)st.st_size;
-  char *buf = malloc(len + 1);
-  if (!buf) {
-    fclose(f);
-    hku_diag_add(d, HKU_ERROR, path, 0, 0, "out of memory");
-    return -1;
-  }
-  size_t got = fread(buf, 1, len, f);
-  int err = ferror(f);
-  fclose(f);
-  if (err || got != len) {
-    free(buf);
-    hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot read: I/O error");
-    return -1;
-  }
-  int rc = hkj_parse(path, buf, len, out, d);
-  free(buf);
-  return rc;
+  return HK_ESCHEMA;
 }

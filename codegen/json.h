@@ -46,15 +46,12 @@ typedef struct hkj_doc {
   hkj_node *root;
 } hkj_doc;
 
-/* Parses text (len bytes, need not be NUL-terminated) read from path. On
- * success returns 0 and *out; on failure returns -1 with one located error
- * added to d (invalid UTF-8, a NUL byte, or the JSON syntax error and where
- * it is). */
+/* Parses text (len bytes, need not be NUL-terminated) read from path.
+ * HK_OK and *out; HK_ESCHEMA with one located error added to d (invalid
+ * UTF-8, a NUL byte, or the JSON syntax error and where it is); or
+ * HK_ENOMEM ("out of memory" in d). */
 int hkj_parse(const char *path, const char *text, size_t len, hkj_doc **out,
               hku_diags *d);
-/* Reads the file at path and parses it; a read failure is reported as
- * "PATH: error: cannot read: REASON". */
-int hkj_load(const char *path, hkj_doc **out, hku_diags *d);
 void hkj_free(hkj_doc *doc);
 
 /* The 1-based line and column (in characters) of a byte offset. */

@@ -9,6 +9,7 @@
 #ifndef HKC_KERNEL_H
 #define HKC_KERNEL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #include "diag.h"
@@ -45,6 +46,13 @@ typedef struct hkc_param {
   char *doc;
   const hkj_node *node;
 } hkc_param;
+
+/* Sets of roles, as bit masks: HKC_ROLE_BIT(HK_ROLE_IN) | ... */
+#define HKC_ROLE_BIT(r) (1u << (r))
+#define HKC_ROLES_BUFFERS                                      \
+  (HKC_ROLE_BIT(HK_ROLE_IN) | HKC_ROLE_BIT(HK_ROLE_OUT) |      \
+   HKC_ROLE_BIT(HK_ROLE_INOUT))
+#define HKC_ROLES_ALL (HKC_ROLES_BUFFERS | HKC_ROLE_BIT(HK_ROLE_SCALAR))
 
 typedef struct hkc_placeholder {
   char letter;
@@ -86,11 +94,12 @@ typedef struct hkc_file {
   int nkernels;
 } hkc_file;
 
-/* Parses and validates a kernel file held in memory. Returns 0 and *out, or
- * -1 with at least one error in d (as many as could be found). */
+/* Parses and validates a kernel file held in memory. HK_OK and *out, or
+ * HK_ESCHEMA with at least one error in d (as many as could be found), or
+ * HK_ENOMEM (codegen.h). */
 int hkc_file_parse(const char *path, const char *text, size_t len,
                    hkc_file **out, hku_diags *d);
-/* The same, reading the file. */
+/* The same, reading the file (HK_EIO when it cannot be read). */
 int hkc_file_load(const char *path, hkc_file **out, hku_diags *d);
 void hkc_file_free(hkc_file *f);
 
@@ -102,6 +111,11 @@ hk_dtype_t hkc_acc_type(const hkc_instance *in);
 const char *hkc_ctype(hk_dtype_t t);
 /* 1 when any of the instance's code calls a math function. */
 int hkc_is_heavy(const hkc_kernel *k);
+/* Adds an error to d at PATH:LINE:COL: "FIELD: MESSAGE" (without the
+ * field when it is NULL or ""), the message printf'ed from fmt and ap. */
+void hkc_vreport(hku_diags *d, const char *path, int line, int col,
+                 const char *field, const char *fmt, va_list ap)
+    __attribute__((format(printf, 6, 0)));
 /* The file position of byte off of a source text. */
 void hkc_src_pos(const hkj_doc *doc, const hkc_src *s, size_t off, int *line,
                  int *col);
@@ -127,7 +141,7 @@ typedef enum hkc_code_mode {
  * math names and type names. `what` names the allowed names in messages.
  * Code shared by C and CUDA (bodies and expressions of kernels whose targets
  * include cuda) may not use C++ keywords as names.
- * Reports into d; returns the number of errors. */
+ * HK_OK, HK_ESCHEMA (the problems reported into d), or HK_ENOMEM. */
 int hkc_check_code(const hkj_doc *doc, const hkc_src *src, hkc_code_mode mode,
                    const char *const *idents, const char *what,
                    unsigned targets, hku_diags *d);
@@ -135,7 +149,8 @@ int hkc_check_code(const hkj_doc *doc, const hkc_src *src, hkc_code_mode mode,
  * expression that can be emitted on one line. malloc'ed; NULL on OOM. */
 char *hkc_expr_oneline(const hkc_src *src);
 /* Checks a raw kernel's len expression: integer arithmetic over integer
- * literals, integer scalars and n (lenexpr.c). Reports into d; 0 or -1. */
+ * literals, integer scalars and n (lenexpr.c). HK_OK, HK_ESCHEMA (the
+ * problems reported into d), or HK_ENOMEM. */
 int hkc_check_len(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
                   hku_diags *d);
 

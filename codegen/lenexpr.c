@@ -30,6 +30,8 @@ typedef struct lp {
   int errors;
 } lp;
 
+/* Reports the first problem of the expression at byte off of its
+ * one-line text (later ones are only counted). */
 static void lerr(lp *L, size_t off, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -39,13 +41,10 @@ static void lerr(lp *L, size_t off, const char *fmt, ...) {
   int line, col;
   /* offsets are in the one-line text: map back through the original */
   hkc_src_pos(L->doc, L->src, L->map ? L->map[off] : off, &line, &col);
-  char msg[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  hkc_vreport(L->d, L->doc->path, line, col, L->src->field, fmt, ap);
   va_end(ap);
-  hku_diag_add(L->d, HKU_ERROR, L->doc->path, line, col, "%s: %s",
-               L->src->field, msg);
 }
 
 #define GRAMMAR                                                           \
@@ -98,11 +97,98 @@ static int expr(lp *L);
 
 static int unary(lp *L);
 
+/* An integer literal at L->p. HK_OK, or HK_ESCHEMA (reported). */
+static int primary_number(lp *L) {
+  size_t s = L->p;
+  while (L->p < L->n && ((L->t[L->p] >= '0' && L->t[L->p] <= '9') ||
+                         strchr("xXabcdefABCDEFuUlL", L->t[L->p])))
+    L->p++;
+  char lit[64];
+  size_t len = L->p - s < sizeof lit - 1 ? L->p - s : sizeof lit - 1;
+  memcpy(lit, L->t + s, len);
+  lit[len] = '\0';
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(lit, &end, 0);
+  while (*end == 'u' || *end == 'U' || *end == 'l' || *end == 'L') end++;
+  if (*end || errno == ERANGE || v > 9223372036854775807ull) {
+    lerr(L, s, "'%s' is not an integer literal that fits int64 (%s)", lit,
+         GRAMMAR);
+    return HK_ESCHEMA;
+  }
+  if (L->out) hku_buf_printf(L->out, "(int64_t)%lluLL", v);
+  return HK_OK;
+}
+
+/* Scalar parameter p, named at offset s: it must be an integer in every
+ * instance. HK_OK, or HK_ESCHEMA (reported). */
+static int scalar_operand(lp *L, const hkc_param *p, size_t s) {
+  if (p->role != HK_ROLE_SCALAR) {
+    lerr(L, s, "'%s' is not one of the kernel's integer scalars and n "
+               "(it is a buffer)", p->name);
+    return HK_ESCHEMA;
+  }
+  /* integer scalars only: the placeholder's types, or the type */
+  int ok = 1;
+  if (p->placeholder) {
+    for (int h = 0; h < L->k->nholders; h++)
+      if (L->k->holders[h].letter == p->placeholder)
+        for (int t = 0; t < L->k->holders[h].ntypes; t++)
+          ok &= L->k->holders[h].types[t] != HK_F32 &&
+                L->k->holders[h].types[t] != HK_F64;
+  } else {
+    ok = p->dtype != HK_F32 && p->dtype != HK_F64;
+  }
+  if (!ok) {
+    lerr(L, s, "'%s' is a floating-point scalar: %s", p->name, GRAMMAR);
+    return HK_ESCHEMA;
+  }
+  /* u64 may not fit int64; every other integer type does */
+  if (L->out)
+    hku_buf_printf(L->out,
+                   hkc_param_type(L->in, p) == HK_U64 ? "hk_len_u64(%s, &hk_bad)"
+                                                      : "(int64_t)%s",
+                   p->name);
+  return HK_OK;
+}
+
+/* A name at L->p: n or an integer scalar. HK_OK, or HK_ESCHEMA
+ * (reported). */
+static int primary_name(lp *L) {
+  size_t s = L->p;
+  L->p = word_end(L, s);
+  char name[128];
+  size_t len = L->p - s < sizeof name - 1 ? L->p - s : sizeof name - 1;
+  memcpy(name, L->t + s, len);
+  name[len] = '\0';
+  size_t after = L->p;
+  while (after < L->n && L->t[after] == ' ') after++;
+  if (after < L->n && L->t[after] == '(') {
+    lerr(L, s, "calls '%s', which is not allowed: %s", name, GRAMMAR);
+    return HK_ESCHEMA;
+  }
+  if (!strcmp(name, "n")) {
+    emit(L, "hk_len_size(n, &hk_bad)");
+    return HK_OK;
+  }
+  if (!strcmp(name, "float") || !strcmp(name, "double")) {
+    lerr(L, s, "a cast to '%s' is not allowed: %s", name, GRAMMAR);
+    return HK_ESCHEMA;
+  }
+  for (int i = 0; i < L->k->nparams; i++)
+    if (!strcmp(L->k->params[i].name, name))
+      return scalar_operand(L, &L->k->params[i], s);
+  lerr(L, s, "'%s' is not one of the kernel's integer scalars and n", name);
+  return HK_ESCHEMA;
+}
+
+/* An operand: a cast, a parenthesised expression, a literal or a name.
+ * HK_OK, or HK_ESCHEMA (reported). */
 static int primary(lp *L) {
   skip(L);
   if (L->p >= L->n) {
     lerr(L, L->p ? L->p - 1 : 0, "an operand is missing at the end");
-    return -1;
+    return HK_ESCHEMA;
   }
   char c = L->t[L->p];
   size_t ce = c == '(' ? cast_end(L, L->p) : 0;
@@ -113,133 +199,56 @@ static int primary(lp *L) {
   if (c == '(') {
     L->p++;
     emit(L, "(");
-    if (expr(L)) return -1;
+    if (expr(L) != HK_OK) return HK_ESCHEMA;
     skip(L);
     if (L->p >= L->n || L->t[L->p] != ')') {
       lerr(L, L->p < L->n ? L->p : L->n - 1, "')' is missing");
-      return -1;
+      return HK_ESCHEMA;
     }
     L->p++;
     emit(L, ")");
-    return 0;
+    return HK_OK;
   }
-  if (c >= '0' && c <= '9') {
-    size_t s = L->p;
-    while (L->p < L->n && ((L->t[L->p] >= '0' && L->t[L->p] <= '9') ||
-                           strchr("xXabcdefABCDEFuUlL", L->t[L->p])))
-      L->p++;
-    char lit[64];
-    size_t len = L->p - s < sizeof lit - 1 ? L->p - s : sizeof lit - 1;
-    memcpy(lit, L->t + s, len);
-    lit[len] = '\0';
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(lit, &end, 0);
-    while (*end == 'u' || *end == 'U' || *end == 'l' || *end == 'L') end++;
-    if (*end || errno == ERANGE || v > 9223372036854775807ull) {
-      lerr(L, s, "'%s' is not an integer literal that fits int64 (%s)", lit,
-           GRAMMAR);
-      return -1;
-    }
-    if (L->out) hku_buf_printf(L->out, "(int64_t)%lluLL", v);
-    return 0;
-  }
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') {
-    size_t s = L->p;
-    while (L->p < L->n &&
-           ((L->t[L->p] >= 'a' && L->t[L->p] <= 'z') ||
-            (L->t[L->p] >= 'A' && L->t[L->p] <= 'Z') ||
-            (L->t[L->p] >= '0' && L->t[L->p] <= '9') || L->t[L->p] == '_'))
-      L->p++;
-    char name[128];
-    size_t len = L->p - s < sizeof name - 1 ? L->p - s : sizeof name - 1;
-    memcpy(name, L->t + s, len);
-    name[len] = '\0';
-    size_t after = L->p;
-    while (after < L->n && L->t[after] == ' ') after++;
-    if (after < L->n && L->t[after] == '(') {
-      lerr(L, s, "calls '%s', which is not allowed: %s", name, GRAMMAR);
-      return -1;
-    }
-    if (!strcmp(name, "n")) {
-      emit(L, "hk_len_size(n, &hk_bad)");
-      return 0;
-    }
-    if (!strcmp(name, "float") || !strcmp(name, "double")) {
-      lerr(L, s, "a cast to '%s' is not allowed: %s", name, GRAMMAR);
-      return -1;
-    }
-    for (int i = 0; i < L->k->nparams; i++) {
-      const hkc_param *p = &L->k->params[i];
-      if (strcmp(p->name, name)) continue;
-      if (p->role != HK_ROLE_SCALAR) {
-        lerr(L, s, "'%s' is not one of the kernel's integer scalars and n "
-                   "(it is a buffer)", name);
-        return -1;
-      }
-      /* integer scalars only: the placeholder's types, or the type */
-      int ok = 1;
-      if (p->placeholder) {
-        for (int h = 0; h < L->k->nholders; h++)
-          if (L->k->holders[h].letter == p->placeholder)
-            for (int t = 0; t < L->k->holders[h].ntypes; t++)
-              ok &= L->k->holders[h].types[t] != HK_F32 &&
-                    L->k->holders[h].types[t] != HK_F64;
-      } else {
-        ok = p->dtype != HK_F32 && p->dtype != HK_F64;
-      }
-      if (!ok) {
-        lerr(L, s, "'%s' is a floating-point scalar: %s", name, GRAMMAR);
-        return -1;
-      }
-      /* u64 may not fit int64; every other integer type does */
-      if (L->out)
-        hku_buf_printf(L->out,
-                       hkc_param_type(L->in, p) == HK_U64
-                           ? "hk_len_u64(%s, &hk_bad)"
-                           : "(int64_t)%s",
-                       name);
-      return 0;
-    }
-    lerr(L, s, "'%s' is not one of the kernel's integer scalars and n",
-         name);
-    return -1;
-  }
+  if (c >= '0' && c <= '9') return primary_number(L);
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_')
+    return primary_name(L);
   if (c == ';' || c == '{' || c == '}')
     lerr(L, L->p, "'%c' cannot appear in an expression", c);
   else
     lerr(L, L->p, "'%c' is not allowed: %s", c, GRAMMAR);
-  return -1;
+  return HK_ESCHEMA;
 }
 
+/* A unary minus or plus, or a primary. HK_OK, or HK_ESCHEMA (reported). */
 static int unary(lp *L) {
   skip(L);
   if (L->p < L->n && (L->t[L->p] == '-' || L->t[L->p] == '+') &&
       !(L->p + 1 < L->n && L->t[L->p + 1] == L->t[L->p])) { /* not ++ -- */
     int neg = L->t[L->p++] == '-';
     emit(L, neg ? "hk_len_neg(" : "(");
-    if (unary(L)) return -1;
+    if (unary(L) != HK_OK) return HK_ESCHEMA;
     emit(L, neg ? ", &hk_bad)" : ")");
-    return 0;
+    return HK_OK;
   }
   return primary(L);
 }
 
 /* A left-associative chain of the operators in ops at one precedence
  * level, emitted as nested calls: a * b / c -> div(mul(a, b), c). The
- * operands are emitted into temporary buffers to wrap them. */
+ * operands are emitted into temporary buffers to wrap them. HK_OK, or
+ * HK_ESCHEMA (reported). */
 static int chain(lp *L, const char *ops, int (*operand)(lp *)) {
   hku_buf acc = HKU_BUF_INIT, *saved = L->out;
   if (saved) L->out = &acc;
   int rc = operand(L);
   for (;;) {
     skip(L);
-    if (rc || L->p >= L->n || !strchr(ops, L->t[L->p])) break;
+    if (rc != HK_OK || L->p >= L->n || !strchr(ops, L->t[L->p])) break;
     if (L->p + 1 < L->n && L->t[L->p + 1] == L->t[L->p] &&
         (L->t[L->p] == '+' || L->t[L->p] == '-')) {
       lerr(L, L->p, "'%c%c' is not allowed: %s", L->t[L->p], L->t[L->p],
            GRAMMAR);
-      rc = -1;
+      rc = HK_ESCHEMA;
       break;
     }
     char op = L->t[L->p++];
@@ -270,7 +279,8 @@ static int term(lp *L) { return chain(L, "*/%", unary); }
 static int expr(lp *L) { return chain(L, "+-", term); }
 
 /* Parses src; with out, emits the checked C expression (which needs
- * `int hk_bad` in scope). Reports into d (may be NULL). 0 or -1. */
+ * `int hk_bad` in scope). Reports into d (may be NULL). HK_OK,
+ * HK_ESCHEMA (invalid), or HK_ENOMEM. */
 static int run(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
                const hkc_instance *in, hku_buf *out, hku_diags *d) {
   /* The text with comments blanked out (same offsets), so that positions
@@ -280,8 +290,7 @@ static int run(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
   if (!text || !map) {
     free(text);
     free(map);
-    if (d) d->oom = 1;
-    return -1;
+    return HK_ENOMEM;
   }
   size_t n = 0;
   for (size_t i = 0; i < src->len;) {
@@ -308,22 +317,22 @@ static int run(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
   int rc;
   if (first == n) {
     lerr(&L, 0, "is empty: an expression is required");
-    rc = -1;
+    rc = HK_ESCHEMA;
   } else {
     rc = expr(&L);
     skip(&L);
-    if (!rc && L.p < L.n) {
+    if (rc == HK_OK && L.p < L.n) {
       char c = L.t[L.p];
       if (c == ';' || c == '{' || c == '}')
         lerr(&L, L.p, "'%c' cannot appear in an expression", c);
       else
         lerr(&L, L.p, "'%c' is not allowed here: %s", c, GRAMMAR);
-      rc = -1;
+      rc = HK_ESCHEMA;
     }
   }
   free(text);
   free(map);
-  return rc || L.errors ? -1 : 0;
+  return rc != HK_OK || L.errors ? HK_ESCHEMA : HK_OK;
 }
 
 int hkc_check_len(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,

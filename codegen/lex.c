@@ -87,7 +87,17 @@ int hkc_is_type_name(const char *name) {
   return in_list(type_names, name, strlen(name));
 }
 
-/* ---- Positions ----------------------------------------------------------- */
+/* ---- Positions and reports ------------------------------------------------ */
+
+void hkc_vreport(hku_diags *d, const char *path, int line, int col,
+                 const char *field, const char *fmt, va_list ap) {
+  hku_buf m = HKU_BUF_INIT;
+  if (field && *field) hku_buf_printf(&m, "%s: ", field);
+  hku_buf_vprintf(&m, fmt, ap);
+  hku_diag_add(d, HKU_ERROR, path, line, col, "%s",
+               m.oom ? "out of memory" : hku_buf_str(&m));
+  hku_buf_free(&m);
+}
 
 void hkc_src_pos(const hkj_doc *doc, const hkc_src *s, size_t off, int *line,
                  int *col) {
@@ -125,6 +135,8 @@ typedef struct checker {
 /* Stop reporting after this many problems in one piece of code. */
 #define MAX_ERRORS_PER_SOURCE 8
 
+/* Reports a problem at byte off of the checked code (only the first
+ * MAX_ERRORS_PER_SOURCE are kept; all are counted). */
 static void err(checker *c, size_t off, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -133,27 +145,23 @@ static void err(checker *c, size_t off, const char *fmt, ...) {
   if (c->errors > MAX_ERRORS_PER_SOURCE) return;
   int line, col;
   hkc_src_pos(c->doc, c->src, off, &line, &col);
-  hku_buf m = HKU_BUF_INIT;
-  hku_buf_printf(&m, "%s: ", c->src->field);
   va_list ap;
   va_start(ap, fmt);
-  hku_buf_vprintf(&m, fmt, ap);
+  hkc_vreport(c->d, c->doc->path, line, col, c->src->field, fmt, ap);
   va_end(ap);
-  hku_diag_add(c->d, HKU_ERROR, c->doc->path, line, col, "%s",
-               m.oom ? "out of memory" : hku_buf_str(&m));
-  hku_buf_free(&m);
 }
 
+/* Appends a token. HK_OK or HK_ENOMEM. */
 static int push(checker *c, tk_kind kind, size_t off, size_t len) {
   if (c->ntoks == c->cap) {
     size_t cap = c->cap ? c->cap * 2 : 64;
     token *t = realloc(c->toks, cap * sizeof *t);
-    if (!t) return -1;
+    if (!t) return HK_ENOMEM;
     c->toks = t;
     c->cap = cap;
   }
   c->toks[c->ntoks++] = (token){kind, off, len};
-  return 0;
+  return HK_OK;
 }
 
 static int is_ident_start(char ch) {
@@ -171,8 +179,33 @@ static const char *const puncts[] = {
     "]", "(", ")", "{", "}", ".", "&", "*", "+", "-", "~", "!", "/", "%",
     "<", ">", "^", "|", "?", ":", ";", "=", ",", NULL};
 
+/* The string or character literal at *p (with its prefix L, u, U or
+ * u8), pushed as one token; *p moves past it. HK_OK, HK_ESCHEMA (never
+ * closed, reported), or HK_ENOMEM. */
+static int literal(checker *c, size_t *at) {
+  const char *t = c->src->text;
+  size_t n = c->src->len, p = *at, start = p;
+  while (t[p] != '"' && t[p] != '\'') p++;
+  char q = t[p++];
+  while (p < n && t[p] != q && t[p] != '\n') {
+    if (t[p] == '\\') {
+      if (p + 1 < n && t[p + 1] == '\n') break; /* reported by the caller */
+      p++;
+    }
+    p++;
+  }
+  if (p >= n || t[p] != q) {
+    err(c, start, "this %s literal is never closed",
+        q == '"' ? "string" : "character");
+    return HK_ESCHEMA;
+  }
+  *at = ++p;
+  return push(c, TK_LITERAL, start, p - start);
+}
+
 /* Splits the text into tokens, reporting what may not appear at all.
- * Returns 0 when the token list is usable for further checks. */
+ * HK_OK when the token list is usable for further checks; HK_ESCHEMA when
+ * it is not (a literal or comment never closed, reported); HK_ENOMEM. */
 static int tokenize(checker *c) {
   const char *t = c->src->text;
   size_t n = c->src->len, p = 0;
@@ -203,41 +236,23 @@ static int tokenize(checker *c) {
       }
     } else if (ch == '/' && p + 1 < n && t[p + 1] == '*') {
       const char *e = NULL;
-      for (size_t q = p + 2; q + 1 < n; q++)
-        if (t[q] == '*' && t[q + 1] == '/') {
-          e = t + q;
-          break;
-        }
+      for (size_t q = p + 2; q + 1 < n && !e; q++)
+        if (t[q] == '*' && t[q + 1] == '/') e = t + q;
       if (!e) {
         err(c, p, "%s", "this comment is never closed ('*/' is missing)");
-        return -1;
+        return HK_ESCHEMA;
       }
       p = (size_t)(e - t) + 2;
     } else if (ch == '"' || ch == '\'' ||
                ((ch == 'L' || ch == 'u' || ch == 'U') && p + 1 < n &&
                 (t[p + 1] == '"' || t[p + 1] == '\'')) ||
                (ch == 'u' && p + 2 < n && t[p + 1] == '8' && t[p + 2] == '"')) {
-      size_t start = p;
-      while (t[p] != '"' && t[p] != '\'') p++;
-      char q = t[p++];
-      while (p < n && t[p] != q && t[p] != '\n') {
-        if (t[p] == '\\') {
-          if (p + 1 < n && t[p + 1] == '\n') break; /* reported above */
-          p++;
-        }
-        p++;
-      }
-      if (p >= n || t[p] != q) {
-        err(c, start, "this %s literal is never closed",
-            q == '"' ? "string" : "character");
-        return -1;
-      }
-      p++;
-      if (push(c, TK_LITERAL, start, p - start)) return -2;
+      int rc = literal(c, &p);
+      if (rc != HK_OK) return rc;
     } else if (is_ident_start(ch)) {
       size_t start = p;
       while (p < n && is_ident_char(t[p])) p++;
-      if (push(c, TK_IDENT, start, p - start)) return -2;
+      if (push(c, TK_IDENT, start, p - start) != HK_OK) return HK_ENOMEM;
     } else if ((ch >= '0' && ch <= '9') ||
                (ch == '.' && p + 1 < n && t[p + 1] >= '0' && t[p + 1] <= '9')) {
       size_t start = p;
@@ -250,7 +265,7 @@ static int tokenize(checker *c) {
         else
           break;
       }
-      if (push(c, TK_NUMBER, start, p - start)) return -2;
+      if (push(c, TK_NUMBER, start, p - start) != HK_OK) return HK_ENOMEM;
     } else if (ch == '#' || (ch == '%' && p + 1 < n && t[p + 1] == ':')) {
       size_t q = p + (ch == '#' ? 1 : 2);
       while (q < n && (t[q] == ' ' || t[q] == '\t')) q++;
@@ -286,11 +301,11 @@ static int tokenize(checker *c) {
         continue;
       }
       size_t l = strlen(*pp);
-      if (push(c, TK_PUNCT, p, l)) return -2;
+      if (push(c, TK_PUNCT, p, l) != HK_OK) return HK_ENOMEM;
       p += l;
     }
   }
-  return 0;
+  return HK_OK;
 }
 
 static int tok_is(const checker *c, const token *k, const char *s) {
@@ -298,13 +313,11 @@ static int tok_is(const checker *c, const token *k, const char *s) {
   return k->len == l && memcmp(c->src->text + k->off, s, l) == 0;
 }
 
-static void check_balance(checker *c) {
+/* Reports brackets that do not pair up. HK_OK or HK_ENOMEM. */
+static int check_balance(checker *c) {
   size_t *stack = malloc((c->ntoks + 1) * sizeof *stack);
   size_t depth = 0;
-  if (!stack) {
-    c->d->oom = 1;
-    return;
-  }
+  if (!stack) return HK_ENOMEM;
   const char *t = c->src->text;
   for (size_t i = 0; i < c->ntoks; i++) {
     const token *k = &c->toks[i];
@@ -328,6 +341,7 @@ static void check_balance(checker *c) {
   if (depth)
     err(c, stack[depth - 1], "'%c' is never closed", t[stack[depth - 1]]);
   free(stack);
+  return HK_OK;
 }
 
 /* Words a cast's type name may hold. */
@@ -481,15 +495,15 @@ int hkc_check_code(const hkj_doc *doc, const hkc_src *src, hkc_code_mode mode,
   c.cuda_shared = (targets & HK_TARGET_CUDA) &&
                   (mode == HKC_CODE_BODY || mode == HKC_CODE_EXPR);
   int rc = tokenize(&c);
-  if (rc == -2) d->oom = 1;
-  if (rc == 0) {
-    check_balance(&c);
+  if (rc == HK_OK) rc = check_balance(&c);
+  if (rc == HK_OK) {
     if (mode == HKC_CODE_EXPR && c.ntoks == 0)
       err(&c, 0, "%s", "is empty: an expression is required");
     check_tokens(&c, mode, idents, what);
   }
   free(c.toks);
-  return c.errors;
+  if (rc == HK_ENOMEM) return rc;
+  return c.errors ? HK_ESCHEMA : HK_OK;
 }
 
 /* ---- Helpers for the emitters --------------------------------------------- */

@@ -14,6 +14,7 @@
 #include "emit.h"
 #include "mathfns.h"
 
+/* The fixed-width integer types and size_t, without system headers. */
 static void put_types(hku_buf *o) {
   hku_buf_put(o,
               "typedef __SIZE_TYPE__ size_t;\n"
@@ -44,6 +45,8 @@ static const char *sig_ret(const char *sig, int f) {
   return f ? "float" : "double";
 }
 
+/* The declarations of math function name, double and float, of signature
+ * sig (mathfns.h). */
 static void put_decl(hku_buf *o, const char *name, const char *sig) {
   for (int f = 0; f < 2; f++) {
     const char *t = f ? "float" : "double";
@@ -57,6 +60,7 @@ static void put_decl(hku_buf *o, const char *name, const char *sig) {
   }
 }
 
+/* A type-generic macro over the double and float versions of name. */
 static void put_generic(hku_buf *o, const char *name, const char *sig) {
   const char *args = sig + (sig[1] == 'L' ? 3 : 2);
   size_t nd = 0;
@@ -83,6 +87,7 @@ static void put_generic(hku_buf *o, const char *name, const char *sig) {
                    name, name, name);
 }
 
+/* Every math function, its macro, and the classification macros. */
 static void put_math(hku_buf *o) {
   hku_buf_put(o, "/* The C99 math functions kernel code may call. */\n");
 #define DECL(name, sig) put_decl(o, #name, #sig);
@@ -126,6 +131,7 @@ static void put_math(hku_buf *o) {
       "hk_signbit)(x)\n\n");
 }
 
+/* The math constants (M_PI, INFINITY, ...). */
 static void put_constants(hku_buf *o) {
   hku_buf_put(
       o,
@@ -161,6 +167,7 @@ static void put_constants(hku_buf *o) {
       "#define DBL_EPSILON 2.22044604925031308085e-16\n");
 }
 
+/* The integer limits (INT32_MAX, ...), without system headers. */
 static void put_limits(hku_buf *o) {
   hku_buf_put(o,
               "#define INT8_MIN (-128)\n"
@@ -178,6 +185,7 @@ static void put_limits(hku_buf *o) {
               "#define SIZE_MAX ((size_t)-1)\n");
 }
 
+/* HK_IVDEP and HK_INLINE for the compiler at hand. */
 static void put_pragmas(hku_buf *o) {
   hku_buf_put(
       o,
@@ -204,6 +212,7 @@ static void put_pragmas(hku_buf *o) {
       "#endif\n\n");
 }
 
+/* Formats the prelude of mode (the cache below keeps one copy). */
 static void emit_prelude(hkc_emit_mode mode, hku_buf *o) {
   hku_buf_put(o, "/* ---- hk prelude ---- */\n");
   if (mode == HKC_EMIT_STDLIB) {
@@ -244,12 +253,19 @@ static void make_prelude(hkc_emit_mode mode) {
 static void make_plugin_prelude(void) { make_prelude(HKC_EMIT_PLUGIN); }
 static void make_stdlib_prelude(void) { make_prelude(HKC_EMIT_STDLIB); }
 
-void hkc_emit_prelude(hkc_emit_mode mode, hku_buf *o) {
+const char *hkc_prelude_get(hkc_emit_mode mode, size_t *len) {
   int i = mode == HKC_EMIT_STDLIB;
   pthread_once(&preludes[i].once,
                i ? make_stdlib_prelude : make_plugin_prelude);
-  if (preludes[i].text)
-    hku_buf_putn(o, preludes[i].text, preludes[i].len);
+  *len = preludes[i].len;
+  return preludes[i].text;
+}
+
+void hkc_emit_prelude(hkc_emit_mode mode, hku_buf *o) {
+  size_t len;
+  const char *text = hkc_prelude_get(mode, &len);
+  if (text)
+    hku_buf_putn(o, text, len);
   else
     emit_prelude(mode, o);
 }

@@ -1,6 +1,5 @@
 /* unit.c — the code generator as the rest of hk sees it (codegen.h):
  * accessors over validated descriptions, and units of generated source. */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,22 +123,8 @@ void hkc_unit_prelude(const hkc_unit *u, size_t *off, size_t *len) {
   *len = u->prelude[1];
 }
 
-static pthread_once_t prelude_once = PTHREAD_ONCE_INIT;
-static char *prelude; /* the one process-wide copy; NULL when out of memory */
-static size_t prelude_len;
-
-static void make_prelude(void) {
-  hku_buf b = HKU_BUF_INIT;
-  hkc_emit_prelude(HKC_EMIT_PLUGIN, &b);
-  size_t n = b.len;
-  prelude = hku_buf_take(&b);
-  prelude_len = prelude ? n : 0;
-}
-
 const char *hkc_prelude_text(size_t *len) {
-  pthread_once(&prelude_once, make_prelude);
-  *len = prelude_len;
-  return prelude;
+  return hkc_prelude_get(HKC_EMIT_PLUGIN, len);
 }
 
 int hkc_unit_report(const hkc_unit *u, const char *output,

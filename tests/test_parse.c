@@ -1860,6 +1860,35 @@ out:
   printf("%-22s ok\n", "hkj_pos/str_offset");
 }
 
+/* The return codes of common/internal.h: HK_ESCHEMA for what is wrong with
+ * a file (JSON syntax, a bad field, a bad len), HK_OK otherwise, and the
+ * words in the diags list. */
+static void test_codes(void) {
+  hkj_doc *doc = NULL;
+  hku_diags d = HKU_DIAGS_INIT;
+  CHECK_INT_EQ(hkj_parse("j.json", "{\"a\": [1, 2,]}", 14, &doc, &d),
+               HK_ESCHEMA);
+  CHECK(doc == NULL);
+  CHECK_INT_EQ(count_errors(&d), 1);
+  hku_diags_free(&d);
+  CHECK_INT_EQ(hkj_parse("j.json", "{\"a\": [1, 2]}", 13, &doc, &d), HK_OK);
+  CHECK(doc != NULL);
+  hkj_free(doc);
+  hku_diags_free(&d);
+
+  const char *raw =
+      "{\"schema_version\": 1, \"name\": \"r\", \"kind\": \"raw\",\n"
+      " \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": "
+      "\"inout\", \"len\": \"n +\"}],\n"
+      " \"cpu\": \"x[0] = 1;\"}";
+  hkc_file *f = NULL;
+  CHECK_INT_EQ(hkc_file_parse(PATH, raw, strlen(raw), &f, &d), HK_ESCHEMA);
+  CHECK(f == NULL);
+  CHECK_INT_EQ(count_errors(&d), 1);
+  hku_diags_free(&d);
+  printf("%-22s ok\n", "return codes");
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0); /* keep the summary if a sanitizer aborts */
   RUN(json_cases);
@@ -1877,6 +1906,7 @@ int main(void) {
   test_many_errors();
   test_format();
   test_positions();
+  test_codes();
   RUN(huge_cases);
   printf("%d table cases\n", ncases_run);
   CHECK_DONE();

@@ -1,0 +1,246 @@
+/* emit_common.c — what the C and CUDA emitters share: line maps, author code,
+ * parameter lists, the raw kernel function, and the files → kernels →
+ * instances walk (emit.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit.h"
+#include "internal.h"
+
+/* ---- Text -------------------------------------------------------------------- */
+
+void hkc_emit_c_string(hku_buf *o, const char *s) {
+  hku_buf_putc(o, '"');
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      hku_buf_printf(o, "\\%c", *p);
+    else if (*p == '\n')
+      hku_buf_put(o, "\\n");
+    else if (*p < 32 || *p == 127 || *p == '?')
+      hku_buf_printf(o, "\\%03o", *p); /* '?' too: no trigraphs */
+    else
+      hku_buf_putc(o, (char)*p);
+  }
+  hku_buf_putc(o, '"');
+}
+
+void hkc_put_comment_text(hku_buf *o, const char *s) {
+  for (; *s; s++) {
+    if (s[0] == '*' && s[1] == '/')
+      hku_buf_put(o, "* ");
+    else if (*s == '\n' || *s == '\r')
+      hku_buf_putc(o, ' ');
+    else
+      hku_buf_putc(o, *s);
+  }
+}
+
+/* ---- Line maps --------------------------------------------------------------- */
+
+void hkc_linemap_free(hkc_linemap *m) {
+  free(m->v);
+  m->v = NULL;
+  m->n = m->cap = 0;
+}
+
+const hkc_line_entry *hkc_linemap_find(const hkc_linemap *m, unsigned gen_line) {
+  size_t lo = 0, hi = m->n; /* entries are in increasing gen_line order */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (m->v[mid].gen_line < gen_line)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < m->n && m->v[lo].gen_line == gen_line ? &m->v[lo] : NULL;
+}
+
+void hkc_linemap_start(hku_buf *o, hkc_linemap *map) {
+  o->map = map;
+  o->counted = o->len;
+  o->line = 1;
+  for (size_t i = 0; i < o->len; i++)
+    if (o->data[i] == '\n') o->line++;
+}
+
+/* Makes room for one more entry in m. HK_OK, or HK_ENOMEM (m unchanged). */
+static int linemap_grow(hkc_linemap *m) {
+  if (m->n < m->cap) return HK_OK;
+  size_t cap = m->cap ? m->cap * 2 : 64;
+  hkc_line_entry *v = realloc(m->v, cap * sizeof *v);
+  if (!v) return HK_ENOMEM;
+  m->v = v;
+  m->cap = cap;
+  return HK_OK;
+}
+
+void hkc_linemap_note(hku_buf *o, const hkc_src *src, size_t src_off,
+                      unsigned col) {
+  hkc_linemap *m = o->map;
+  if (!m || o->oom) return;
+  for (; o->counted < o->len; o->counted++)
+    if (o->data[o->counted] == '\n') o->line++;
+  if (linemap_grow(m) != HK_OK) {
+    o->oom = 1; /* the buffer's one sticky flag: the unit fails whole */
+    return;
+  }
+  m->v[m->n++] = (hkc_line_entry){o->line, col, src, src_off};
+}
+
+/* The column the next character appended to o will have (1-based). */
+static unsigned next_col(const hku_buf *o) {
+  size_t i = o->len;
+  while (i > 0 && o->data[i - 1] != '\n') i--;
+  return (unsigned)(o->len - i) + 1;
+}
+
+/* ---- Author code ------------------------------------------------------------- */
+
+void hkc_put_code(hku_buf *o, const hkc_src *s, int ind) {
+  const char *t = s->text, *e = t + s->len;
+  while (t < e) {
+    const char *nl = memchr(t, '\n', (size_t)(e - t));
+    size_t n = nl ? (size_t)(nl - t) : (size_t)(e - t);
+    while (n && (t[n - 1] == ' ' || t[n - 1] == '\t' || t[n - 1] == '\r')) n--;
+    if (n) {
+      hkc_linemap_note(o, s, (size_t)(t - s->text), (unsigned)ind + 1);
+      hku_buf_printf(o, "%*s%.*s", ind, "", (int)n, t);
+    }
+    hku_buf_putc(o, '\n');
+    t += (nl ? (size_t)(nl - t) + 1 : (size_t)(e - t));
+  }
+}
+
+void hkc_put_expr(hku_buf *o, const hkc_src *s) {
+  char *e = hkc_expr_oneline(s);
+  if (!e) {
+    o->oom = 1;
+    return;
+  }
+  hkc_linemap_note(o, s, 0, next_col(o) + 1);
+  hku_buf_printf(o, "(%s)", e);
+  free(e);
+}
+
+/* ---- Parameters -------------------------------------------------------------- */
+
+const char *hkc_param_ctype(const hkc_instance *in, const hkc_param *p) {
+  return hkc_ctype(hkc_param_type(in, p));
+}
+
+int hkc_is_buffer(const hkc_param *p) { return p->role != HK_ROLE_SCALAR; }
+
+void hkc_put_holders(hku_buf *o, const hkc_instance *in,
+                     const hkc_src *const *srcs, int nsrcs, int ind) {
+  const hkc_kernel *k = in->k;
+  for (int h = 0; h < k->nholders; h++) {
+    char id[2] = {k->holders[h].letter, 0};
+    int used = 0;
+    for (int s = 0; s < nsrcs && !used; s++)
+      used = srcs[s]->text && hkc_code_uses(srcs[s], id);
+    if (used)
+      hku_buf_printf(o, "%*stypedef %s %s;\n", ind, "",
+                     hkc_ctype(in->bind[id[0] - 'A']), id);
+  }
+}
+
+void hkc_put_param(hku_buf *o, const hkc_instance *in, const hkc_param *p,
+                   const char *ptr_prefix, int const_scalar) {
+  if (!hkc_is_buffer(p))
+    hku_buf_printf(o, "%s%s %s", const_scalar ? "const " : "",
+                   hkc_param_ctype(in, p), p->name);
+  else
+    hku_buf_printf(o, "%s%s *%s%s", p->role == HK_ROLE_IN ? "const " : "",
+                   hkc_param_ctype(in, p), ptr_prefix, p->name);
+}
+
+void hkc_put_params(hku_buf *o, const hkc_instance *in,
+                    const char *ptr_prefix, int const_scalar, int skip_out) {
+  const hkc_kernel *k = in->k;
+  for (int i = 0; i < k->nparams; i++) {
+    if (skip_out && k->params[i].role == HK_ROLE_OUT) continue;
+    hkc_put_param(o, in, &k->params[i], ptr_prefix, const_scalar);
+    hku_buf_put(o, ", ");
+  }
+}
+
+void hkc_put_voids(hku_buf *o, const hkc_instance *in, unsigned roles,
+                   int ind) {
+  const hkc_kernel *k = in->k;
+  for (int i = 0; i < k->nparams; i++)
+    if (roles & HKC_ROLE_BIT(k->params[i].role))
+      hku_buf_printf(o, "%*s(void)%s;\n", ind, "", k->params[i].name);
+}
+
+/* ---- Reductions ------------------------------------------------------------- */
+
+void hkc_put_combine_fn(hku_buf *o, const hkc_instance *in, const char *qual) {
+  const char *acc = hkc_ctype(hkc_acc_type(in));
+  const hkc_src *srcs[] = {&in->k->combine};
+  hku_buf_printf(o, "%s%s hk_combine__%s(const %s a, const %s b)\n{\n", qual,
+                 acc, in->name, acc, acc);
+  hkc_put_holders(o, in, srcs, 1, 4);
+  hku_buf_printf(o, "    return (%s)", acc);
+  hkc_put_expr(o, &in->k->combine);
+  hku_buf_put(o, ";\n}\n\n");
+}
+
+/* ---- Raw kernels ------------------------------------------------------------- */
+
+void hkc_put_raw_function(hku_buf *o, const hkc_instance *in,
+                          const char *head, const hkc_src *body) {
+  const hkc_src *srcs[] = {body};
+  hku_buf_printf(o, "%s%s(", head, in->name);
+  hkc_put_params(o, in, "", 0, 0);
+  hku_buf_put(o, "size_t n)\n{\n");
+  hkc_put_holders(o, in, srcs, 1, 4);
+  hkc_put_voids(o, in, HKC_ROLES_ALL, 4);
+  hku_buf_put(o, "    (void)n;\n    {\n");
+  hkc_put_code(o, body, 8);
+  hku_buf_put(o, "    }\n}\n\n");
+}
+
+/* ---- The walk ---------------------------------------------------------------- */
+
+void hkc_each_instance(hkc_file *const *files, int nfiles, unsigned target,
+                       hkc_instance_fn fn, hku_buf *o, void *arg) {
+  HK_ASSERT(nfiles >= 0 && fn);
+  for (int f = 0; f < nfiles; f++)
+    for (int i = 0; i < files[f]->nkernels; i++) {
+      const hkc_kernel *k = &files[f]->kernels[i];
+      if (!(k->targets & target)) continue;
+      for (int j = 0; j < k->ninst; j++) fn(o, files[f], &k->inst[j], arg);
+    }
+}
+
+typedef struct emit_walk {
+  const hkc_emitter *e;
+  hkc_emit_mode mode;
+} emit_walk;
+
+/* One instance: its banner, its kind's code, then what every kind gets. */
+static void emit_one(hku_buf *o, const hkc_file *f, const hkc_instance *in,
+                     void *arg) {
+  const emit_walk *w = arg;
+  const hkc_kernel *k = in->k;
+  hku_buf_printf(o, "/* ---- %s: kernel \"%s\" (%s)", in->name, k->name,
+                 hk_kind_name(k->kind));
+  if (w->e->banner_names_file) {
+    hku_buf_put(o, " from ");
+    hkc_put_comment_text(o, f->path);
+  }
+  hku_buf_put(o, " ---- */\n\n");
+  if (k->kind == HK_KIND_ELEMENTWISE)
+    w->e->elementwise(o, in, w->mode);
+  else if (k->kind == HK_KIND_REDUCTION)
+    w->e->reduction(o, in, w->mode);
+  else
+    w->e->raw(o, in, w->mode);
+  if (w->e->every) w->e->every(o, in, w->mode);
+}
+
+void hkc_emit_instances(hkc_file *const *files, int nfiles,
+                        hkc_emit_mode mode, const hkc_emitter *e, hku_buf *o) {
+  emit_walk w = {e, mode};
+  hkc_each_instance(files, nfiles, e->target, emit_one, o, &w);
+}

@@ -1,0 +1,78 @@
+/* parse.h — what the kernel file validator's two halves share (parse.c:
+ * files, kernels, kinds; parse_params.c: parameters, placeholders, targets,
+ * instances). Internal to codegen/.
+ *
+ * Every problem found is reported at once as a located diagnostic and
+ * counted in the parser's errors; the validator keeps going where it can.
+ */
+#ifndef HKC_PARSE_H
+#define HKC_PARSE_H
+
+#include "kernel.h"
+
+typedef struct hkc_parser {
+  hkj_doc *doc;
+  hku_diags *d;
+  int errors; /* problems reported so far */
+} hkc_parser;
+
+/* ---- Reporting (parse.c) ---- */
+
+/* An error at byte off of the file about field ("params[1].type"; NULL
+ * or "" for none): "FIELD: MESSAGE", counted in P->errors. */
+void hkc_err_at(hkc_parser *P, size_t off, const char *field, const char *fmt,
+                ...) __attribute__((format(printf, 4, 5)));
+/* An error about the value v, and one about the key of member v. */
+#define hkc_err(P, v, ...) hkc_err_at((P), (v)->off, __VA_ARGS__)
+#define hkc_err_key(P, v, ...) hkc_err_at((P), (v)->key_off, __VA_ARGS__)
+/* "kernels[0].params[1].type" from a prefix and a printf-style suffix, in a
+ * rotating set of four thread-local buffers: use it right away. */
+const char *hkc_fld(const char *prefix, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The name of an object itself: "kernels[0]" for the prefix "kernels[0].",
+ * "kernel" for the top-level one (in hkc_fld's buffers). */
+const char *hkc_obj_name(const char *prefix);
+/* Reports duplicate keys and keys not in the NULL-terminated allowed
+ * (keys starting with '_' are the author's annotations and are ignored). */
+void hkc_check_keys(hkc_parser *P, const hkj_node *obj, const char *prefix,
+                    const char *const *allowed);
+/* 1 when s is a C identifier. */
+int hkc_is_identifier(const char *s);
+/* v's text when it is a string; otherwise reports that `expected` was
+ * expected and returns NULL. */
+const char *hkc_want_string(hkc_parser *P, const hkj_node *v,
+                            const char *field, const char *expected);
+/* "f32, f64, ..., u64", for messages. */
+extern const char *const hkc_type_list;
+/* Collects the author-code field key of obj into *out: a string, or an
+ * array of strings (lines, joined with newlines). HK_OK when absent or
+ * valid; HK_ESCHEMA (reported) or HK_ENOMEM. */
+int hkc_take_src(hkc_parser *P, const hkj_node *obj, const char *key,
+                 const char *prefix, hkc_src *out);
+
+/* ---- Parameters, placeholders, targets, instances (parse_params.c) ---- */
+
+/* Reads "params" into k->params (k's placeholders and targets already
+ * read). HK_OK, or HK_ENOMEM; problems are reported. */
+int hkc_parse_params(hkc_parser *P, const hkj_node *obj, const char *prefix,
+                     hkc_kernel *k);
+/* Checks the roles against k's kind (every parameter read without
+ * error). */
+void hkc_check_roles(hkc_parser *P, const hkj_node *obj, const char *prefix,
+                     hkc_kernel *k);
+/* The names an expression may use, as a malloc'ed NULL-terminated list:
+ * the parameters whose roles are in role_mask (HKC_ROLE_BIT), then extra,
+ * then the placeholder letters. NULL when out of memory. */
+const char **hkc_names_for(const hkc_kernel *k, unsigned role_mask,
+                           const char *const *extra);
+/* Reads "types" (the placeholders) and "targets" into k. */
+void hkc_parse_types(hkc_parser *P, const hkj_node *obj, const char *prefix,
+                     hkc_kernel *k);
+void hkc_parse_targets(hkc_parser *P, const hkj_node *obj,
+                       const char *prefix, hkc_kernel *k);
+/* Makes k's instances, one per combination of placeholder types (a valid
+ * kernel only). HK_OK, or HK_ENOMEM; problems are reported. */
+int hkc_make_instances(hkc_parser *P, const hkj_node *obj, const char *prefix,
+                       hkc_kernel *k);
+
+#endif /* HKC_PARSE_H */
