@@ -25,7 +25,8 @@ suite() {
   shift 3
   echo "==== $name ($dir)"
   mkdir -p "$dir"
-  if ! cmake -S . -B "$dir" "$@" >"$dir/configure.log" 2>&1; then
+  # Warnings are errors here (HK_WERROR is off by default for users).
+  if ! cmake -S . -B "$dir" -DHK_WERROR=ON "$@" >"$dir/configure.log" 2>&1; then
     cat "$dir/configure.log"
     echo "==== $name: configure FAILED"
     status=1
