@@ -56,7 +56,7 @@ suite "clang, AddressSanitizer + UndefinedBehaviorSanitizer" build-asan "" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
   -DHK_SANITIZE=address,undefined -DHK_CUDA=OFF
 suite "clang, ThreadSanitizer (threaded tests)" build-tsan \
-  "^test_(pool|registry)$" \
+  "^test_(threadpool|registry|calls|loader|opt|plugins)$" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DHK_SANITIZE=thread \
   -DHK_CUDA=OFF
 
