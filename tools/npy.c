@@ -1,4 +1,5 @@
-/* npy.c — reads any .npy file without trusting it, and writes them as np.save does.
+/* npy.c — the NumPy .npy format, whole (one concern, so one file of ~1000 lines):
+ * reads any .npy file without trusting it, and writes them as np.save does.
  *
  * A .npy file (numpy/lib/format.py) is the magic "\x93NUMPY", two version bytes,
  * the header length (uint16 LE in 1.0, uint32 LE in 2.0 and 3.0), the header, and
