@@ -348,10 +348,15 @@ static int write_outputs(const run_call *c) {
         ndim = c->ps[c->first].npy.ndim;
         memcpy(shape, c->ps[c->first].npy.shape, sizeof shape);
       }
-      char err[1024];
-      if (hk_npy_write(p->out_path, p->info->dtype, ndim, shape, data, err,
-                       sizeof err))
-        return hk_cli_error("run", "--out %s: %s", p->info->name, err);
+      hku_diags d = HKU_DIAGS_INIT;
+      hku_buf err = HKU_BUF_INIT;
+      int rc = HK_EXIT_OK;
+      if (hk_npy_write(p->out_path, p->info->dtype, ndim, shape, data, &d))
+        rc = hk_cli_error("run", "--out %s: %s", p->info->name,
+                          hk_npy_error(&d, &err));
+      hku_buf_free(&err);
+      hku_diags_free(&d);
+      if (rc) return rc;
     } else {
       printf(printed ? ", \"%s\": " : "{\"%s\": ", p->info->name);
       print_values(data, p->info->dtype, p->count);

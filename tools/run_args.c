@@ -193,9 +193,16 @@ int run_call_bind(run_call *c, const char *const *assigns, int nassigns,
 
 /* Loads a buffer parameter's .npy and checks its dtype and layout. */
 static int load_buffer(const hk_kernel_info_t *k, run_param *p) {
-  char err[1024], what[128];
-  if (hk_npy_read(p->value, &p->npy, err, sizeof err))
-    return hk_cli_error("run", "%s=%s: %s", p->info->name, p->value, err);
+  char what[128];
+  hku_diags diags = HKU_DIAGS_INIT;
+  hku_buf err = HKU_BUF_INIT;
+  int rc = HK_EXIT_OK;
+  if (hk_npy_read(p->value, &p->npy, &diags) != HK_OK)
+    rc = hk_cli_error("run", "%s=%s: %s", p->info->name, p->value,
+                      hk_npy_error(&diags, &err));
+  hku_buf_free(&err);
+  hku_diags_free(&diags);
+  if (rc) return rc;
   if (p->npy.dtype != p->info->dtype)
     return hk_cli_error(
         "run", "%s=%s: parameter %s of %s has type %s, but the file holds %s "
