@@ -118,6 +118,20 @@ static inline char *check_read_file(const char *path, size_t *n) {
   return p;
 }
 
+/* The source tree, into buf: given when it is non-empty (an argument, or
+ * $HK_SOURCE_DIR, which ctest sets), else the tree this header is in, else
+ * ".". */
+static inline void check_source_dir(char *buf, size_t n, const char *given) {
+  if (given && *given) {
+    snprintf(buf, n, "%s", given);
+    return;
+  }
+  snprintf(buf, n, "%s", __FILE__);
+  char *t = strstr(buf, "/tests/check.h");
+  if (t) *t = '\0';
+  else snprintf(buf, n, ".");
+}
+
 /* mkdir path (mode 0700); a folder already there is fine. */
 static inline void check_make_dir(const char *path) {
   int ok = mkdir(path, 0700) == 0 || errno == EEXIST;

@@ -586,15 +586,7 @@ const char *fixture_setup(const char *name) {
   unsetenv("HK_CC");
   unsetenv("HK_PLUGIN_PATH");
   unsetenv("HK_CACHE_DIR");
-  const char *s = getenv("HK_SOURCE_DIR");
-  if (s && *s) {
-    snprintf(g_src, sizeof g_src, "%s", s);
-  } else { /* tests/registry_fixture.c -> the tree */
-    snprintf(g_src, sizeof g_src, "%s", __FILE__);
-    char *t = strstr(g_src, "/tests/registry_fixture.c");
-    if (t) *t = '\0';
-    else snprintf(g_src, sizeof g_src, ".");
-  }
+  check_source_dir(g_src, sizeof g_src, getenv("HK_SOURCE_DIR"));
   const char *b = getenv("HK_BINARY_DIR");
   snprintf(g_hk, sizeof g_hk, "%s/hk", b && *b ? b : ".");
   snprintf(g_root, sizeof g_root, "/tmp/hk_%s_XXXXXX", name);

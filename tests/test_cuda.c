@@ -1334,15 +1334,8 @@ int main(int argc, char **argv) {
   unsetenv("HK_CC");
   unsetenv("HK_PLUGIN_PATH");
   unsetenv("HK_CACHE_DIR");
-  const char *s = argc > 1 ? argv[1] : getenv("HK_SOURCE_DIR");
-  if (s && *s) {
-    snprintf(g_src, sizeof g_src, "%s", s);
-  } else { /* tests/test_cuda.c -> the tree */
-    snprintf(g_src, sizeof g_src, "%s", __FILE__);
-    char *t = strstr(g_src, "/tests/test_cuda.c");
-    if (t) *t = '\0';
-    else snprintf(g_src, sizeof g_src, ".");
-  }
+  check_source_dir(g_src, sizeof g_src,
+                   argc > 1 ? argv[1] : getenv("HK_SOURCE_DIR"));
   g_verbose = getenv("HK_TEST_VERBOSE") && *getenv("HK_TEST_VERBOSE") != '0';
 
   /* 0. the CUDA backend starts, or says why not */

@@ -115,22 +115,14 @@ static int npy_fail(const npy_err_t *e, const char *fmt, ...) {
   return rc;
 }
 
-/* A file that cannot be opened or read: HK_EIO. */
-static int npy_fail_io(const npy_err_t *e, const char *fmt, ...) NPY_PRINTF(2, 3);
-static int npy_fail_io(const npy_err_t *e, const char *fmt, ...) {
+/* Any other failure, with its code: HK_EIO (a file that cannot be opened or
+ * read), HK_ENOMEM (no memory for what the file needs). */
+static int npy_fail_code(const npy_err_t *e, int code, const char *fmt, ...)
+    NPY_PRINTF(3, 4);
+static int npy_fail_code(const npy_err_t *e, int code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  int rc = npy_vfail(e, HK_EIO, fmt, ap);
-  va_end(ap);
-  return rc;
-}
-
-/* No memory for what the file needs: HK_ENOMEM. */
-static int npy_fail_oom(const npy_err_t *e, const char *fmt, ...) NPY_PRINTF(2, 3);
-static int npy_fail_oom(const npy_err_t *e, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int rc = npy_vfail(e, HK_ENOMEM, fmt, ap);
+  int rc = npy_vfail(e, code, fmt, ap);
   va_end(ap);
   return rc;
 }
@@ -792,11 +784,12 @@ static int npy_alloc_data(hk_npy_t *a, const npy_err_t *e) {
   size_t n = a->count * a->itemsize;
   a->data = NULL;
   if (n == 0) return 0;
-  if (n > SIZE_MAX - NPY_ALIGN) return npy_fail_oom(e, "out of memory (the data is %zu bytes)", n);
+  if (n > SIZE_MAX - NPY_ALIGN)
+    return npy_fail_code(e, HK_ENOMEM, "out of memory (the data is %zu bytes)", n);
   size_t rounded = (n + NPY_ALIGN - 1) / NPY_ALIGN * NPY_ALIGN;
   void *p = NULL;
   if (posix_memalign(&p, NPY_ALIGN, rounded) != 0)
-    return npy_fail_oom(e, "out of memory (the data needs %zu bytes)", n);
+    return npy_fail_code(e, HK_ENOMEM, "out of memory (the data needs %zu bytes)", n);
   memset((char *)p + n, 0, rounded - n);
   a->data = p;
   return 0;
@@ -840,7 +833,7 @@ static int npy_read_regular(FILE *f, size_t total, hk_npy_t *a, const npy_err_t 
   size_t want = total < sizeof head ? total : sizeof head;
   size_t have = fread(head, 1, want, f);
   if (have < want) {
-    if (ferror(f)) return npy_fail_io(e, "read error: %s", strerror(errno));
+    if (ferror(f)) return npy_fail_code(e, HK_EIO, "read error: %s", strerror(errno));
     total = have; /* it shrank since fstat */
   }
   npy_prefix_t pre = {0};
@@ -850,12 +843,14 @@ static int npy_read_regular(FILE *f, size_t total, hk_npy_t *a, const npy_err_t 
   a->version_minor = pre.minor;
 
   char *h = malloc(pre.header_len ? pre.header_len : 1);
-  if (!h) return npy_fail_oom(e, "out of memory (the header is %zu bytes)", pre.header_len);
+  if (!h)
+    return npy_fail_code(e, HK_ENOMEM, "out of memory (the header is %zu bytes)",
+                         pre.header_len);
   if (fseek(f, (long)pre.header_off, SEEK_SET) != 0 ||
       fread(h, 1, pre.header_len, f) != pre.header_len) {
     int rd = ferror(f);
     free(h);
-    return rd ? npy_fail_io(e, "read error: %s", strerror(errno))
+    return rd ? npy_fail_code(e, HK_EIO, "read error: %s", strerror(errno))
               : npy_fail(e, "truncated: the file ended inside the header");
   }
   rc = npy_parse_header(h, pre.header_len, pre.header_off, pre.major, a, e);
@@ -869,7 +864,7 @@ static int npy_read_regular(FILE *f, size_t total, hk_npy_t *a, const npy_err_t 
   if (need) {
     size_t got = fread(a->data, 1, need, f);
     if (got != need) {
-      if (ferror(f)) return npy_fail_io(e, "read error: %s", strerror(errno));
+      if (ferror(f)) return npy_fail_code(e, HK_EIO, "read error: %s", strerror(errno));
       return npy_fail(e, "truncated: expected %zu bytes of data, found %zu", need, got);
     }
   }
@@ -881,13 +876,13 @@ static int npy_read_regular(FILE *f, size_t total, hk_npy_t *a, const npy_err_t 
 static int npy_read_stream(FILE *f, hk_npy_t *a, const npy_err_t *e) {
   size_t cap = 1u << 16, len = 0;
   unsigned char *buf = malloc(cap);
-  if (!buf) return npy_fail_oom(e, "out of memory");
+  if (!buf) return npy_fail_code(e, HK_ENOMEM, "out of memory");
   for (;;) {
     if (len == cap) {
       unsigned char *nb = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
       if (!nb) {
         free(buf);
-        return npy_fail_oom(e, "out of memory after reading %zu bytes", len);
+        return npy_fail_code(e, HK_ENOMEM, "out of memory after reading %zu bytes", len);
       }
       buf = nb;
       cap *= 2;
@@ -898,7 +893,7 @@ static int npy_read_stream(FILE *f, hk_npy_t *a, const npy_err_t *e) {
       if (ferror(f)) {
         int er = errno;
         free(buf);
-        return npy_fail_io(e, "read error: %s", strerror(er));
+        return npy_fail_code(e, HK_EIO, "read error: %s", strerror(er));
       }
       break;
     }
@@ -915,11 +910,11 @@ int hk_npy_read(const char *path, hk_npy_t *out, hku_diags *d) {
   memset(out, 0, sizeof *out);
   if (!path) return npy_fail(&e, "no file name given");
   FILE *f = fopen(path, "rb");
-  if (!f) return npy_fail_io(&e, "cannot open: %s", strerror(errno));
+  if (!f) return npy_fail_code(&e, HK_EIO, "cannot open: %s", strerror(errno));
   struct stat st;
   int rc;
   if (fstat(fileno(f), &st) != 0)
-    rc = npy_fail_io(&e, "cannot stat: %s", strerror(errno));
+    rc = npy_fail_code(&e, HK_EIO, "cannot stat: %s", strerror(errno));
   else if (S_ISDIR(st.st_mode))
     rc = npy_fail(&e, "is a directory (expected a .npy file)");
   else if (!S_ISREG(st.st_mode))
@@ -1008,9 +1003,9 @@ int hk_npy_encode(hk_dtype_t t, int ndim, const size_t *shape, const void *data,
   if (rc) return rc;
   unsigned char hdr[NPY_HEADER_CAP];
   size_t hn = npy_build_header(t, ndim, shape, hdr);
-  if (nbytes > SIZE_MAX - hn) return npy_fail_oom(&e, "out of memory");
+  if (nbytes > SIZE_MAX - hn) return npy_fail_code(&e, HK_ENOMEM, "out of memory");
   unsigned char *b = malloc(hn + nbytes);
-  if (!b) return npy_fail_oom(&e, "out of memory (%zu bytes)", hn + nbytes);
+  if (!b) return npy_fail_code(&e, HK_ENOMEM, "out of memory (%zu bytes)", hn + nbytes);
   memcpy(b, hdr, hn);
   if (nbytes) memcpy(b + hn, data, nbytes);
   *bytes = b;
@@ -1037,7 +1032,7 @@ int hk_npy_write(const char *path, hk_dtype_t t, int ndim, const size_t *shape,
   if (rc && wd.n) /* "cannot write: WHY (nothing was changed)", about path */
     hku_diags_move(d, &wd);
   else if (rc)
-    rc = npy_fail_oom(&e, "cannot write: out of memory");
+    rc = npy_fail_code(&e, HK_ENOMEM, "cannot write: out of memory");
   hku_diags_free(&wd);
   return rc;
 }
