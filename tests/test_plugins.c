@@ -243,6 +243,130 @@ static const char r2_v2[] =
     "            {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
     " \"body\": \"out = x * s;\"}\n";
 
+/* Waits up to 10 s for name to compute out = f * x (the watcher's reload). */
+static int wait_runs_times(hk_context_t *c, const char *name, float f) {
+  double t0 = now_s();
+  int changed = 0;
+  while (!changed && now_s() - t0 < 10) {
+    sleep_ms(20);
+    changed = runs_times(c, name, f);
+  }
+  return changed;
+}
+
+/* The watcher of c (plugin folder rel/, kernel r_k of r1 as k1): a rewrite
+ * is picked up without hk_reload, and a new file too. */
+static void check_watch(hk_context_t *c, hk_kernel_t *k1, const char *r1) {
+  CHECK_INT_EQ(hk_watch(c, 1), HK_OK);
+  write_kernel(r1, "r_k", "out = x * 5.0f;");
+  CHECK_MSG(wait_runs_times(c, "r_k", 5.0f),
+            "the watcher did not reload %s within 10 s", r1);
+  CHECK(find(c, "r_k") == k1);
+  /* and a new file */
+  write_kernel(P("rel/r5.json"), "r_watched", "out = x * 8.0f;");
+  CHECK_MSG(wait_runs_times(c, "r_watched", 8.0f),
+            "the watcher did not load a new file within 10 s");
+  CHECK_INT_EQ(hk_watch(c, 0), HK_OK);
+  CHECK_INT_EQ(hk_watch(c, 0), HK_OK); /* twice is harmless */
+}
+
+/* A context made with HK_WATCH watches from the start; what the watcher
+ * finds goes to the log. */
+static void check_watch_flag(void) {
+  check_make_dir(P("relw"));
+  PATH(wfile, "relw/w.json");
+  write_kernel(wfile, "w_k", "out = x * 2.0f;");
+  const char *dirs[] = {P("relw"), NULL};
+  hk_options_t o = {0};
+  o.plugin_dirs = dirs;
+  o.cache_dir = P("cache_rel");
+  o.tier = HK_TIER_JIT;
+  o.flags = HK_WATCH;
+  o.log = check_log;
+  hk_context_t *c = NULL;
+  CHECK_INT_EQ(hk_context_create(&c, &o), HK_OK);
+  if (c) {
+    CHECK(runs_times(c, "w_k", 2.0f));
+    write_kernel(wfile, "w_k", "out = x * 3.0f;");
+    CHECK_MSG(wait_runs_times(c, "w_k", 3.0f),
+              "HK_WATCH: no reload within 10 s");
+    /* a broken version: the log says so, the previous one keeps running */
+    write_text(wfile, "{\"schema_version\": 1, oops\n");
+    double t0 = now_s();
+    while (!check_log_has("oops") && now_s() - t0 < 10) sleep_ms(20);
+    CHECK_MSG(check_log_has(wfile) && check_log_has("invalid JSON"),
+              "the log did not report the broken file: \"%s\"",
+              check_log_text());
+    CHECK(runs_times(c, "w_k", 3.0f));
+  }
+  hk_context_destroy(c); /* while watching */
+}
+
+/* Reloads of c's folder rel/ after the first changes (k1 is r_k of r1p):
+ * a kernel dropped from a file, syntax and compile errors, a new file r4,
+ * and a file loaded by itself. */
+static void check_reload_files(hk_context_t *c, hk_kernel_t *k1,
+                               const char *r1p, const char *r4) {
+  void *args1[] = {gx32, g_got};
+  /* a kernel dropped from a file that stays: gone, the other one stays */
+  PATH(r6, "rel/r6.json");
+  static const char two[] =
+      "{\"schema_version\": 1, \"kernels\": [\n"
+      " {\"name\": \"r_keep\", \"kind\": \"elementwise\",\n"
+      "  \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+      "             {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
+      "  \"body\": \"out = x * 2.0f;\"},\n"
+      " {\"name\": \"r_drop\", \"kind\": \"elementwise\",\n"
+      "  \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+      "             {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
+      "  \"body\": \"out = x * 2.0f;\"}]}\n";
+  write_text(r6, two);
+  CHECK_MSG(hk_reload(c) == HK_OK, "%s", hk_last_error());
+  hk_kernel_t *keep = find(c, "r_keep"), *drop = find(c, "r_drop");
+  write_kernel(r6, "r_keep", "out = x * 3.0f;");
+  CHECK_MSG(hk_reload(c) == HK_OK, "%s", hk_last_error());
+  CHECK(find(c, "r_keep") == keep && runs_times(c, "r_keep", 3.0f));
+  if (drop) {
+    CHECK_INT_EQ(hk_call(drop, 10, args1), HK_ENOTFOUND);
+    CHECK_CONTAINS(note_of(drop), "unloaded");
+  }
+  CHECK(!found(c, "r_drop"));
+
+  /* a syntax error: reported, and the previous version keeps working */
+  write_text(r1p, "{\"schema_version\": 1, \"name\": \"r_k\",\n  oops }\n");
+  CHECK_INT_EQ(hk_reload(c), HK_ESCHEMA);
+  check_at(hk_last_error(), r1p, 2, 3, "invalid JSON");
+  CHECK_CONTAINS(hk_context_problems(c), r1p);
+  CHECK_CONTAINS(hk_context_problems(c), "the previous version stays loaded");
+  CHECK(find(c, "r_k") == k1);
+  CHECK(runs_times(c, "r_k", 3.0f));
+  /* a compile error likewise */
+  write_kernel(r1p, "r_k", "out = x * ;");
+  CHECK_INT_EQ(hk_reload(c), HK_ECOMPILE);
+  CHECK_CONTAINS(hk_last_error(), r1p);
+  CHECK(runs_times(c, "r_k", 3.0f));
+
+  /* a new file appears; the broken one, fixed, loads again */
+  write_kernel(r4, "r_new", "out = x * 7.0f;");
+  write_kernel(r1p, "r_k", "out = x * 4.0f;");
+  CHECK_MSG(hk_reload(c) == HK_OK, "%s", hk_last_error());
+  CHECK_STR_EQ(hk_context_problems(c), "");
+  CHECK(runs_times(c, "r_new", 7.0f));
+  CHECK(find(c, "r_k") == k1 && runs_times(c, "r_k", 4.0f));
+  hk_kernel_t *kn = find(c, "r_new");
+  if (kn) CHECK_STR_EQ(hk_kernel_info(kn)->source, r4);
+
+  /* a file loaded by itself (not from a folder) reloads too */
+  check_make_dir(P("rel_single"));
+  PATH(single, "rel_single/one.json");
+  write_kernel(single, "r_single", "out = x * 2.0f;");
+  CHECK_MSG(hk_load_file(c, single) == HK_OK, "%s", hk_last_error());
+  CHECK(runs_times(c, "r_single", 2.0f));
+  write_kernel(single, "r_single", "out = x * 6.0f;");
+  CHECK_MSG(hk_reload(c) == HK_OK, "%s", hk_last_error());
+  CHECK(runs_times(c, "r_single", 6.0f));
+}
+
 static void test_reload(void) {
   check_make_dir(P("rel"));
   PATH(r1, "rel/r1.json");
@@ -311,122 +435,10 @@ static void test_reload(void) {
   CHECK(gone == NULL);
   CHECK_CONTAINS(hk_last_error(), "r_del");
 
-  /* a kernel dropped from a file that stays: gone, the other one stays */
-  PATH(r6, "rel/r6.json");
-  static const char two[] =
-      "{\"schema_version\": 1, \"kernels\": [\n"
-      " {\"name\": \"r_keep\", \"kind\": \"elementwise\",\n"
-      "  \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
-      "             {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
-      "  \"body\": \"out = x * 2.0f;\"},\n"
-      " {\"name\": \"r_drop\", \"kind\": \"elementwise\",\n"
-      "  \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
-      "             {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
-      "  \"body\": \"out = x * 2.0f;\"}]}\n";
-  write_text(r6, two);
-  CHECK_MSG(hk_reload(c) == HK_OK, "%s", hk_last_error());
-  hk_kernel_t *keep = find(c, "r_keep"), *drop = find(c, "r_drop");
-  write_kernel(r6, "r_keep", "out = x * 3.0f;");
-  CHECK_MSG(hk_reload(c) == HK_OK, "%s", hk_last_error());
-  CHECK(find(c, "r_keep") == keep && runs_times(c, "r_keep", 3.0f));
-  if (drop) {
-    CHECK_INT_EQ(hk_call(drop, 10, args1), HK_ENOTFOUND);
-    CHECK_CONTAINS(note_of(drop), "unloaded");
-  }
-  CHECK(!found(c, "r_drop"));
-
-  /* a syntax error: reported, and the previous version keeps working */
-  write_text(r1, "{\"schema_version\": 1, \"name\": \"r_k\",\n  oops }\n");
-  CHECK_INT_EQ(hk_reload(c), HK_ESCHEMA);
-  check_at(hk_last_error(), r1p, 2, 3, "invalid JSON");
-  CHECK_CONTAINS(hk_context_problems(c), r1p);
-  CHECK_CONTAINS(hk_context_problems(c), "the previous version stays loaded");
-  CHECK(find(c, "r_k") == k1);
-  CHECK(runs_times(c, "r_k", 3.0f));
-  /* a compile error likewise */
-  write_kernel(r1, "r_k", "out = x * ;");
-  CHECK_INT_EQ(hk_reload(c), HK_ECOMPILE);
-  CHECK_CONTAINS(hk_last_error(), r1p);
-  CHECK(runs_times(c, "r_k", 3.0f));
-
-  /* a new file appears; the broken one, fixed, loads again */
-  write_kernel(r4, "r_new", "out = x * 7.0f;");
-  write_kernel(r1, "r_k", "out = x * 4.0f;");
-  CHECK_MSG(hk_reload(c) == HK_OK, "%s", hk_last_error());
-  CHECK_STR_EQ(hk_context_problems(c), "");
-  CHECK(runs_times(c, "r_new", 7.0f));
-  CHECK(find(c, "r_k") == k1 && runs_times(c, "r_k", 4.0f));
-  hk_kernel_t *kn = find(c, "r_new");
-  if (kn) CHECK_STR_EQ(hk_kernel_info(kn)->source, r4);
-
-  /* a file loaded by itself (not from a folder) reloads too */
-  check_make_dir(P("rel_single"));
-  PATH(single, "rel_single/one.json");
-  write_kernel(single, "r_single", "out = x * 2.0f;");
-  CHECK_MSG(hk_load_file(c, single) == HK_OK, "%s", hk_last_error());
-  CHECK(runs_times(c, "r_single", 2.0f));
-  write_kernel(single, "r_single", "out = x * 6.0f;");
-  CHECK_MSG(hk_reload(c) == HK_OK, "%s", hk_last_error());
-  CHECK(runs_times(c, "r_single", 6.0f));
-
-  /* the watcher: a rewrite is picked up without hk_reload */
-  CHECK_INT_EQ(hk_watch(c, 1), HK_OK);
-  write_kernel(r1, "r_k", "out = x * 5.0f;");
-  double t0 = now_s();
-  int changed = 0;
-  while (!changed && now_s() - t0 < 10) {
-    sleep_ms(20);
-    changed = runs_times(c, "r_k", 5.0f);
-  }
-  CHECK_MSG(changed, "the watcher did not reload %s within 10 s", r1p);
-  CHECK(find(c, "r_k") == k1);
-  /* and a new file */
-  write_kernel(P("rel/r5.json"), "r_watched", "out = x * 8.0f;");
-  t0 = now_s();
-  changed = 0;
-  while (!changed && now_s() - t0 < 10) {
-    sleep_ms(20);
-    changed = runs_times(c, "r_watched", 8.0f);
-  }
-  CHECK_MSG(changed, "the watcher did not load a new file within 10 s");
-  CHECK_INT_EQ(hk_watch(c, 0), HK_OK);
-  CHECK_INT_EQ(hk_watch(c, 0), HK_OK); /* twice is harmless */
+  check_reload_files(c, k1, r1p, r4);
+  check_watch(c, k1, r1p);
   hk_context_destroy(c);
-
-  /* a context made with HK_WATCH watches from the start; what the watcher
-   * finds goes to the log */
-  check_make_dir(P("relw"));
-  PATH(wfile, "relw/w.json");
-  write_kernel(wfile, "w_k", "out = x * 2.0f;");
-  const char *dirs[] = {P("relw"), NULL};
-  hk_options_t o = {0};
-  o.plugin_dirs = dirs;
-  o.cache_dir = P("cache_rel");
-  o.tier = HK_TIER_JIT;
-  o.flags = HK_WATCH;
-  o.log = check_log;
-  c = NULL;
-  CHECK_INT_EQ(hk_context_create(&c, &o), HK_OK);
-  if (c) {
-    CHECK(runs_times(c, "w_k", 2.0f));
-    write_kernel(wfile, "w_k", "out = x * 3.0f;");
-    t0 = now_s();
-    changed = 0;
-    while (!changed && now_s() - t0 < 10) {
-      sleep_ms(20);
-      changed = runs_times(c, "w_k", 3.0f);
-    }
-    CHECK_MSG(changed, "HK_WATCH: no reload within 10 s");
-    /* a broken version: the log says so, the previous one keeps running */
-    write_text(wfile, "{\"schema_version\": 1, oops\n");
-    t0 = now_s();
-    while (!check_log_has("oops") && now_s() - t0 < 10) sleep_ms(20);
-    CHECK_MSG(check_log_has(wfile) && check_log_has("invalid JSON"),
-              "the log did not report the broken file: \"%s\"",
-              check_log_text());
-    CHECK(runs_times(c, "w_k", 3.0f));
-  }
-  hk_context_destroy(c); /* while watching */
+  check_watch_flag();
 }
 
 int main(int argc, char **argv) {
