@@ -53,18 +53,18 @@ static void check_compile_error(hk_context_t *ctx, const char *path,
             "the message points at generated code: %s", msg);
 }
 
-static void test_bad_files(void) {
-  check_make_dir(P("bad"));
-  hk_context_t *cj = mkctx(HK_TIER_JIT, NULL, P("cache_bad"), 0, NULL);
-  if (!cj) return;
-  int line, col;
+/* A kernel file with a JSON syntax error (a trailing comma). */
+static const char bad_json[] =
+    "{\"schema_version\": 1, \"name\": \"b_json\", \"kind\": \"elementwise\",\n"
+    " \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+    "            {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"},],\n"
+    " \"body\": \"out = x;\"}\n";
 
+/* Files refused by the checks, each with its located message: invalid
+ * JSON, a schema error, a forbidden call (before any compiler runs). */
+static void check_refused(hk_context_t *cj) {
+  int line, col;
   /* invalid JSON */
-  static const char bad_json[] =
-      "{\"schema_version\": 1, \"name\": \"b_json\", \"kind\": \"elementwise\",\n"
-      " \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
-      "            {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"},],\n"
-      " \"body\": \"out = x;\"}\n";
   PATH(path, "bad/b_json.json");
   write_text(path, bad_json);
   CHECK_INT_EQ(hk_load_file(cj, path), HK_ESCHEMA);
@@ -101,7 +101,11 @@ static void test_bad_files(void) {
            "body: calls 'system', which is not allowed");
   CHECK(!strstr(hk_last_error(), "(tcc") && !strstr(hk_last_error(), "(cc"));
   CHECK(!found(cj, "b_call"));
+}
 
+/* Compile errors, on tier jit (libtcc) and tier opt (cc): the message
+ * points into the kernel file. */
+static void check_compile_errors(hk_context_t *cj) {
   /* compile errors, on tier jit (libtcc) and tier opt (cc) */
   static const char bad_syntax[] =
       "{\"schema_version\": 1, \"name\": \"b_syntax\", \"kind\": "
@@ -134,8 +138,10 @@ static void test_bad_files(void) {
     }
     hk_context_destroy(co);
   }
+}
 
-  /* A folder with one bad file and two good ones: the good ones load. */
+/* A folder with one bad file and two good ones: the good ones load. */
+static void check_mixed_folder(void) {
   check_make_dir(P("mixed"));
   write_kernel(P("mixed/m_a.json"), "m_a", "out = x * 2.0f;");
   write_text(P("mixed/m_b.json"), bad_json);
@@ -161,9 +167,12 @@ static void test_bad_files(void) {
     CHECK(runs_times(cm, "m_a", 2.0f) && runs_times(cm, "m_c", 3.0f));
   }
   hk_context_destroy(cm);
+}
 
-  /* The same kernel name in two files: the second file is refused, naming
-   * both; a user kernel cannot take a stdlib name. */
+/* The same kernel name in two files: the second file is refused, naming
+ * both; a user kernel cannot take a stdlib name. */
+static void check_duplicate_names(void) {
+  int line, col;
   check_make_dir(P("dup"));
   write_kernel(P("dup/dup_a.json"), "d_same", "out = x * 2.0f;");
   static const char dup_b[] =
@@ -215,6 +224,16 @@ static void test_bad_files(void) {
     if (k) CHECK_STR_EQ(hk_kernel_info(k)->origin, "stdlib");
   }
   hk_context_destroy(cs);
+}
+
+static void test_bad_files(void) {
+  check_make_dir(P("bad"));
+  hk_context_t *cj = mkctx(HK_TIER_JIT, NULL, P("cache_bad"), 0, NULL);
+  if (!cj) return;
+  check_refused(cj);
+  check_compile_errors(cj);
+  check_mixed_folder();
+  check_duplicate_names();
   hk_context_destroy(cj);
 }
 
