@@ -239,14 +239,8 @@ static int stop_at_third(hk_kernel_t *k, void *user) {
   return ++*(int *)user == 3 ? 42 : 0;
 }
 
-static void test_misc(void) {
-  check_make_dir(P("misc"));
-  write_kernel(P("misc/aaa.json"), "aaa_first", "out = x;");
-  write_kernel(P("misc/zzz.json"), "zzz_last", "out = x;");
-  hk_context_t *c = mkctx(HK_TIER_JIT, P("misc"), P("cache_misc"), 0, NULL);
-  if (!c) return;
-
-  /* hk_last_error is per thread */
+/* hk_last_error is per thread. */
+static void check_last_error(hk_context_t *c) {
   hk_kernel_t *k = NULL;
   CHECK_INT_EQ(hk_kernel_find(c, "main_missing", &k), HK_ENOTFOUND);
   char mine[256];
@@ -261,8 +255,10 @@ static void test_misc(void) {
   CHECK_STR_EQ(e.before, ""); /* a new thread has no error */
   CHECK_CONTAINS(e.after, "thread_missing");
   CHECK_STR_EQ(hk_last_error(), mine);
+}
 
-  /* hk_kernel_foreach: every kernel, in name order */
+/* hk_kernel_foreach: every kernel, in name order (misc/ holds two). */
+static void check_foreach(hk_context_t *c) {
   foreach_t f;
   memset(&f, 0, sizeof f);
   f.sorted = 1;
@@ -274,8 +270,12 @@ static void test_misc(void) {
   int count = 0;
   CHECK_INT_EQ(hk_kernel_foreach(c, stop_at_third, &count), 42);
   CHECK_INT_EQ(count, 3);
+}
 
-  /* hk_load_string: good and bad */
+/* hk_load_string: good and bad, loaded again under its name and with
+ * other parameters, and under another name. */
+static void check_load_string(hk_context_t *c) {
+  hk_kernel_t *k = NULL;
   static const char good[] =
       "{\"schema_version\": 1, \"name\": \"str_k\", \"kind\": \"elementwise\","
       " \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},"
@@ -344,9 +344,12 @@ static void test_misc(void) {
   CHECK_INT_EQ(hk_load_string(c, good2, strlen(good2), "other"), HK_ESCHEMA);
   CHECK_CONTAINS(hk_last_error(), "<other>");
   CHECK_CONTAINS(hk_last_error(), "already defined in <mystr>");
+}
 
-  /* a plugin folder that does not exist yet: a problem, then loaded by a
-   * reload once it does */
+/* A plugin folder that does not exist yet: a problem, then loaded by a
+ * reload once it does; plugin_dirs NULL: HK_PLUGIN_PATH; an empty list:
+ * no folder at all. */
+static void check_plugin_dirs(void) {
   hk_context_t *cl = mkctx(HK_TIER_JIT, P("misc_later"), P("cache_misc"), 0,
                            NULL);
   if (cl) {
@@ -374,8 +377,10 @@ static void test_misc(void) {
   if (ce) CHECK(!found(ce, "aaa_first"));
   hk_context_destroy(ce);
   unsetenv("HK_PLUGIN_PATH");
+}
 
-  /* bad arguments */
+/* Bad arguments. */
+static void check_bad_arguments(hk_context_t *c) {
   CHECK_INT_EQ(hk_load_file(c, P("misc/notes.txt")), HK_EINVAL);
   CHECK_INT_EQ(hk_load_file(c, P("misc/missing.json")), HK_EIO);
   CHECK_CONTAINS(hk_last_error(), P("misc/missing.json"));
@@ -386,6 +391,19 @@ static void test_misc(void) {
   CHECK_INT_EQ(hk_context_create(&bad_ctx, &o), HK_EINVAL);
   CHECK(bad_ctx == NULL);
   hk_context_destroy(NULL);
+}
+
+static void test_misc(void) {
+  check_make_dir(P("misc"));
+  write_kernel(P("misc/aaa.json"), "aaa_first", "out = x;");
+  write_kernel(P("misc/zzz.json"), "zzz_last", "out = x;");
+  hk_context_t *c = mkctx(HK_TIER_JIT, P("misc"), P("cache_misc"), 0, NULL);
+  if (!c) return;
+  check_last_error(c);
+  check_foreach(c);
+  check_load_string(c);
+  check_plugin_dirs();
+  check_bad_arguments(c);
   hk_context_destroy(c);
 }
 
