@@ -267,6 +267,122 @@ static void check_cache_kernels(hk_context_t *ctx, const char *what) {
   if (d) check_op(w, d, OP_DOT, HK_F64, few_sizes, COUNT(few_sizes));
 }
 
+/* The ways an entry is damaged, each noticed (never loaded), removed and
+ * rebuilt. */
+static const struct {
+  const char *what;
+  int truncate; /* else flip */
+  long at;      /* >= 0 from the start, < 0 from the end; size/2: 1<<30 */
+} damage[] = {
+    {"truncated to 0 bytes", 1, 0},
+    {"truncated to 100 bytes", 1, 100},
+    {"truncated to half", 1, 1L << 30},
+    {"trailer cut off", 1, -HK_CACHE_TRAILER},
+    {"last byte cut off", 1, -1},
+    {"a byte flipped in the middle", 0, 1L << 30},
+    {"a byte flipped in the ELF header", 0, 4},
+    {"a byte flipped in the trailer's magic", 0, -HK_CACHE_TRAILER},
+    {"a byte flipped in the trailer's elf size", 0, -HK_CACHE_TRAILER + 8},
+    {"a byte flipped in the digest", 0, -1},
+    {"one byte appended", 2, 0},
+};
+
+/* Damages the one entry of the cache folder as damage[i] says: 0, or -1
+ * (after a failed check) when it cannot. */
+static int damage_entry(const char *cache, size_t i) {
+  char entry[4200];
+  if (cache_entries(cache, entry, sizeof entry) != 1) {
+    CHECK_MSG(0, "before '%s': not one cache entry", damage[i].what);
+    return -1;
+  }
+  size_t size;
+  char *bytes = check_read_file(entry, &size);
+  if (!bytes) {
+    CHECK_MSG(0, "cannot read %s", entry);
+    return -1;
+  }
+  long at = damage[i].at == (1L << 30) ? (long)size / 2
+            : damage[i].at < 0         ? (long)size + damage[i].at
+                                       : damage[i].at;
+  int fd = open(entry, O_WRONLY | O_CLOEXEC);
+  CHECK(fd >= 0);
+  if (damage[i].truncate == 1) {
+    CHECK(ftruncate(fd, at) == 0);
+  } else if (damage[i].truncate == 2) {
+    CHECK(pwrite(fd, "x", 1, (off_t)size) == 1);
+  } else {
+    char b = (char)(bytes[at] ^ 0x40);
+    CHECK(pwrite(fd, &b, 1, at) == 1);
+  }
+  if (fd >= 0) close(fd);
+  free(bytes);
+  return 0;
+}
+
+/* Every damage in turn: the entry is never used, but removed and rebuilt,
+ * and the log says so. */
+static void check_damaged_entries(const char *cache) {
+  int entries, valid;
+  for (size_t i = 0; i < COUNT(damage); i++) {
+    if (damage_entry(cache, i) != 0) break;
+    /* alternately tier auto (jit, then opt in the background) and opt */
+    hk_tier_t tier = i % 2 ? HK_TIER_OPT : HK_TIER_AUTO;
+    check_log_clear();
+    hk_context_t *c = mkctx_logged(tier, P("cplug"), cache);
+    hk_kernel_t *k = c ? find(c, "c_scale") : NULL;
+    if (k) {
+      CHECK_STR_EQ(hk_context_problems(c), "");
+      if (tier == HK_TIER_AUTO)
+        CHECK_MSG(hk_kernel_tier(k) == HK_TIER_JIT,
+                  "%s: tier %s at once (the damaged entry was used?)",
+                  damage[i].what, hk_tier_name(hk_kernel_tier(k)));
+      CHECK_INT_EQ(hk_kernel_wait_opt(k), HK_OK);
+      CHECK_MSG(hk_kernel_tier(k) == HK_TIER_OPT, "%s: tier %s",
+                damage[i].what, hk_tier_name(hk_kernel_tier(k)));
+      check_cache_kernels(c, damage[i].what);
+      CHECK_MSG(check_log_has("damaged disk cache entry was removed") &&
+                    check_log_has(P("cplug/c.json")),
+                "%s: the log says \"%s\"", damage[i].what, check_log_text());
+    }
+    hk_context_destroy(c);
+    cache_validity(cache, &entries, &valid);
+    CHECK_MSG(entries == 1 && valid == 1,
+              "after '%s': %d entries, %d valid", damage[i].what, entries,
+              valid);
+  }
+}
+
+/* An entry that verifies but holds other code (another kernel file's
+ * object): not used, rebuilt. */
+static void check_foreign_entry(const char *cache) {
+  char entry[4200];
+  hk_context_t *c;
+  hk_kernel_t *k;
+  PATH(foreign, "cache_c_foreign");
+  check_make_dir(foreign);
+  PATH(other_json, "cplug_other/o.json");
+  check_make_dir(P("cplug_other"));
+  write_text(other_json, race_json);
+  c = mkctx(HK_TIER_OPT, P("cplug_other"), foreign, 0, NULL);
+  hk_context_destroy(c);
+  char other_entry[4200];
+  if (cache_entries(foreign, other_entry, sizeof other_entry) == 1 &&
+      cache_entries(cache, entry, sizeof entry) == 1) {
+    CHECK(rename(other_entry, entry) == 0);
+    c = mkctx(HK_TIER_AUTO, P("cplug"), cache, 0, NULL);
+    k = c ? find(c, "c_scale") : NULL;
+    if (k) {
+      CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_JIT);
+      CHECK_INT_EQ(hk_kernel_wait_opt(k), HK_OK);
+      CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_OPT);
+      check_cache_kernels(c, "foreign entry");
+    }
+    hk_context_destroy(c);
+  } else {
+    CHECK_MSG(0, "no entry for the foreign-entry case");
+  }
+}
+
 static void test_cache(void) {
   if (!g_have_cc) {
     printf("NOTE: no system compiler 'cc': disk cache tests skipped\n");
@@ -304,100 +420,8 @@ static void test_cache(void) {
         before.st_mtim.tv_sec == after.st_mtim.tv_sec &&
         before.st_mtim.tv_nsec == after.st_mtim.tv_nsec);
 
-  /* damaged entries: each is noticed (never loaded), removed and rebuilt */
-  static const struct {
-    const char *what;
-    int truncate; /* else flip */
-    long at;      /* >= 0 from the start, < 0 from the end; size/2: 1<<30 */
-  } damage[] = {
-      {"truncated to 0 bytes", 1, 0},
-      {"truncated to 100 bytes", 1, 100},
-      {"truncated to half", 1, 1L << 30},
-      {"trailer cut off", 1, -HK_CACHE_TRAILER},
-      {"last byte cut off", 1, -1},
-      {"a byte flipped in the middle", 0, 1L << 30},
-      {"a byte flipped in the ELF header", 0, 4},
-      {"a byte flipped in the trailer's magic", 0, -HK_CACHE_TRAILER},
-      {"a byte flipped in the trailer's elf size", 0, -HK_CACHE_TRAILER + 8},
-      {"a byte flipped in the digest", 0, -1},
-      {"one byte appended", 2, 0},
-  };
-  for (size_t i = 0; i < COUNT(damage); i++) {
-    if (cache_entries(cache, entry, sizeof entry) != 1) {
-      CHECK_MSG(0, "before '%s': not one cache entry", damage[i].what);
-      break;
-    }
-    size_t size;
-    char *bytes = check_read_file(entry, &size);
-    if (!bytes) {
-      CHECK_MSG(0, "cannot read %s", entry);
-      break;
-    }
-    long at = damage[i].at == (1L << 30) ? (long)size / 2
-              : damage[i].at < 0         ? (long)size + damage[i].at
-                                         : damage[i].at;
-    int fd = open(entry, O_WRONLY | O_CLOEXEC);
-    CHECK(fd >= 0);
-    if (damage[i].truncate == 1) {
-      CHECK(ftruncate(fd, at) == 0);
-    } else if (damage[i].truncate == 2) {
-      CHECK(pwrite(fd, "x", 1, (off_t)size) == 1);
-    } else {
-      char b = (char)(bytes[at] ^ 0x40);
-      CHECK(pwrite(fd, &b, 1, at) == 1);
-    }
-    if (fd >= 0) close(fd);
-    free(bytes);
-    /* alternately tier auto (jit, then opt in the background) and opt */
-    hk_tier_t tier = i % 2 ? HK_TIER_OPT : HK_TIER_AUTO;
-    check_log_clear();
-    c = mkctx_logged(tier, P("cplug"), cache);
-    k = c ? find(c, "c_scale") : NULL;
-    if (k) {
-      CHECK_STR_EQ(hk_context_problems(c), "");
-      if (tier == HK_TIER_AUTO)
-        CHECK_MSG(hk_kernel_tier(k) == HK_TIER_JIT,
-                  "%s: tier %s at once (the damaged entry was used?)",
-                  damage[i].what, hk_tier_name(hk_kernel_tier(k)));
-      CHECK_INT_EQ(hk_kernel_wait_opt(k), HK_OK);
-      CHECK_MSG(hk_kernel_tier(k) == HK_TIER_OPT, "%s: tier %s",
-                damage[i].what, hk_tier_name(hk_kernel_tier(k)));
-      check_cache_kernels(c, damage[i].what);
-      CHECK_MSG(check_log_has("damaged disk cache entry was removed") &&
-                    check_log_has(P("cplug/c.json")),
-                "%s: the log says \"%s\"", damage[i].what, check_log_text());
-    }
-    hk_context_destroy(c);
-    cache_validity(cache, &entries, &valid);
-    CHECK_MSG(entries == 1 && valid == 1,
-              "after '%s': %d entries, %d valid", damage[i].what, entries,
-              valid);
-  }
-  /* an entry that verifies but holds other code (another kernel file's
-   * object): not used, rebuilt */
-  PATH(foreign, "cache_c_foreign");
-  check_make_dir(foreign);
-  PATH(other_json, "cplug_other/o.json");
-  check_make_dir(P("cplug_other"));
-  write_text(other_json, race_json);
-  c = mkctx(HK_TIER_OPT, P("cplug_other"), foreign, 0, NULL);
-  hk_context_destroy(c);
-  char other_entry[4200];
-  if (cache_entries(foreign, other_entry, sizeof other_entry) == 1 &&
-      cache_entries(cache, entry, sizeof entry) == 1) {
-    CHECK(rename(other_entry, entry) == 0);
-    c = mkctx(HK_TIER_AUTO, P("cplug"), cache, 0, NULL);
-    k = c ? find(c, "c_scale") : NULL;
-    if (k) {
-      CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_JIT);
-      CHECK_INT_EQ(hk_kernel_wait_opt(k), HK_OK);
-      CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_OPT);
-      check_cache_kernels(c, "foreign entry");
-    }
-    hk_context_destroy(c);
-  } else {
-    CHECK_MSG(0, "no entry for the foreign-entry case");
-  }
+  check_damaged_entries(cache);
+  check_foreign_entry(cache);
 
   /* and the rebuilt entry is a hit again */
   c = mkctx(HK_TIER_AUTO, P("cplug"), cache, 0, NULL);
