@@ -142,26 +142,10 @@ int cc_shared(const char *src, const char *out, const char *define) {
   return rc;
 }
 
-
-/* mkctx with the log going to check.h's log. */
-hk_context_t *mkctx_logged(hk_tier_t tier, const char *dir,
-                           const char *cache) {
-  const char *dirs[2] = {dir, NULL};
-  hk_options_t o = {0};
-  o.plugin_dirs = dirs;
-  o.cache_dir = cache;
-  o.tier = tier;
-  o.log = check_log;
-  hk_context_t *ctx = NULL;
-  int rc = hk_context_create(&ctx, &o);
-  CHECK_MSG(rc == HK_OK && ctx != NULL, "hk_context_create: %s",
-            hk_last_error());
-  return rc == HK_OK ? ctx : NULL;
-}
-
-/* A context whose plugin folders are {dir} (dir NULL: none). */
-hk_context_t *mkctx(hk_tier_t tier, const char *dir, const char *cache,
-                    unsigned flags, const char *cc) {
+/* mkctx and mkctx_logged: the context, its log going to log (or none). */
+static hk_context_t *make_context(hk_tier_t tier, const char *dir,
+                                  const char *cache, unsigned flags,
+                                  const char *cc, hk_log_fn log) {
   const char *dirs[2] = {dir, NULL};
   hk_options_t o = {0};
   o.plugin_dirs = dirs;
@@ -169,11 +153,22 @@ hk_context_t *mkctx(hk_tier_t tier, const char *dir, const char *cache,
   o.tier = tier;
   o.flags = flags;
   o.cc = cc;
+  o.log = log;
   hk_context_t *ctx = NULL;
   int rc = hk_context_create(&ctx, &o);
   CHECK_MSG(rc == HK_OK && ctx != NULL, "hk_context_create: %s",
             hk_last_error());
   return rc == HK_OK ? ctx : NULL;
+}
+
+hk_context_t *mkctx_logged(hk_tier_t tier, const char *dir,
+                           const char *cache) {
+  return make_context(tier, dir, cache, 0, NULL, check_log);
+}
+
+hk_context_t *mkctx(hk_tier_t tier, const char *dir, const char *cache,
+                    unsigned flags, const char *cc) {
+  return make_context(tier, dir, cache, flags, cc, NULL);
 }
 
 hk_kernel_t *find(hk_context_t *ctx, const char *name) {

@@ -122,6 +122,28 @@ static void check_lens(const hk_kernel_t *k, size_t o, hk_dtype_t t) {
 
 /* ---- 1. Every kind and type through both tiers --------------------------------- */
 
+/* Instance name of ops[o] on type t, from context c on tier (jit, opt or
+ * so), loaded from source: its tier, note (jit and opt), description and
+ * lens, and the stdlib's bits. */
+static void check_instance(hk_context_t *c, hk_tier_t tier, const char *name,
+                           size_t o, hk_dtype_t t, const char *source) {
+  hk_kernel_t *k = find(c, name);
+  if (!k) return;
+  int jit = tier == HK_TIER_JIT;
+  CHECK_MSG(hk_kernel_tier(k) == tier, "%s: tier %s", name,
+            hk_tier_name(hk_kernel_tier(k)));
+  if (jit)
+    CHECK_CONTAINS(note_of(k), "tier jit");
+  else if (tier == HK_TIER_OPT)
+    CHECK_STR_EQ(note_of(k), "");
+  CHECK_INT_EQ(hk_kernel_wait_opt(k), jit ? HK_EUNSUPPORTED : HK_OK);
+  check_info(k, o, t, tier == HK_TIER_SO ? "so" : "json", source);
+  check_lens(k, o, t);
+  char what[160];
+  snprintf(what, sizeof what, "%s (%s)", name, hk_tier_name(tier));
+  check_op(what, k, ops[o].op, t, sizes, COUNT(sizes));
+}
+
 static void test_tiers(void) {
   check_make_dir(P("ops"));
   copy_fixture("ops.json", P("ops/ops.json"));
@@ -145,32 +167,11 @@ static void test_tiers(void) {
   for (size_t o = 0; o < COUNT(ops); o++)
     for (int ti = 0; ops[o].types[ti]; ti++) {
       hk_dtype_t t = ops[o].types[ti];
-      char name[128], what[160];
+      char name[128];
       snprintf(name, sizeof name, "%s_%s", ops[o].name, hk_dtype_name(t));
       instances++;
-      hk_kernel_t *kj = find(cj, name);
-      if (kj) {
-        CHECK_MSG(hk_kernel_tier(kj) == HK_TIER_JIT, "%s: tier %s", name,
-                  hk_tier_name(hk_kernel_tier(kj)));
-        CHECK_CONTAINS(note_of(kj), "tier jit");
-        CHECK_INT_EQ(hk_kernel_wait_opt(kj), HK_EUNSUPPORTED);
-        check_info(kj, o, t, "json", source);
-        check_lens(kj, o, t);
-        snprintf(what, sizeof what, "%s (jit)", name);
-        check_op(what, kj, ops[o].op, t, sizes, COUNT(sizes));
-      }
-      if (!co) continue;
-      hk_kernel_t *ko = find(co, name);
-      if (ko) {
-        CHECK_MSG(hk_kernel_tier(ko) == HK_TIER_OPT, "%s: tier %s", name,
-                  hk_tier_name(hk_kernel_tier(ko)));
-        CHECK_STR_EQ(note_of(ko), "");
-        CHECK_INT_EQ(hk_kernel_wait_opt(ko), HK_OK);
-        check_info(ko, o, t, "json", source);
-        check_lens(ko, o, t);
-        snprintf(what, sizeof what, "%s (opt)", name);
-        check_op(what, ko, ops[o].op, t, sizes, COUNT(sizes));
-      }
+      check_instance(cj, HK_TIER_JIT, name, o, t, source);
+      if (co) check_instance(co, HK_TIER_OPT, name, o, t, source);
     }
   CHECK_INT_EQ(instances, 35);
   /* the stdlib itself, through the registry: tier inline, origin stdlib */
@@ -213,16 +214,9 @@ static void test_prebuilt(void) {
   for (size_t o = 0; o < COUNT(ops); o++)
     for (int ti = 0; ops[o].types[ti]; ti++) {
       hk_dtype_t t = ops[o].types[ti];
-      char name[128], what[160];
+      char name[128];
       snprintf(name, sizeof name, "%s_%s", ops[o].name, hk_dtype_name(t));
-      hk_kernel_t *k = find(c, name);
-      if (!k) continue;
-      CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_SO);
-      CHECK_INT_EQ(hk_kernel_wait_opt(k), HK_OK);
-      check_info(k, o, t, "so", so);
-      check_lens(k, o, t);
-      snprintf(what, sizeof what, "%s (so)", name);
-      check_op(what, k, ops[o].op, t, sizes, COUNT(sizes));
+      check_instance(c, HK_TIER_SO, name, o, t, so);
     }
   hk_context_destroy(c);
 }
