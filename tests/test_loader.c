@@ -60,18 +60,31 @@ static const char bad_json[] =
     "            {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"},],\n"
     " \"body\": \"out = x;\"}\n";
 
+/* Loads text as bad/NAME.json into cj: refused (HK_ESCHEMA) with the
+ * message what located at needle (no_compiler: a message no compiler
+ * wrote), and no kernel NAME. */
+static void check_refused_file(hk_context_t *cj, const char *name,
+                               const char *text, const char *needle,
+                               const char *what, int no_compiler) {
+  char rel[128];
+  snprintf(rel, sizeof rel, "bad/%s.json", name);
+  PATH(path, rel);
+  write_text(path, text);
+  CHECK_INT_EQ(hk_load_file(cj, path), HK_ESCHEMA);
+  int line, col;
+  pos_of(text, needle, &line, &col);
+  check_at(hk_last_error(), path, line, col, what);
+  if (no_compiler)
+    CHECK(!strstr(hk_last_error(), "(tcc") && !strstr(hk_last_error(), "(cc"));
+  CHECK(!found(cj, name));
+}
+
 /* Files refused by the checks, each with its located message: invalid
  * JSON, a schema error, a forbidden call (before any compiler runs). */
 static void check_refused(hk_context_t *cj) {
-  int line, col;
   /* invalid JSON */
-  PATH(path, "bad/b_json.json");
-  write_text(path, bad_json);
-  CHECK_INT_EQ(hk_load_file(cj, path), HK_ESCHEMA);
-  pos_of(bad_json, "],\n \"body", &line, &col);
-  check_at(hk_last_error(), path, line, col,
-           "invalid JSON: trailing comma before ']'");
-  CHECK(!found(cj, "b_json"));
+  check_refused_file(cj, "b_json", bad_json, "],\n \"body",
+                     "invalid JSON: trailing comma before ']'", 0);
 
   /* a schema error: an unknown type */
   static const char bad_type[] =
@@ -79,13 +92,8 @@ static void check_refused(hk_context_t *cj) {
       " \"params\": [{\"name\": \"x\", \"type\": \"float32\", \"role\": \"in\"},\n"
       "            {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
       " \"body\": \"out = x;\"}\n";
-  snprintf(path, sizeof path, "%s", P("bad/b_type.json"));
-  write_text(path, bad_type);
-  CHECK_INT_EQ(hk_load_file(cj, path), HK_ESCHEMA);
-  pos_of(bad_type, "\"float32\"", &line, &col);
-  check_at(hk_last_error(), path, line, col,
-           "params[0].type: unknown type \"float32\"");
-  CHECK(!found(cj, "b_type"));
+  check_refused_file(cj, "b_type", bad_type, "\"float32\"",
+                     "params[0].type: unknown type \"float32\"", 0);
 
   /* a forbidden call: refused by the checks, before any compiler runs */
   static const char bad_call[] =
@@ -93,14 +101,8 @@ static void check_refused(hk_context_t *cj) {
       " \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
       "            {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
       " \"body\": \"out = x; system(\\\"rm -rf /\\\");\"}\n";
-  snprintf(path, sizeof path, "%s", P("bad/b_call.json"));
-  write_text(path, bad_call);
-  CHECK_INT_EQ(hk_load_file(cj, path), HK_ESCHEMA);
-  pos_of(bad_call, "system(", &line, &col);
-  check_at(hk_last_error(), path, line, col,
-           "body: calls 'system', which is not allowed");
-  CHECK(!strstr(hk_last_error(), "(tcc") && !strstr(hk_last_error(), "(cc"));
-  CHECK(!found(cj, "b_call"));
+  check_refused_file(cj, "b_call", bad_call, "system(",
+                     "body: calls 'system', which is not allowed", 1);
 }
 
 /* Compile errors, on tier jit (libtcc) and tier opt (cc): the message
