@@ -38,6 +38,7 @@ add_dependencies(hk_gpu_bench_cubin hk_stdlib_gen)
 
 add_executable(hk_gpu_bench ${CMAKE_CURRENT_LIST_DIR}/gpu_bench.c)
 target_link_libraries(hk_gpu_bench PRIVATE hk_static ${CMAKE_DL_LIBS} m)
+hk_flags(hk_gpu_bench)
 set_target_properties(hk_gpu_bench PROPERTIES
   OUTPUT_NAME hk-gpu-bench
   RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR})

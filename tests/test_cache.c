@@ -49,21 +49,6 @@ static int write_file(const char *path, const void *p, size_t n) {
   return fclose(f) == 0 && w == n ? 0 : -1;
 }
 
-static uint8_t *read_file(const char *path, size_t *n) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return NULL;
-  struct stat st;
-  fstat(fd, &st);
-  *n = (size_t)st.st_size;
-  uint8_t *p = malloc(*n + 1);
-  if (p && pread(fd, p, *n, 0) != (ssize_t)*n) {
-    free(p);
-    p = NULL;
-  }
-  close(fd);
-  return p;
-}
-
 static int exists(const char *path) {
   struct stat st;
   return lstat(path, &st) == 0;
@@ -306,7 +291,7 @@ static void test_put_get(void) {
   struct stat st;
   CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
   size_t n = 0;
-  uint8_t *f = read_file(path, &n);
+  uint8_t *f = (uint8_t *)check_read_file(path, &n);
   size_t msz = strlen(meta);
   CHECK(f != NULL && n == sizeof data + msz + HK_CACHE_TRAILER);
   if (f && n == sizeof data + msz + HK_CACHE_TRAILER) {

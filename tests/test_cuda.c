@@ -113,62 +113,10 @@ static int write_file(const char *path, const char *text) {
   return close(fd) == 0 && w == (ssize_t)n ? 0 : -1;
 }
 
-static void make_dir(const char *path) {
-  int ok = mkdir(path, 0700) == 0 || errno == EEXIST;
-  CHECK_MSG(ok, "mkdir %s: %s", path, strerror(errno));
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag,
-                  struct FTW *f) {
-  (void)st;
-  (void)f;
-  if (flag == FTW_DP) return rmdir(path) != 0;
-  return unlink(path) != 0;
-}
-
-static void rm_rf(const char *path) {
-  nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* ---- The context log ------------------------------------------------------ */
-
-static pthread_mutex_t g_log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char g_log[65536];
-
-static void log_fn(void *user, const char *message) {
-  (void)user;
-  pthread_mutex_lock(&g_log_lock);
-  size_t l = strlen(g_log);
-  snprintf(g_log + l, sizeof g_log - l, "%s\n", message);
-  pthread_mutex_unlock(&g_log_lock);
-}
-
-static int log_has(const char *needle) {
-  pthread_mutex_lock(&g_log_lock);
-  int r = strstr(g_log, needle) != NULL;
-  pthread_mutex_unlock(&g_log_lock);
-  return r;
-}
-
-static void log_clear(void) {
-  pthread_mutex_lock(&g_log_lock);
-  g_log[0] = '\0';
-  pthread_mutex_unlock(&g_log_lock);
-}
-
-/* A copy of the log, for messages (static buffer: one at a time). */
-static const char *log_text(void) {
-  static char copy[sizeof g_log];
-  pthread_mutex_lock(&g_log_lock);
-  memcpy(copy, g_log, sizeof copy);
-  pthread_mutex_unlock(&g_log_lock);
-  return copy;
-}
-
 /* ---- Contexts and kernels --------------------------------------------------- */
 
 /* A context on tier jit: plugin folder dir (NULL: none), cache folder cache
- * (NULL: no disk cache at all), log to g_log when logged. */
+ * (NULL: no disk cache at all), log to check.h's log when logged. */
 static hk_context_t *mkctx(const char *dir, const char *cache, int logged,
                            unsigned extra_flags) {
   static const char *none[] = {NULL};
@@ -179,7 +127,7 @@ static hk_context_t *mkctx(const char *dir, const char *cache, int logged,
   o.cache_dir = cache;
   o.tier = HK_TIER_JIT;
   o.flags = (cache ? 0u : HK_NO_CACHE) | extra_flags;
-  if (logged) o.log = log_fn;
+  if (logged) o.log = check_log;
   hk_context_t *ctx = NULL;
   int rc = hk_context_create(&ctx, &o);
   CHECK_MSG(rc == HK_OK && ctx, "hk_context_create(%s): %d (%s)",
@@ -211,19 +159,6 @@ static int collect(hk_kernel_t *k, void *user) {
 }
 
 /* ---- Values ----------------------------------------------------------------- */
-
-typedef union scal {
-  float f32;
-  double f64;
-  int8_t i8;
-  int16_t i16;
-  int32_t i32;
-  int64_t i64;
-  uint8_t u8;
-  uint16_t u16;
-  uint32_t u32;
-  uint64_t u64;
-} scal_t;
 
 static int is_float(hk_dtype_t t) { return t == HK_F32 || t == HK_F64; }
 
@@ -355,7 +290,7 @@ typedef struct rcase {
   char base[64];
   size_t n; /* the call's n */
   int64_t cols; /* raw kernels with a cols scalar: error grows with it */
-  scal_t sc[MAXP];
+  check_scalar_t sc[MAXP];
   int64_t lens[MAXP];
   size_t bytes[MAXP];            /* (len + GUARD) elements */
   unsigned char *init[MAXP];     /* the CPU's inputs; outs 0xAB */
@@ -873,7 +808,7 @@ static void test_plugins(int have_nvrtc) {
   char dir[4200], cache[4200];
   snprintf(dir, sizeof dir, "%s/plugins", g_src);
   snprintf(cache, sizeof cache, "%s/plugin_cache", g_root);
-  make_dir(cache);
+  check_make_dir(cache);
   /* the source tree's permissions are not what this test is about */
   hk_context_t *ctx = mkctx(dir, cache, 0, HK_ALLOW_UNSAFE_PERMISSIONS);
   if (!ctx) return;
@@ -1272,7 +1207,7 @@ static void run_c_scale(hk_kernel_t *k, const char *what) {
 static void nvrtc_round(const char *dir, const char *cache,
                         const char *path, int want_compiled,
                         int want_corrupt, const char *what) {
-  log_clear();
+  check_log_clear();
   hk_context_t *ctx = mkctx(dir, cache, 1, 0);
   hk_kernel_t *k = find(ctx, "c_scale");
   if (k) {
@@ -1281,26 +1216,26 @@ static void nvrtc_round(const char *dir, const char *cache,
               hk_last_error());
     CHECK_MSG(hk_kernel_backends(k) & HK_TARGET_CUDA, "%s: no cuda backend",
               what);
-    const char *lg = log_text();
+    const char *lg = check_log_text();
     show(what, lg);
-    CHECK_MSG(log_has(path), "%s: the log does not name %s: \"%s\"", what,
-              path, lg);
+    CHECK_MSG(check_log_has(path), "%s: the log does not name %s: \"%s\"",
+              what, path, lg);
     if (want_compiled) {
-      CHECK_MSG(log_has("compiled by NVRTC for sm_"),
+      CHECK_MSG(check_log_has("compiled by NVRTC for sm_"),
                 "%s: not compiled: \"%s\"", what, lg);
-      CHECK_MSG(!log_has("from the disk cache"), "%s: from the cache: \"%s\"",
-                what, lg);
+      CHECK_MSG(!check_log_has("from the disk cache"),
+                "%s: from the cache: \"%s\"", what, lg);
     } else {
-      CHECK_MSG(log_has("loaded from the disk cache"),
+      CHECK_MSG(check_log_has("loaded from the disk cache"),
                 "%s: not from the disk cache: \"%s\"", what, lg);
-      CHECK_MSG(!log_has("compiled by NVRTC"), "%s: compiled: \"%s\"", what,
-                lg);
+      CHECK_MSG(!check_log_has("compiled by NVRTC"),
+                "%s: compiled: \"%s\"", what, lg);
     }
     if (want_corrupt)
-      CHECK_MSG(log_has("disk cache entry was corrupt; compiling again"),
+      CHECK_MSG(check_log_has("disk cache entry was corrupt; compiling again"),
                 "%s: no corrupt entry reported: \"%s\"", what, lg);
     else
-      CHECK_MSG(!log_has("corrupt"), "%s: corrupt: \"%s\"", what, lg);
+      CHECK_MSG(!check_log_has("corrupt"), "%s: corrupt: \"%s\"", what, lg);
     run_c_scale(k, what);
   }
   hk_context_destroy(ctx);
@@ -1352,8 +1287,8 @@ static void test_nvrtc_cache(void) {
   snprintf(dir, sizeof dir, "%s/nvrtc_plugins", g_root);
   snprintf(cache, sizeof cache, "%s/nvrtc_cache", g_root);
   snprintf(path, sizeof path, "%s/c_scale.json", dir);
-  make_dir(dir);
-  make_dir(cache);
+  check_make_dir(dir);
+  check_make_dir(cache);
   CHECK_MSG(write_file(path, c_scale_json) == 0, "cannot write %s", path);
 
   nvrtc_round(dir, cache, path, 1, 0, "miss");
@@ -1370,10 +1305,10 @@ static void test_nvrtc_cache(void) {
   snprintf(bdir, sizeof bdir, "%s/bad_plugins", g_root);
   snprintf(bcache, sizeof bcache, "%s/bad_cache", g_root);
   snprintf(bpath, sizeof bpath, "%s/bad_cuda.json", bdir);
-  make_dir(bdir);
-  make_dir(bcache);
+  check_make_dir(bdir);
+  check_make_dir(bcache);
   CHECK_MSG(write_file(bpath, bad_cuda_json) == 0, "cannot write %s", bpath);
-  log_clear();
+  check_log_clear();
   hk_context_t *ctx = mkctx(bdir, bcache, 1, 0);
   hk_kernel_t *k = find(ctx, "bad_cuda");
   if (k) {
@@ -1411,7 +1346,7 @@ static void test_device_fault(void) {
   char dir[4200], path[4300];
   snprintf(dir, sizeof dir, "%s/fault_plugins", g_root);
   snprintf(path, sizeof path, "%s/fault_trap.json", dir);
-  make_dir(dir);
+  check_make_dir(dir);
   CHECK_MSG(write_file(path, fault_json) == 0, "cannot write %s", path);
   hk_context_t *ctx = mkctx(dir, NULL, 0, 0);
   hk_kernel_t *k = find(ctx, "fault_trap");
@@ -1441,15 +1376,8 @@ int main(int argc, char **argv) {
   unsetenv("HK_CC");
   unsetenv("HK_PLUGIN_PATH");
   unsetenv("HK_CACHE_DIR");
-  const char *s = argc > 1 ? argv[1] : getenv("HK_SOURCE_DIR");
-  if (s && *s) {
-    snprintf(g_src, sizeof g_src, "%s", s);
-  } else { /* tests/test_cuda.c -> the tree */
-    snprintf(g_src, sizeof g_src, "%s", __FILE__);
-    char *t = strstr(g_src, "/tests/test_cuda.c");
-    if (t) *t = '\0';
-    else snprintf(g_src, sizeof g_src, ".");
-  }
+  check_source_dir(g_src, sizeof g_src,
+                   argc > 1 ? argv[1] : getenv("HK_SOURCE_DIR"));
   g_verbose = getenv("HK_TEST_VERBOSE") && *getenv("HK_TEST_VERBOSE") != '0';
 
   /* 0. the CUDA backend starts, or says why not */
@@ -1517,7 +1445,7 @@ int main(int argc, char **argv) {
 
   const char *keep = getenv("HK_TEST_KEEP");
   if (keep && *keep && *keep != '0') printf("kept %s\n", g_root);
-  else rm_rf(g_root);
+  else check_rm_rf(g_root);
 
   printf("test_cuda: %d checks, %d failed\n", check_count, check_failures);
   return check_failures ? 1 : 0;

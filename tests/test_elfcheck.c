@@ -115,19 +115,6 @@ static void check_path(const char *path, hk_elf_allow_fn allow, result_t *res) {
   close(fd);
 }
 
-static uint8_t *slurp(const char *path, size_t *n) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return NULL;
-  *n = file_size(fd);
-  uint8_t *p = malloc(*n ? *n : 1);
-  if (p && pread(fd, p, *n, 0) != (ssize_t)*n) {
-    free(p);
-    p = NULL;
-  }
-  close(fd);
-  return p;
-}
-
 /* A file holding n bytes of p, open for reading and writing. */
 static int file_of(const uint8_t *p, size_t n) {
   char path[512];
@@ -148,7 +135,7 @@ static int file_of(const uint8_t *p, size_t n) {
 static void check_without_shdrs(const char *path, hk_elf_allow_fn allow,
                                 const result_t *want) {
   size_t n = 0;
-  uint8_t *p = slurp(path, &n);
+  uint8_t *p = (uint8_t *)check_read_file(path, &n);
   CHECK(p != NULL && n >= sizeof(Elf64_Ehdr));
   if (!p || n < sizeof(Elf64_Ehdr)) {
     free(p);
@@ -616,7 +603,7 @@ int main(void) {
   test_load_code();
   test_needed();
   size_t n = 0;
-  uint8_t *img = g_ok[0] ? slurp(g_ok, &n) : NULL;
+  uint8_t *img = g_ok[0] ? (uint8_t *)check_read_file(g_ok, &n) : NULL;
   CHECK(img != NULL && n > 0);
   if (img && n > 0) {
     test_bad_headers(img, n);

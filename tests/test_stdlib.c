@@ -405,13 +405,6 @@ static void call_typed(const inst_t *in, void *const *a, size_t n) {
 
 /* ---- Values ---------------------------------------------------------- */
 
-typedef union val {
-  float f32;
-  double f64;
-  int32_t i32;
-  int64_t i64;
-} val_t;
-
 static int is_float(hk_dtype_t t) { return t == HK_F32 || t == HK_F64; }
 
 static double eps_of(hk_dtype_t t) {
@@ -442,7 +435,7 @@ static long double get_l(hk_dtype_t t, const void *p, size_t i) {
   }
 }
 
-static void val_set(hk_dtype_t t, val_t *v, double f, uint64_t i) {
+static void val_set(hk_dtype_t t, check_scalar_t *v, double f, uint64_t i) {
   memset(v, 0, sizeof *v);
   if (is_float(t))
     put_f(t, v, 0, f);
@@ -686,7 +679,7 @@ typedef struct tcase {
   int off, np, outp;
   const char *roles;
   buf_t b[4];
-  val_t s[4];
+  check_scalar_t s[4];
   int64_t rc[2]; /* softmax rows, cols */
   void *args[4];
   unsigned char *pristine[4]; /* in buffers as generated, guards included */
@@ -1339,7 +1332,7 @@ static void check_lens(const inst_t *in, const hk_stdlib_entry_t *e) {
   const kdesc_t *k = &kernels[in->k];
   const char *roles = shape_roles[k->shape];
   int np = (int)strlen(roles);
-  val_t sc[4];
+  check_scalar_t sc[4];
   int64_t rc[2] = {7, 3};
   void *args[4] = {NULL, NULL, NULL, NULL};
   for (int p = 0; p < 4; p++) {

@@ -1,4 +1,11 @@
 /* cli.h — what the hk subcommands share: exit codes, messages, arguments. */
+/*
+ * The subcommands are the hk command's edge, as hk.h's entry points are
+ * libhk's: below them, fallible functions follow common/internal.h (HK_OK
+ * or a negative HK_E* code, the words in an hku_diags list); a function of
+ * the command itself that fails prints "hk CMD: MESSAGE" on stderr
+ * (hk_cli_error, hk_cli_internal, hk_cli_usage) and returns the exit
+ * status, HK_EXIT_OK when it did not fail. */
 #ifndef HK_CLI_H
 #define HK_CLI_H
 

@@ -1,10 +1,10 @@
 /* cmd_run.c — hk run: run one kernel on NumPy .npy files (SPEC §3).
  *
- * Everything the user gives is checked before the kernel runs: parameter
- * names, dtypes against the kernel's types, C order and little-endian data,
- * every buffer's element count against n (or its len expression), scalars
- * against their type's range. Outputs named with --out are written as .npy
- * (atomically); the others are printed as one JSON object on stdout.
+ * The command: options, the kernel (a name or a kernel file), the backend
+ * and tier checks, the call, and the outputs. Binding the arguments to the
+ * kernel's parameters and checking them is run_args.c's. Outputs named with
+ * --out are written as .npy (atomically); the others are printed as one
+ * JSON object on stdout.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "fsutil.h"
 #include "npy.h"
+#include "run_args.h"
 
 static const char *const help =
     "usage: hk run KERNEL [PARAM=VALUE ...] [--out PARAM=FILE.npy ...]\n"
@@ -51,116 +52,6 @@ static const char *const help =
     "  --no-cache       neither read nor write the disk cache\n"
     "Every in/inout buffer and every scalar must be given. Exit status: 0\n"
     "success, 1 a user error (named on stderr), 2 an internal failure.\n";
-
-typedef union scalar {
-  float f32;
-  double f64;
-  int8_t i8;
-  int16_t i16;
-  int32_t i32;
-  int64_t i64;
-  uint8_t u8;
-  uint16_t u16;
-  uint32_t u32;
-  uint64_t u64;
-} scalar;
-
-typedef struct run_param {
-  const hk_param_info_t *info;
-  const char *value;    /* PARAM=VALUE, or NULL */
-  const char *out_path; /* --out PARAM=FILE, or NULL */
-  hk_npy_t npy;         /* in/inout: the file */
-  void *owned;          /* out: the buffer hk allocated */
-  size_t count;         /* buffers: element count */
-  scalar s;
-} run_param;
-
-/* A non-NULL address for empty buffers: kernels never read it, and pointer
- * arithmetic on NULL is undefined even by zero. */
-static _Alignas(64) unsigned char empty_buffer[64];
-
-/* ---- Scalars -------------------------------------------------------------- */
-
-/* Parses text as a value of type t into *out. Returns 0, or -1 with the
- * reason in why. */
-static int parse_scalar(const char *text, hk_dtype_t t, scalar *out,
-                        const char **why) {
-  char *end;
-  errno = 0;
-  if (!*text) {
-    *why = "is empty";
-    return -1;
-  }
-  if (t == HK_F32 || t == HK_F64) {
-    double v = strtod(text, &end);
-    if (*end || end == text) {
-      *why = "is not a number";
-      return -1;
-    }
-    if (errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL)) {
-      *why = "is too large for f64";
-      return -1;
-    }
-    if (t == HK_F64) {
-      out->f64 = v;
-      return 0;
-    }
-    float f = strtof(text, &end);
-    if (isinf(f) && !isinf(v)) {
-      *why = "is too large for f32";
-      return -1;
-    }
-    out->f32 = f;
-    return 0;
-  }
-  /* integers: decimal only, so that 010 is ten and not eight */
-  const char *p = text;
-  if (*p == '+' || *p == '-') p++;
-  if (*p < '0' || *p > '9') {
-    *why = "is not an integer";
-    return -1;
-  }
-  for (const char *q = p; *q; q++)
-    if (*q < '0' || *q > '9') {
-      *why = "is not an integer (decimal digits only)";
-      return -1;
-    }
-  int is_unsigned = t == HK_U8 || t == HK_U16 || t == HK_U32 || t == HK_U64;
-  if (is_unsigned) {
-    if (text[0] == '-') {
-      *why = "is negative, and the type is unsigned";
-      return -1;
-    }
-    unsigned long long v = strtoull(text, &end, 10);
-    unsigned long long max = t == HK_U8    ? UINT8_MAX
-                             : t == HK_U16 ? UINT16_MAX
-                             : t == HK_U32 ? UINT32_MAX
-                                           : UINT64_MAX;
-    if (errno == ERANGE || v > max) {
-      *why = "is out of range for its type";
-      return -1;
-    }
-    if (t == HK_U8) out->u8 = (uint8_t)v;
-    if (t == HK_U16) out->u16 = (uint16_t)v;
-    if (t == HK_U32) out->u32 = (uint32_t)v;
-    if (t == HK_U64) out->u64 = (uint64_t)v;
-    return 0;
-  }
-  long long v = strtoll(text, &end, 10);
-  long long lo = t == HK_I8 ? INT8_MIN : t == HK_I16 ? INT16_MIN
-                 : t == HK_I32 ? INT32_MIN : INT64_MIN;
-  long long hi = t == HK_I8 ? INT8_MAX : t == HK_I16 ? INT16_MAX
-                 : t == HK_I32 ? INT32_MAX : INT64_MAX;
-  if (errno == ERANGE || v < lo || v > hi) {
-    *why = "is out of range for its type";
-    return -1;
-  }
-  if (t == HK_I8) out->i8 = (int8_t)v;
-  if (t == HK_I16) out->i16 = (int16_t)v;
-  if (t == HK_I32) out->i32 = (int32_t)v;
-  if (t == HK_I64) out->i64 = (int64_t)v;
-  return 0;
-}
 
 /* ---- Output --------------------------------------------------------------- */
 
@@ -358,58 +249,6 @@ static hk_kernel_t *find_kernel(hk_context_t *ctx, const char *name) {
   return NULL;
 }
 
-static int param_index(const hk_kernel_info_t *k, const char *name,
-                       size_t len) {
-  for (int i = 0; i < k->nparams; i++)
-    if (strlen(k->params[i].name) == len &&
-        !strncmp(k->params[i].name, name, len))
-      return i;
-  return -1;
-}
-
-static int no_such_param(const hk_kernel_info_t *k, const char *name,
-                         size_t len) {
-  hku_buf names = HKU_BUF_INIT;
-  for (int i = 0; i < k->nparams; i++)
-    hku_buf_printf(&names, "%s%s", i ? ", " : "", k->params[i].name);
-  int rc = hk_cli_error("run", "%s has no parameter '%.*s' (its parameters: %s)",
-                        k->name, (int)len, name, hku_buf_str(&names));
-  hku_buf_free(&names);
-  return rc;
-}
-
-static const char *role_word(hk_role_t r) {
-  return r == HK_ROLE_IN      ? "an in buffer"
-         : r == HK_ROLE_INOUT ? "an inout buffer"
-         : r == HK_ROLE_OUT   ? "an out buffer"
-                              : "a scalar";
-}
-
-/* Loads a buffer parameter's .npy and checks its dtype and layout. */
-static int load_buffer(const hk_kernel_info_t *k, run_param *p) {
-  char err[1024], what[128];
-  if (hk_npy_read(p->value, &p->npy, err, sizeof err))
-    return hk_cli_error("run", "%s=%s: %s", p->info->name, p->value, err);
-  if (p->npy.dtype != p->info->dtype)
-    return hk_cli_error(
-        "run", "%s=%s: parameter %s of %s has type %s, but the file holds %s "
-               "('%s')",
-        p->info->name, p->value, p->info->name, k->name,
-        hk_dtype_name(p->info->dtype),
-        hk_npy_describe(&p->npy, what, sizeof what), p->npy.descr);
-  if (p->npy.fortran_order) {
-    int big = 0;
-    for (int d = 0; d < p->npy.ndim; d++) big += p->npy.shape[d] > 1;
-    if (big > 1)
-      return hk_cli_error("run",
-                          "%s=%s: the array is in Fortran order; hk needs C "
-                          "order (save np.ascontiguousarray(a))",
-                          p->info->name, p->value);
-  }
-  p->count = p->npy.count;
-  return 0;
-}
-
 /* --backend cuda: copies the buffers in args (host memory, counts in ps)
  * to the device, runs there and copies the out and inout buffers back
  * into args. */
@@ -453,26 +292,15 @@ static int run_on_gpu(hk_kernel_t *kh, const run_param *ps, void **args,
   return rc;
 }
 
-static int run_kernel(hk_context_t *ctx, const run_opts *o) {
-  const char *backend = o->backend ? o->backend : "auto";
-  const char *tier = o->tier ? o->tier : "auto";
-  if (strcmp(backend, "cpu") && strcmp(backend, "cuda") &&
-      strcmp(backend, "auto"))
-    return hk_cli_usage("run", "--backend: unknown backend '%s' (cpu, cuda "
-                               "or auto)",
-                        backend);
-  if (strcmp(tier, "inline") && strcmp(tier, "jit") && strcmp(tier, "opt") &&
-      strcmp(tier, "auto"))
-    return hk_cli_usage("run", "--tier: unknown tier '%s' (inline, jit, opt "
-                               "or auto)",
-                        tier);
-  hk_kernel_t *kh = find_kernel(ctx, o->kernel);
-  if (!kh) return HK_EXIT_USER;
+/* Checks --backend, --tier and --threads against kernel kh (and sets the
+ * thread count); on --backend cuda, readies the GPU and kh's GPU code. */
+static int check_modes(hk_kernel_t *kh, const run_opts *o, const char *backend,
+                       const char *tier) {
   const hk_kernel_info_t *k = hk_kernel_info(kh);
   int is_stdlib = !strcmp(k->origin, "stdlib");
-  int on_gpu = !strcmp(backend, "cuda");
-  if (on_gpu && (hk_cuda_init() != HK_OK ||
-                 hk_kernel_prepare(kh, HK_BACKEND_CUDA) != HK_OK)) {
+  if (!strcmp(backend, "cuda") &&
+      (hk_cuda_init() != HK_OK ||
+       hk_kernel_prepare(kh, HK_BACKEND_CUDA) != HK_OK)) {
     /* no device, no GPU code, or a compile error in the kernel file */
     return hk_cli_error("run", "--backend cuda: %s", hk_last_error());
   }
@@ -498,214 +326,38 @@ static int run_kernel(hk_context_t *ctx, const run_opts *o) {
                                  "got '%s'",
                           o->threads_text);
   }
+  return HK_EXIT_OK;
+}
 
-  run_param *ps = calloc((size_t)k->nparams, sizeof *ps);
-  void **args = calloc((size_t)k->nparams + 1, sizeof *args);
-  int64_t *lens = calloc((size_t)k->nparams + 1, sizeof *lens);
-  int rc = HK_EXIT_OK;
-  if (!ps || !args || !lens) {
-    rc = hk_cli_internal("run", "out of memory");
-    goto done;
-  }
-  for (int i = 0; i < k->nparams; i++) ps[i].info = &k->params[i];
-
-  /* PARAM=VALUE */
-  for (int a = 0; a < o->nassigns; a++) {
-    const char *eq = strchr(o->assigns[a], '=');
-    size_t nlen = (size_t)(eq - o->assigns[a]);
-    int i = param_index(k, o->assigns[a], nlen);
-    if (i < 0) {
-      rc = no_such_param(k, o->assigns[a], nlen);
-      goto done;
-    }
-    run_param *p = &ps[i];
-    if (p->value) {
-      rc = hk_cli_error("run", "%s is given twice", p->info->name);
-      goto done;
-    }
-    if (p->info->role == HK_ROLE_OUT) {
-      rc = hk_cli_error("run",
-                        "%s is an out buffer of %s: it takes no input; name "
-                        "its output file with --out %s=FILE.npy",
-                        p->info->name, k->name, p->info->name);
-      goto done;
-    }
-    p->value = eq + 1;
-  }
-  /* --out PARAM=FILE */
-  for (int a = 0; a < o->nouts; a++) {
-    const char *eq = strchr(o->outs[a], '=');
-    if (!eq || eq == o->outs[a] || !eq[1]) {
-      rc = hk_cli_usage("run", "--out expects PARAM=FILE.npy, got '%s'",
-                        o->outs[a]);
-      goto done;
-    }
-    size_t nlen = (size_t)(eq - o->outs[a]);
-    int i = param_index(k, o->outs[a], nlen);
-    if (i < 0) {
-      rc = no_such_param(k, o->outs[a], nlen);
-      goto done;
-    }
-    run_param *p = &ps[i];
-    if (p->info->role != HK_ROLE_OUT && p->info->role != HK_ROLE_INOUT) {
-      rc = hk_cli_error("run", "--out %s: %s is %s, not an output", o->outs[a],
-                        p->info->name, role_word(p->info->role));
-      goto done;
-    }
-    if (p->out_path) {
-      rc = hk_cli_error("run", "--out %s is given twice", p->info->name);
-      goto done;
-    }
-    p->out_path = eq + 1;
-  }
-  /* every in, inout and scalar must be given */
-  for (int i = 0; i < k->nparams; i++) {
-    const hk_param_info_t *pi = ps[i].info;
-    if (pi->role != HK_ROLE_OUT && !ps[i].value) {
-      rc = hk_cli_error("run", "missing %s, %s of %s (%s): give %s=%s",
-                        pi->name, role_word(pi->role), k->name,
-                        hk_dtype_name(pi->dtype), pi->name,
-                        pi->role == HK_ROLE_SCALAR ? "NUMBER" : "FILE.npy");
-      goto done;
-    }
-  }
-  /* load buffers, parse scalars */
-  int first = -1;
-  for (int i = 0; i < k->nparams; i++) {
-    run_param *p = &ps[i];
-    if (p->info->role == HK_ROLE_SCALAR) {
-      const char *why;
-      if (parse_scalar(p->value, p->info->dtype, &p->s, &why)) {
-        rc = hk_cli_error("run", "%s=%s: the value %s (%s is a %s scalar)",
-                          p->info->name, p->value, why, p->info->name,
-                          hk_dtype_name(p->info->dtype));
-        goto done;
-      }
-      args[i] = &p->s;
-    } else if (p->info->role != HK_ROLE_OUT) {
-      if ((rc = load_buffer(k, p))) goto done;
-      args[i] = p->npy.data ? p->npy.data : empty_buffer;
-      if (first < 0) first = i;
-    }
-  }
-  /* n */
-  size_t n;
-  if (first >= 0) {
-    n = ps[first].count;
-    if (o->n_text) {
-      char *end;
-      unsigned long long v = strtoull(o->n_text, &end, 10);
-      if (*end || end == o->n_text || v != n) {
-        rc = hk_cli_error("run",
-                          "--n %s: n is the element count of %s (%zu); --n is "
-                          "only for kernels without an in/inout buffer",
-                          o->n_text, ps[first].info->name, n);
-        goto done;
-      }
-    }
-  } else {
-    if (!o->n_text) {
-      rc = hk_cli_error("run", "%s has no in/inout buffer to take n from: give "
-                               "--n N",
-                        k->name);
-      goto done;
-    }
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(o->n_text, &end, 10);
-    if (*end || end == o->n_text || o->n_text[0] == '-' || errno == ERANGE) {
-      rc = hk_cli_usage("run", "--n: expected a count, got '%s'", o->n_text);
-      goto done;
-    }
-    n = (size_t)v;
-  }
-  /* every buffer's element count */
-  /* lens stops at the first length it cannot compute, just after storing
-   * it: the last entry written names the culprit */
-  const int64_t unset = INT64_MIN;
-  for (int i = 0; i < k->nparams; i++) lens[i] = unset;
-  int lrc = hk_kernel_lens(kh, n, (void *const *)args, lens);
-  if (lrc == HK_EUNSUPPORTED) {
-    rc = hk_cli_error("run", "%s", hk_last_error());
-    goto done;
-  }
-  if (lrc != HK_OK) {
-    int bad = k->nparams - 1;
-    while (bad > 0 && lens[bad] == unset) bad--;
-    if (k->params[bad].len)
-      rc = hk_cli_error("run",
-                        "the length of %s, %s, is negative or too large for "
-                        "these scalars",
-                        k->params[bad].name, k->params[bad].len);
-    else
-      rc = hk_cli_error("run", "%s: a buffer length cannot be computed",
-                        k->name);
-    goto done;
-  }
-  for (int i = 0; i < k->nparams; i++) {
-    run_param *p = &ps[i];
-    if (p->info->role == HK_ROLE_SCALAR) continue;
-    size_t want = (size_t)lens[i];
-    if (p->info->role == HK_ROLE_OUT) {
-      p->count = want;
-      size_t bytes = want * hk_dtype_size(p->info->dtype);
-      if (want && bytes / want != hk_dtype_size(p->info->dtype)) {
-        rc = hk_cli_error("run", "%s: %zu elements is too many", p->info->name,
-                          want);
-        goto done;
-      }
-      if (bytes) {
-        if (posix_memalign(&p->owned, 64, bytes)) {
-          rc = hk_cli_internal("run", "out of memory for %s (%zu bytes)",
-                               p->info->name, bytes);
-          goto done;
-        }
-        memset(p->owned, 0, bytes);
-      }
-      args[i] = p->owned ? p->owned : empty_buffer;
-    } else if (p->count != want) {
-      if (p->info->len)
-        rc = hk_cli_error("run", "%s=%s has %zu elements, but %s needs %s = "
-                                 "%zu",
-                          p->info->name, p->value, p->count, k->name,
-                          p->info->len, want);
-      else
-        rc = hk_cli_error("run", "%s=%s has %zu elements, but %s needs n = "
-                                 "%zu (the element count of %s)",
-                          p->info->name, p->value, p->count, k->name, want,
-                          ps[first].info->name);
-      goto done;
-    }
-  }
-
-  if (on_gpu) {
-    if ((rc = run_on_gpu(kh, ps, args, n))) goto done;
-  } else if (hk_call(kh, n, (void *const *)args) != HK_OK) {
-    rc = hk_cli_internal("run", "%s", hk_last_error());
-    goto done;
-  }
-
-  /* outputs */
+/* Writes the out and inout buffers of the call made: to their --out files
+ * (shaped as the first in/inout buffer when they have its count, but a
+ * reduction's result), the others as one JSON object on stdout. */
+static int write_outputs(const run_call *c) {
+  const hk_kernel_info_t *k = c->k;
   int printed = 0;
   for (int i = 0; i < k->nparams; i++) {
-    run_param *p = &ps[i];
+    const run_param *p = &c->ps[i];
     if (p->info->role != HK_ROLE_OUT && p->info->role != HK_ROLE_INOUT)
       continue;
-    const void *data = args[i];
+    const void *data = c->args[i];
     if (p->out_path) {
       size_t shape[HK_NPY_MAXDIM];
       int ndim = 1;
       shape[0] = p->count;
-      if (first >= 0 && p->count == n && k->kind != HK_KIND_REDUCTION) {
-        ndim = ps[first].npy.ndim;
-        memcpy(shape, ps[first].npy.shape, sizeof shape);
+      if (c->first >= 0 && p->count == c->n &&
+          k->kind != HK_KIND_REDUCTION) {
+        ndim = c->ps[c->first].npy.ndim;
+        memcpy(shape, c->ps[c->first].npy.shape, sizeof shape);
       }
-      char err[1024];
-      if (hk_npy_write(p->out_path, p->info->dtype, ndim, shape, data, err,
-                       sizeof err)) {
-        rc = hk_cli_error("run", "--out %s: %s", p->info->name, err);
-        goto done;
-      }
+      hku_diags d = HKU_DIAGS_INIT;
+      hku_buf err = HKU_BUF_INIT;
+      int rc = HK_EXIT_OK;
+      if (hk_npy_write(p->out_path, p->info->dtype, ndim, shape, data, &d))
+        rc = hk_cli_error("run", "--out %s: %s", p->info->name,
+                          hk_npy_error(&d, &err));
+      hku_buf_free(&err);
+      hku_diags_free(&d);
+      if (rc) return rc;
     } else {
       printf(printed ? ", \"%s\": " : "{\"%s\": ", p->info->name);
       print_values(data, p->info->dtype, p->count);
@@ -714,20 +366,41 @@ static int run_kernel(hk_context_t *ctx, const run_opts *o) {
   }
   if (printed) puts("}");
   if (fflush(stdout) != 0)
-    rc = hk_cli_internal("run", "cannot write to standard output");
-
-done:
-  if (ps)
-    for (int i = 0; i < k->nparams; i++) {
-      hk_npy_free(&ps[i].npy);
-      free(ps[i].owned);
-    }
-  free(ps);
-  free(args);
-  free(lens);
-  return rc;
+    return hk_cli_internal("run", "cannot write to standard output");
+  return HK_EXIT_OK;
 }
 
+/* Runs the kernel o names in ctx with o's arguments, and writes its
+ * outputs. */
+static int run_kernel(hk_context_t *ctx, const run_opts *o) {
+  const char *backend = o->backend ? o->backend : "auto";
+  const char *tier = o->tier ? o->tier : "auto";
+  if (strcmp(backend, "cpu") && strcmp(backend, "cuda") &&
+      strcmp(backend, "auto"))
+    return hk_cli_usage("run", "--backend: unknown backend '%s' (cpu, cuda "
+                               "or auto)",
+                        backend);
+  if (strcmp(tier, "inline") && strcmp(tier, "jit") && strcmp(tier, "opt") &&
+      strcmp(tier, "auto"))
+    return hk_cli_usage("run", "--tier: unknown tier '%s' (inline, jit, opt "
+                               "or auto)",
+                        tier);
+  hk_kernel_t *kh = find_kernel(ctx, o->kernel);
+  if (!kh) return HK_EXIT_USER;
+  int rc = check_modes(kh, o, backend, tier);
+  if (rc) return rc;
+  run_call c;
+  rc = run_call_init(&c, kh);
+  if (!rc) rc = run_call_bind(&c, o->assigns, o->nassigns, o->outs, o->nouts);
+  if (!rc) rc = run_call_prepare(&c, o->n_text);
+  if (!rc && !strcmp(backend, "cuda"))
+    rc = run_on_gpu(kh, c.ps, c.args, c.n);
+  else if (!rc && hk_call(kh, c.n, (void *const *)c.args) != HK_OK)
+    rc = hk_cli_internal("run", "%s", hk_last_error());
+  if (!rc) rc = write_outputs(&c);
+  run_call_free(&c);
+  return rc;
+}
 int hk_cmd_run(int argc, char **argv) {
   run_opts o = {0};
   o.assigns = calloc((size_t)argc, sizeof *o.assigns);

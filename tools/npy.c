@@ -1,4 +1,5 @@
-/* npy.c — reads any .npy file without trusting it, and writes them as np.save does.
+/* npy.c — the NumPy .npy format, whole (one concern, so one file of ~1000 lines):
+ * reads any .npy file without trusting it, and writes them as np.save does.
  *
  * A .npy file (numpy/lib/format.py) is the magic "\x93NUMPY", two version bytes,
  * the header length (uint16 LE in 1.0, uint32 LE in 2.0 and 3.0), the header, and
@@ -23,6 +24,7 @@
 
 #include "npy.h"
 
+#include "diag.h"
 #include "fsutil.h"
 
 #include <errno.h>
@@ -87,26 +89,42 @@ static size_t npy_hk_size(hk_dtype_t t) {
 
 /* ---- Messages ----------------------------------------------------------- */
 
-/* Where a failure is reported: the file's name and the caller's buffer. */
+/* Where a failure is reported: the file's name and the caller's list. */
 typedef struct npy_err {
   const char *name;
-  char *buf; /* may be NULL */
-  size_t len;
+  hku_diags *d; /* may be NULL */
 } npy_err_t;
 
-/* Writes "NAME: <message>" into e's buffer (if any) and returns -1. */
+/* Adds the error NAME: <message> to e's list and returns code. */
+static int npy_vfail(const npy_err_t *e, int code, const char *fmt, va_list ap)
+    NPY_PRINTF(3, 0);
+static int npy_vfail(const npy_err_t *e, int code, const char *fmt, va_list ap) {
+  char msg[2048];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  hku_diag_add(e->d, HKU_ERROR, e->name, 0, 0, "%s", msg);
+  return code;
+}
+
+/* A file that breaks the format, or a bad argument: HK_EINVAL. */
 static int npy_fail(const npy_err_t *e, const char *fmt, ...) NPY_PRINTF(2, 3);
 static int npy_fail(const npy_err_t *e, const char *fmt, ...) {
-  if (e->buf && e->len) {
-    int n = snprintf(e->buf, e->len, "%s: ", e->name);
-    if (n >= 0 && (size_t)n < e->len) {
-      va_list ap;
-      va_start(ap, fmt);
-      vsnprintf(e->buf + n, e->len - (size_t)n, fmt, ap);
-      va_end(ap);
-    }
-  }
-  return -1;
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = npy_vfail(e, HK_EINVAL, fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+/* Any other failure, with its code: HK_EIO (a file that cannot be opened or
+ * read), HK_ENOMEM (no memory for what the file needs). */
+static int npy_fail_code(const npy_err_t *e, int code, const char *fmt, ...)
+    NPY_PRINTF(3, 4);
+static int npy_fail_code(const npy_err_t *e, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = npy_vfail(e, code, fmt, ap);
+  va_end(ap);
+  return rc;
 }
 
 /* Renders n bytes of file text printable for a one-line message: printable ASCII
@@ -378,7 +396,8 @@ static int npy_elements(npy_parser_t *p, int depth, npy_val_t *v, char close, np
     if (npy_at(p, close)) break;
     npy_val_t scratch;
     npy_val_t *dst = items && v->count < maxitems ? &items[v->count] : &scratch;
-    if (npy_value(p, depth + 1, dst, NULL, 0)) return -1;
+    int rc = npy_value(p, depth + 1, dst, NULL, 0);
+    if (rc) return rc;
     v->count++;
     npy_ws(p);
     if (npy_at(p, ',')) {
@@ -407,7 +426,8 @@ static int npy_tuple(npy_parser_t *p, int depth, npy_val_t *v, npy_val_t *items,
    * just x, then x's own elements belong there. If it is a tuple after all, our
    * elements overwrite x's from index 0, and only v->count of them are read. */
   npy_val_t first;
-  if (npy_value(p, depth + 1, &first, items, maxitems)) return -1;
+  int rc = npy_value(p, depth + 1, &first, items, maxitems);
+  if (rc) return rc;
   npy_ws(p);
   if (npy_at(p, ')')) {
     p->i++;
@@ -431,11 +451,12 @@ static int npy_dict(npy_parser_t *p, int depth, npy_val_t *v) {
     npy_ws(p);
     if (npy_at(p, '}')) break;
     npy_val_t key, val;
-    if (npy_value(p, depth + 1, &key, NULL, 0)) return -1;
+    int rc = npy_value(p, depth + 1, &key, NULL, 0);
+    if (rc) return rc;
     npy_ws(p);
     if (!npy_at(p, ':')) return npy_syntax(p, p->i, "':' after a dict key");
     p->i++;
-    if (npy_value(p, depth + 1, &val, NULL, 0)) return -1;
+    if ((rc = npy_value(p, depth + 1, &val, NULL, 0))) return rc;
     v->count++;
     npy_ws(p);
     if (npy_at(p, ',')) {
@@ -491,7 +512,8 @@ static int npy_header_dict(npy_parser_t *p, npy_val_t *vals, npy_val_t *dims) {
     if (npy_at(p, '}')) break;
     if (!npy_at(p, '\'') && !npy_at(p, '"')) return npy_syntax(p, p->i, "a quoted key or '}'");
     npy_val_t key;
-    if (npy_value(p, 1, &key, NULL, 0)) return -1;
+    int rc = npy_value(p, 1, &key, NULL, 0);
+    if (rc) return rc;
     int k = -1;
     for (int j = 0; j < NPY_NKEYS; j++)
       if (!key.escaped && key.len == strlen(npy_keys[j]) &&
@@ -506,8 +528,8 @@ static int npy_header_dict(npy_parser_t *p, npy_val_t *vals, npy_val_t *dims) {
     if (!npy_at(p, ':')) return npy_syntax(p, p->i, "':' after a key");
     p->i++;
     int is_shape = k == NPY_KEY_SHAPE;
-    if (npy_value(p, 1, &vals[k], is_shape ? dims : NULL, is_shape ? HK_NPY_MAXDIM + 1 : 0))
-      return -1;
+    rc = npy_value(p, 1, &vals[k], is_shape ? dims : NULL, is_shape ? HK_NPY_MAXDIM + 1 : 0);
+    if (rc) return rc;
     npy_ws(p);
     if (npy_at(p, ',')) {
       p->i++;
@@ -728,8 +750,9 @@ static int npy_parse_header(const char *h, size_t n, size_t base, int major, hk_
   }
   npy_parser_t p = {h, n, 0, base, major < 3, e};
   npy_val_t vals[NPY_NKEYS], dims[HK_NPY_MAXDIM + 1];
-  if (npy_header_dict(&p, vals, dims)) return -1;
-  if (npy_descr_value(&vals[NPY_KEY_DESCR], a, e)) return -1;
+  int rc = npy_header_dict(&p, vals, dims);
+  if (!rc) rc = npy_descr_value(&vals[NPY_KEY_DESCR], a, e);
+  if (rc) return rc;
   if (vals[NPY_KEY_FORTRAN].type != NPY_V_BOOL)
     return npy_fail(e, "'fortran_order' must be True or False, found %s",
                     npy_vtype_names[vals[NPY_KEY_FORTRAN].type]);
@@ -761,11 +784,12 @@ static int npy_alloc_data(hk_npy_t *a, const npy_err_t *e) {
   size_t n = a->count * a->itemsize;
   a->data = NULL;
   if (n == 0) return 0;
-  if (n > SIZE_MAX - NPY_ALIGN) return npy_fail(e, "out of memory (the data is %zu bytes)", n);
+  if (n > SIZE_MAX - NPY_ALIGN)
+    return npy_fail_code(e, HK_ENOMEM, "out of memory (the data is %zu bytes)", n);
   size_t rounded = (n + NPY_ALIGN - 1) / NPY_ALIGN * NPY_ALIGN;
   void *p = NULL;
   if (posix_memalign(&p, NPY_ALIGN, rounded) != 0)
-    return npy_fail(e, "out of memory (the data needs %zu bytes)", n);
+    return npy_fail_code(e, HK_ENOMEM, "out of memory (the data needs %zu bytes)", n);
   memset((char *)p + n, 0, rounded - n);
   a->data = p;
   return 0;
@@ -773,25 +797,28 @@ static int npy_alloc_data(hk_npy_t *a, const npy_err_t *e) {
 
 /* Parses a whole file held in memory. On failure *a is left zeroed. */
 static int npy_parse_mem(const unsigned char *b, size_t len, hk_npy_t *a, const npy_err_t *e) {
-  npy_prefix_t pre;
+  npy_prefix_t pre = {0};
   memset(a, 0, sizeof *a);
-  if (npy_parse_prefix(b, len, len, &pre, e)) return -1;
+  int rc = npy_parse_prefix(b, len, len, &pre, e);
+  if (rc) return rc;
   a->version_major = pre.major;
   a->version_minor = pre.minor;
   size_t off = pre.header_off + pre.header_len;
-  if (npy_parse_header((const char *)b + pre.header_off, pre.header_len, pre.header_off,
-                       pre.major, a, e) ||
-      npy_check_data_len(a, len - off, e) || npy_alloc_data(a, e)) {
+  rc = npy_parse_header((const char *)b + pre.header_off, pre.header_len, pre.header_off,
+                        pre.major, a, e);
+  if (!rc) rc = npy_check_data_len(a, len - off, e);
+  if (!rc) rc = npy_alloc_data(a, e);
+  if (rc) {
     memset(a, 0, sizeof *a);
-    return -1;
+    return rc;
   }
   if (a->data) memcpy(a->data, b + off, a->count * a->itemsize);
   return 0;
 }
 
-int hk_npy_parse(const void *bytes, size_t len, const char *name, hk_npy_t *out, char *err,
-                 size_t errlen) {
-  npy_err_t e = {name ? name : "<memory>", err, errlen};
+int hk_npy_parse(const void *bytes, size_t len, const char *name, hk_npy_t *out,
+                 hku_diags *d) {
+  npy_err_t e = {name ? name : "<memory>", d};
   if (!out) return npy_fail(&e, "no output array given");
   memset(out, 0, sizeof *out);
   if (!bytes && len) return npy_fail(&e, "no bytes given (NULL buffer of length %zu)", len);
@@ -806,33 +833,38 @@ static int npy_read_regular(FILE *f, size_t total, hk_npy_t *a, const npy_err_t 
   size_t want = total < sizeof head ? total : sizeof head;
   size_t have = fread(head, 1, want, f);
   if (have < want) {
-    if (ferror(f)) return npy_fail(e, "read error: %s", strerror(errno));
+    if (ferror(f)) return npy_fail_code(e, HK_EIO, "read error: %s", strerror(errno));
     total = have; /* it shrank since fstat */
   }
-  npy_prefix_t pre;
-  if (npy_parse_prefix(head, have, total, &pre, e)) return -1;
+  npy_prefix_t pre = {0};
+  int rc = npy_parse_prefix(head, have, total, &pre, e);
+  if (rc) return rc;
   a->version_major = pre.major;
   a->version_minor = pre.minor;
 
   char *h = malloc(pre.header_len ? pre.header_len : 1);
-  if (!h) return npy_fail(e, "out of memory (the header is %zu bytes)", pre.header_len);
+  if (!h)
+    return npy_fail_code(e, HK_ENOMEM, "out of memory (the header is %zu bytes)",
+                         pre.header_len);
   if (fseek(f, (long)pre.header_off, SEEK_SET) != 0 ||
       fread(h, 1, pre.header_len, f) != pre.header_len) {
     int rd = ferror(f);
     free(h);
-    return rd ? npy_fail(e, "read error: %s", strerror(errno))
+    return rd ? npy_fail_code(e, HK_EIO, "read error: %s", strerror(errno))
               : npy_fail(e, "truncated: the file ended inside the header");
   }
-  int rc = npy_parse_header(h, pre.header_len, pre.header_off, pre.major, a, e);
+  rc = npy_parse_header(h, pre.header_len, pre.header_off, pre.major, a, e);
   free(h);
   size_t off = pre.header_off + pre.header_len;
-  if (rc || npy_check_data_len(a, total - off, e) || npy_alloc_data(a, e)) return -1;
+  if (!rc) rc = npy_check_data_len(a, total - off, e);
+  if (!rc) rc = npy_alloc_data(a, e);
+  if (rc) return rc;
 
   size_t need = a->count * a->itemsize;
   if (need) {
     size_t got = fread(a->data, 1, need, f);
     if (got != need) {
-      if (ferror(f)) return npy_fail(e, "read error: %s", strerror(errno));
+      if (ferror(f)) return npy_fail_code(e, HK_EIO, "read error: %s", strerror(errno));
       return npy_fail(e, "truncated: expected %zu bytes of data, found %zu", need, got);
     }
   }
@@ -844,13 +876,13 @@ static int npy_read_regular(FILE *f, size_t total, hk_npy_t *a, const npy_err_t 
 static int npy_read_stream(FILE *f, hk_npy_t *a, const npy_err_t *e) {
   size_t cap = 1u << 16, len = 0;
   unsigned char *buf = malloc(cap);
-  if (!buf) return npy_fail(e, "out of memory");
+  if (!buf) return npy_fail_code(e, HK_ENOMEM, "out of memory");
   for (;;) {
     if (len == cap) {
       unsigned char *nb = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
       if (!nb) {
         free(buf);
-        return npy_fail(e, "out of memory after reading %zu bytes", len);
+        return npy_fail_code(e, HK_ENOMEM, "out of memory after reading %zu bytes", len);
       }
       buf = nb;
       cap *= 2;
@@ -861,7 +893,7 @@ static int npy_read_stream(FILE *f, hk_npy_t *a, const npy_err_t *e) {
       if (ferror(f)) {
         int er = errno;
         free(buf);
-        return npy_fail(e, "read error: %s", strerror(er));
+        return npy_fail_code(e, HK_EIO, "read error: %s", strerror(er));
       }
       break;
     }
@@ -872,17 +904,17 @@ static int npy_read_stream(FILE *f, hk_npy_t *a, const npy_err_t *e) {
   return rc;
 }
 
-int hk_npy_read(const char *path, hk_npy_t *out, char *err, size_t errlen) {
-  npy_err_t e = {path ? path : "(null)", err, errlen};
+int hk_npy_read(const char *path, hk_npy_t *out, hku_diags *d) {
+  npy_err_t e = {path ? path : "(null)", d};
   if (!out) return npy_fail(&e, "no output array given");
   memset(out, 0, sizeof *out);
   if (!path) return npy_fail(&e, "no file name given");
   FILE *f = fopen(path, "rb");
-  if (!f) return npy_fail(&e, "cannot open: %s", strerror(errno));
+  if (!f) return npy_fail_code(&e, HK_EIO, "cannot open: %s", strerror(errno));
   struct stat st;
   int rc;
   if (fstat(fileno(f), &st) != 0)
-    rc = npy_fail(&e, "cannot stat: %s", strerror(errno));
+    rc = npy_fail_code(&e, HK_EIO, "cannot stat: %s", strerror(errno));
   else if (S_ISDIR(st.st_mode))
     rc = npy_fail(&e, "is a directory (expected a .npy file)");
   else if (!S_ISREG(st.st_mode))
@@ -961,18 +993,19 @@ static size_t npy_build_header(hk_dtype_t t, int ndim, const size_t *shape, unsi
 }
 
 int hk_npy_encode(hk_dtype_t t, int ndim, const size_t *shape, const void *data, void **bytes,
-                  size_t *len, char *err, size_t errlen) {
-  npy_err_t e = {"hk_npy_encode", err, errlen};
+                  size_t *len, hku_diags *d) {
+  npy_err_t e = {"hk_npy_encode", d};
   if (!bytes || !len) return npy_fail(&e, "no output buffer given");
   *bytes = NULL;
   *len = 0;
   size_t nbytes;
-  if (npy_check_args(t, ndim, shape, data, &nbytes, &e)) return -1;
+  int rc = npy_check_args(t, ndim, shape, data, &nbytes, &e);
+  if (rc) return rc;
   unsigned char hdr[NPY_HEADER_CAP];
   size_t hn = npy_build_header(t, ndim, shape, hdr);
-  if (nbytes > SIZE_MAX - hn) return npy_fail(&e, "out of memory");
+  if (nbytes > SIZE_MAX - hn) return npy_fail_code(&e, HK_ENOMEM, "out of memory");
   unsigned char *b = malloc(hn + nbytes);
-  if (!b) return npy_fail(&e, "out of memory (%zu bytes)", hn + nbytes);
+  if (!b) return npy_fail_code(&e, HK_ENOMEM, "out of memory (%zu bytes)", hn + nbytes);
   memcpy(b, hdr, hn);
   if (nbytes) memcpy(b + hn, data, nbytes);
   *bytes = b;
@@ -981,11 +1014,12 @@ int hk_npy_encode(hk_dtype_t t, int ndim, const size_t *shape, const void *data,
 }
 
 int hk_npy_write(const char *path, hk_dtype_t t, int ndim, const size_t *shape,
-                 const void *data, char *err, size_t errlen) {
-  npy_err_t e = {path ? path : "(null)", err, errlen};
+                 const void *data, hku_diags *d) {
+  npy_err_t e = {path ? path : "(null)", d};
   if (!path || !*path) return npy_fail(&e, "no file name given");
   size_t nbytes;
-  if (npy_check_args(t, ndim, shape, data, &nbytes, &e)) return -1;
+  int rc = npy_check_args(t, ndim, shape, data, &nbytes, &e);
+  if (rc) return rc;
   unsigned char hdr[NPY_HEADER_CAP];
   size_t hn = npy_build_header(t, ndim, shape, hdr);
 
@@ -993,14 +1027,22 @@ int hk_npy_write(const char *path, hk_dtype_t t, int ndim, const size_t *shape,
    * not about power loss, and syncing hundreds of MB per output costs more
    * than it buys. */
   hku_part parts[2] = {{hdr, hn}, {data, nbytes}};
-  hku_diags d = HKU_DIAGS_INIT;
-  int rc = hku_write_parts_atomic(path, parts, 2, HKU_KEEP_MODE, &d);
-  if (rc && d.n) {
-    /* "PATH: error: cannot write: WHY (nothing was changed)" -> the message */
-    snprintf(err, errlen, "%s: %s", path, d.v[0].msg);
-  } else if (rc) {
-    npy_fail(&e, "cannot write: out of memory");
-  }
-  hku_diags_free(&d);
-  return rc ? -1 : 0;
+  hku_diags wd = HKU_DIAGS_INIT;
+  rc = hku_write_parts_atomic(path, parts, 2, HKU_KEEP_MODE, &wd);
+  if (rc && wd.n) /* "cannot write: WHY (nothing was changed)", about path */
+    hku_diags_move(d, &wd);
+  else if (rc)
+    rc = npy_fail_code(&e, HK_ENOMEM, "cannot write: out of memory");
+  hku_diags_free(&wd);
+  return rc;
+}
+
+const char *hk_npy_error(const hku_diags *d, hku_buf *out) {
+  for (size_t i = 0; d && i < d->n; i++)
+    if (d->v[i].sev == HKU_ERROR) {
+      hku_buf_printf(out, "%s: %s", d->v[i].path ? d->v[i].path : "", d->v[i].msg);
+      return hku_buf_str(out);
+    }
+  if (d && d->oom) hku_buf_put(out, "out of memory");
+  return hku_buf_str(out);
 }

@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include "buf.h"
+#include "diag.h"
 #include "hk.h" /* hk_dtype_t */
 
 #define HK_NPY_MAXDIM 64
@@ -25,15 +27,22 @@ typedef struct hk_npy {
   int version_major, version_minor;
 } hk_npy_t;
 
-/* Reads a whole .npy file. On success returns 0 and fills *out (free with hk_npy_free).
- * On failure returns -1, leaves *out freed/zeroed, and writes a one-line message into
- * err (size errlen), starting with "PATH: ", e.g. "a.npy: not a .npy file (bad magic string)".
- * Regular files are checked against their size before anything is allocated; pipes
- * (e.g. /dev/fd/N) are read whole and then parsed. */
-int hk_npy_read(const char *path, hk_npy_t *out, char *err, size_t errlen);
+/* Errors follow hk's internal convention (common/internal.h): a function that
+ * fails returns a negative HK_E* code (HK_EINVAL: the file breaks the format or
+ * an argument is bad; HK_EIO: it cannot be opened, read or written; HK_ENOMEM)
+ * and adds one error to d (which may be NULL), about the file's name (its path,
+ * the name given to hk_npy_parse, or "hk_npy_encode"). hk_npy_error puts it as
+ * one line, "NAME: what was wrong (what was expected)", e.g.
+ * "a.npy: not a .npy file (bad magic string ...)". */
+
+/* Reads a whole .npy file. Returns HK_OK and fills *out (free with hk_npy_free),
+ * or fails (see above) and leaves *out freed/zeroed. Regular files are checked
+ * against their size before anything is allocated; pipes (e.g. /dev/fd/N) are
+ * read whole and then parsed. */
+int hk_npy_read(const char *path, hk_npy_t *out, hku_diags *d);
 /* Same, from a memory buffer; `name` is used in messages in place of the path. */
-int hk_npy_parse(const void *bytes, size_t len, const char *name, hk_npy_t *out, char *err,
-                 size_t errlen);
+int hk_npy_parse(const void *bytes, size_t len, const char *name, hk_npy_t *out,
+                 hku_diags *d);
 /* Frees a's data and zeroes *a; a may be NULL or already freed. */
 void hk_npy_free(hk_npy_t *a);
 
@@ -41,13 +50,16 @@ void hk_npy_free(hk_npy_t *a);
  * as a version 1.0 .npy (2.0 if the header would not fit 1.0), byte for byte as
  * NumPy's np.save writes it. The file is written to a temporary file in the same
  * directory and renamed over PATH, so a failure never leaves a half-written PATH and
- * never destroys an existing one. Returns 0, or -1 with a message "PATH: ..." in err. */
+ * never destroys an existing one. Returns HK_OK, or fails (see above). */
 int hk_npy_write(const char *path, hk_dtype_t t, int ndim, const size_t *shape,
-                 const void *data, char *err, size_t errlen);
-/* Encodes into a malloc'ed buffer (*bytes, *len) instead of a file. On failure
- * returns -1 with *bytes = NULL, *len = 0, and a message "hk_npy_encode: ..." in err. */
+                 const void *data, hku_diags *d);
+/* Encodes into a malloc'ed buffer (*bytes, *len) instead of a file. Returns HK_OK,
+ * or fails (see above) with *bytes = NULL, *len = 0. */
 int hk_npy_encode(hk_dtype_t t, int ndim, const size_t *shape, const void *data,
-                  void **bytes, size_t *len, char *err, size_t errlen);
+                  void **bytes, size_t *len, hku_diags *d);
+/* Appends d's first error to out as "NAME: message" (nothing when d holds no
+ * error; "out of memory" when the list itself ran out); returns out's text. */
+const char *hk_npy_error(const hku_diags *d, hku_buf *out);
 
 /* The numpy descr for an hk type ("<f4", "|i1", ...); NULL for anything else. */
 const char *hk_npy_descr_of(hk_dtype_t t);

@@ -25,7 +25,8 @@ suite() {
   shift 3
   echo "==== $name ($dir)"
   mkdir -p "$dir"
-  if ! cmake -S . -B "$dir" "$@" >"$dir/configure.log" 2>&1; then
+  # Warnings are errors here (HK_WERROR is off by default for users).
+  if ! cmake -S . -B "$dir" -DHK_WERROR=ON "$@" >"$dir/configure.log" 2>&1; then
     cat "$dir/configure.log"
     echo "==== $name: configure FAILED"
     status=1
@@ -55,7 +56,7 @@ suite "clang, AddressSanitizer + UndefinedBehaviorSanitizer" build-asan "" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
   -DHK_SANITIZE=address,undefined -DHK_CUDA=OFF
 suite "clang, ThreadSanitizer (threaded tests)" build-tsan \
-  "^test_(pool|registry)$" \
+  "^test_(threadpool|registry|calls|loader|opt|plugins)$" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DHK_SANITIZE=thread \
   -DHK_CUDA=OFF
 

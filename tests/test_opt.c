@@ -1,0 +1,555 @@
+/* test_opt.c — tier opt (core/jit_cc.c), its worker and the disk cache
+ * (core/cache.c) as the registry uses them, through the public API.
+ *
+ *  1. tier auto: jit first, opt after hk_kernel_wait_opt on the same
+ *     handle; a second context takes opt from the disk cache at once; no
+ *     usable cache folder; no system compiler (options.cc, HK_CC): jit
+ *     stays, a note says why, and forced tier opt refuses the file.
+ *  2. the disk cache: miss, hit (the entry is not rewritten), damaged
+ *     entries (truncated; bytes altered in the image and in the trailer; a
+ *     byte appended; a valid entry of other code) never used but rebuilt,
+ *     and four processes (this program, spawned) racing on one key.
+ *  3. shared objects: contexts sharing one cache entry, destroyed in turn.
+ * `test_opt --race-child DIR CACHE` is the child process of part 2 (the
+ * test spawns itself). The temp tree and the helpers:
+ * tests/registry_fixture.h.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "check.h"
+#include "hk.h"
+#include "registry_fixture.h"
+
+/* ---- 1. Tier auto, and no system compiler -------------------------------------- */
+
+static int cache_entries(const char *dir, char *path, size_t n);
+
+static const char auto_json[] =
+    "{\"schema_version\": 1, \"kernels\": [\n"
+    " {\"name\": \"a_scale\", \"kind\": \"elementwise\",\n"
+    "  \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+    "             {\"name\": \"alpha\", \"type\": \"f32\", \"role\": \"scalar\"},\n"
+    "             {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
+    "  \"body\": \"out = x * alpha;\"},\n"
+    " {\"name\": \"a_mean\", \"kind\": \"reduction\",\n"
+    "  \"params\": [{\"name\": \"x\", \"type\": \"f64\", \"role\": \"in\"},\n"
+    "             {\"name\": \"out\", \"type\": \"f64\", \"role\": \"out\"}],\n"
+    "  \"map\": \"x\", \"combine\": \"a + b\", \"identity\": \"0\",\n"
+    "  \"finalize\": \"acc / (double)n\"}]}\n";
+
+static void test_auto(void) {
+  check_make_dir(P("auto"));
+  write_text(P("auto/auto.json"), auto_json);
+  check_make_dir(P("cache_auto"));
+  if (g_have_cc) {
+    hk_context_t *c1 = mkctx(HK_TIER_AUTO, P("auto"), P("cache_auto"), 0, NULL);
+    hk_kernel_t *k = c1 ? find(c1, "a_scale") : NULL;
+    hk_kernel_t *m = c1 ? find(c1, "a_mean") : NULL;
+    if (k && m) {
+      /* a fresh cache: jit at once, opt compiling (unless it already
+       * ended: then the tier is opt) */
+      char note[512];
+      hk_kernel_note(k, note, sizeof note);
+      hk_tier_t t0 = hk_kernel_tier(k);
+      CHECK_MSG((t0 == HK_TIER_JIT && strstr(note, "compiling")) ||
+                    t0 == HK_TIER_OPT,
+                "tier %s, note \"%s\"", hk_tier_name(t0), note);
+      check_op("a_scale (auto, before opt)", k, OP_SCALE, HK_F32, sizes, 4);
+      CHECK_INT_EQ(hk_kernel_wait_opt(k), HK_OK);
+      CHECK_INT_EQ(hk_kernel_wait_opt(m), HK_OK);
+      CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_OPT);
+      CHECK_INT_EQ(hk_kernel_tier(m), HK_TIER_OPT);
+      CHECK_STR_EQ(note_of(k), "");
+      hk_kernel_t *again = find(c1, "a_scale");
+      CHECK(again == k); /* the same handle, now on tier opt */
+      check_op("a_scale (auto, opt)", k, OP_SCALE, HK_F32, sizes,
+               COUNT(sizes));
+      check_op("a_mean (auto, opt)", m, OP_MEAN, HK_F64, sizes, COUNT(sizes));
+      CHECK_INT_EQ(hk_context_wait(c1), HK_OK);
+      /* a second context on the same cache: opt at once */
+      hk_context_t *c2 =
+          mkctx(HK_TIER_AUTO, P("auto"), P("cache_auto"), 0, NULL);
+      hk_kernel_t *k2 = c2 ? find(c2, "a_scale") : NULL;
+      if (k2) {
+        CHECK_MSG(hk_kernel_tier(k2) == HK_TIER_OPT, "second context: tier %s",
+                  hk_tier_name(hk_kernel_tier(k2)));
+        CHECK_STR_EQ(note_of(k2), "");
+        check_op("a_scale (cached)", k2, OP_SCALE, HK_F32, sizes,
+                 COUNT(sizes));
+      }
+      hk_context_destroy(c2);
+    }
+    hk_context_destroy(c1);
+  } else {
+    printf("NOTE: no system compiler 'cc': tier auto's opt step not tested\n");
+  }
+
+  /* No usable disk cache (a folder others can write to, or HK_NO_CACHE):
+   * tier opt still comes, and nothing is written there. */
+  if (g_have_cc) {
+    check_make_dir(P("cache_open"));
+    CHECK(chmod(P("cache_open"), 0777) == 0);
+    check_make_dir(P("cache_unused"));
+    static const struct {
+      const char *cache;
+      unsigned flags;
+    } nc[] = {{"cache_open", 0}, {"cache_unused", HK_NO_CACHE}};
+    for (size_t i = 0; i < COUNT(nc); i++) {
+      hk_context_t *c = mkctx(HK_TIER_AUTO, P("auto"), P(nc[i].cache),
+                              nc[i].flags, NULL);
+      hk_kernel_t *k = c ? find(c, "a_scale") : NULL;
+      if (k) {
+        CHECK_INT_EQ(hk_kernel_wait_opt(k), HK_OK);
+        CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_OPT);
+        check_op("a_scale (no cache)", k, OP_SCALE, HK_F32, sizes, 4);
+      }
+      hk_context_destroy(c);
+      CHECK_INT_EQ(cache_entries(P(nc[i].cache), NULL, 0), 0);
+    }
+    CHECK(chmod(P("cache_open"), 0700) == 0);
+  }
+
+  /* No system compiler (options.cc): jit, and a note saying why. */
+  check_make_dir(P("cache_nocc"));
+  hk_context_t *c3 = mkctx(HK_TIER_AUTO, P("auto"), P("cache_nocc"), 0,
+                           "/nonexistent/cc");
+  hk_kernel_t *k3 = c3 ? find(c3, "a_scale") : NULL;
+  if (k3) {
+    CHECK_INT_EQ(hk_kernel_tier(k3), HK_TIER_JIT);
+    CHECK_CONTAINS(note_of(k3), "no system compiler");
+    CHECK_CONTAINS(note_of(k3), "/nonexistent/cc");
+    CHECK_INT_EQ(hk_kernel_wait_opt(k3), HK_EUNSUPPORTED);
+    CHECK_CONTAINS(hk_last_error(), "no system compiler");
+    CHECK_INT_EQ(hk_kernel_tier(k3), HK_TIER_JIT);
+    check_op("a_scale (no cc)", k3, OP_SCALE, HK_F32, sizes, COUNT(sizes));
+  }
+  hk_context_destroy(c3);
+
+  /* The same through HK_CC. */
+  setenv("HK_CC", "/nonexistent/hk-cc", 1);
+  hk_context_t *c4 = mkctx(HK_TIER_AUTO, P("auto"), P("cache_nocc"), 0, NULL);
+  unsetenv("HK_CC");
+  hk_kernel_t *k4 = c4 ? find(c4, "a_scale") : NULL;
+  if (k4) {
+    CHECK_INT_EQ(hk_kernel_tier(k4), HK_TIER_JIT);
+    CHECK_CONTAINS(note_of(k4), "no system compiler");
+    CHECK_CONTAINS(note_of(k4), "HK_CC");
+    CHECK_INT_EQ(hk_kernel_wait_opt(k4), HK_EUNSUPPORTED);
+  }
+  hk_context_destroy(c4);
+
+  /* Tier opt forced without a compiler: the file does not load, and says
+   * why. */
+  hk_context_t *c5 = mkctx(HK_TIER_OPT, P("auto"), P("cache_nocc"), 0,
+                           "/nonexistent/cc");
+  if (c5) {
+    CHECK(!found(c5, "a_scale"));
+    CHECK_CONTAINS(hk_context_problems(c5), P("auto/auto.json"));
+    CHECK_CONTAINS(hk_context_problems(c5), "no system compiler");
+  }
+  hk_context_destroy(c5);
+  hk_context_t *c6 =
+      mkctx(HK_TIER_OPT, NULL, P("cache_nocc"), 0, "/nonexistent/cc");
+  if (c6) {
+    CHECK_INT_EQ(hk_load_file(c6, P("auto/auto.json")), HK_EUNSUPPORTED);
+    CHECK_CONTAINS(hk_last_error(), P("auto/auto.json"));
+    CHECK_CONTAINS(hk_last_error(), "tier opt failed: no system compiler");
+    CHECK(!found(c6, "a_scale"));
+  }
+  hk_context_destroy(c6);
+}
+
+/* ---- 2. The disk cache --------------------------------------------------------- */
+
+/* The entry files (<64 hex>.so) of a cache folder; the path of the last in
+ * path. */
+static int cache_entries(const char *dir, char *path, size_t n) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  int count = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t l = strlen(e->d_name);
+    if (l != 67 || strcmp(e->d_name + 64, ".so")) continue;
+    if (strspn(e->d_name, "0123456789abcdef") != 64) continue;
+    count++;
+    if (path) snprintf(path, n, "%s/%s", dir, e->d_name);
+  }
+  closedir(d);
+  return count;
+}
+
+/* Files of unfinished writes or builds left in a cache folder. */
+static int cache_leftovers(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  int count = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t l = strlen(e->d_name);
+    if ((l > 4 && !strcmp(e->d_name + l - 4, ".tmp")) ||
+        !strncmp(e->d_name, ".hk-build-", 10)) {
+      fprintf(stderr, "  left over in the cache: %s\n", e->d_name);
+      count++;
+    }
+  }
+  closedir(d);
+  return count;
+}
+
+static void count_valid(void *c, const char *path, size_t size, time_t mtime,
+                        const char *meta, int valid) {
+  (void)path;
+  (void)size;
+  (void)mtime;
+  (void)meta;
+  int *v = c;
+  v[0]++;
+  v[1] += valid != 0;
+}
+
+/* How many entries the cache folder holds, and how many verify. */
+static void cache_validity(const char *dir, int *entries, int *valid) {
+  hk_cache_t *c = NULL;
+  hku_diags d = HKU_DIAGS_INIT;
+  int v[2] = {0, 0};
+  *entries = *valid = -1;
+  if (hk__cache_open(dir, 0, &c, &d)) {
+    CHECK_MSG(0, "cannot open the cache %s: %s", dir, d.n ? d.v[0].msg : "");
+    hku_diags_free(&d);
+    return;
+  }
+  hk__cache_list(c, count_valid, v);
+  hk__cache_close(c);
+  *entries = v[0];
+  *valid = v[1];
+}
+
+/* Two processes racing: four copies of this program load the same file
+ * with tier opt on one empty cache, started together. */
+static const char race_json[] =
+    "{\"schema_version\": 1, \"name\": \"race_scale\", \"kind\": "
+    "\"elementwise\",\n"
+    " \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+    "            {\"name\": \"alpha\", \"type\": \"f32\", \"role\": \"scalar\"},\n"
+    "            {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
+    " \"body\": \"out = x * alpha;\"}\n";
+
+static const char cache_json[] =
+    "{\"schema_version\": 1, \"kernels\": [\n"
+    " {\"name\": \"c_scale\", \"kind\": \"elementwise\",\n"
+    "  \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+    "             {\"name\": \"alpha\", \"type\": \"f32\", \"role\": \"scalar\"},\n"
+    "             {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
+    "  \"body\": \"out = x * alpha;\"},\n"
+    " {\"name\": \"c_dot\", \"kind\": \"reduction\",\n"
+    "  \"params\": [{\"name\": \"x\", \"type\": \"f64\", \"role\": \"in\"},\n"
+    "             {\"name\": \"y\", \"type\": \"f64\", \"role\": \"in\"},\n"
+    "             {\"name\": \"out\", \"type\": \"f64\", \"role\": \"out\"}],\n"
+    "  \"map\": \"x * y\", \"combine\": \"a + b\", \"identity\": \"0\"}]}\n";
+
+static const size_t few_sizes[] = {0, 7, 1000, 65536 + 3};
+
+static void check_cache_kernels(hk_context_t *ctx, const char *what) {
+  hk_kernel_t *k = find(ctx, "c_scale"), *d = find(ctx, "c_dot");
+  char w[256];
+  snprintf(w, sizeof w, "c_scale (%s)", what);
+  if (k) check_op(w, k, OP_SCALE, HK_F32, few_sizes, COUNT(few_sizes));
+  snprintf(w, sizeof w, "c_dot (%s)", what);
+  if (d) check_op(w, d, OP_DOT, HK_F64, few_sizes, COUNT(few_sizes));
+}
+
+/* The ways an entry is damaged, each noticed (never loaded), removed and
+ * rebuilt. */
+static const struct {
+  const char *what;
+  int truncate; /* else flip */
+  long at;      /* >= 0 from the start, < 0 from the end; size/2: 1<<30 */
+} damage[] = {
+    {"truncated to 0 bytes", 1, 0},
+    {"truncated to 100 bytes", 1, 100},
+    {"truncated to half", 1, 1L << 30},
+    {"trailer cut off", 1, -HK_CACHE_TRAILER},
+    {"last byte cut off", 1, -1},
+    {"a byte flipped in the middle", 0, 1L << 30},
+    {"a byte flipped in the ELF header", 0, 4},
+    {"a byte flipped in the trailer's magic", 0, -HK_CACHE_TRAILER},
+    {"a byte flipped in the trailer's elf size", 0, -HK_CACHE_TRAILER + 8},
+    {"a byte flipped in the digest", 0, -1},
+    {"one byte appended", 2, 0},
+};
+
+/* Damages the one entry of the cache folder as damage[i] says: 0, or -1
+ * (after a failed check) when it cannot. */
+static int damage_entry(const char *cache, size_t i) {
+  char entry[4200];
+  if (cache_entries(cache, entry, sizeof entry) != 1) {
+    CHECK_MSG(0, "before '%s': not one cache entry", damage[i].what);
+    return -1;
+  }
+  size_t size;
+  char *bytes = check_read_file(entry, &size);
+  if (!bytes) {
+    CHECK_MSG(0, "cannot read %s", entry);
+    return -1;
+  }
+  long at = damage[i].at == (1L << 30) ? (long)size / 2
+            : damage[i].at < 0         ? (long)size + damage[i].at
+                                       : damage[i].at;
+  int fd = open(entry, O_WRONLY | O_CLOEXEC);
+  CHECK(fd >= 0);
+  if (damage[i].truncate == 1) {
+    CHECK(ftruncate(fd, at) == 0);
+  } else if (damage[i].truncate == 2) {
+    CHECK(pwrite(fd, "x", 1, (off_t)size) == 1);
+  } else {
+    char b = (char)(bytes[at] ^ 0x40);
+    CHECK(pwrite(fd, &b, 1, at) == 1);
+  }
+  if (fd >= 0) close(fd);
+  free(bytes);
+  return 0;
+}
+
+/* Every damage in turn: the entry is never used, but removed and rebuilt,
+ * and the log says so. */
+static void check_damaged_entries(const char *cache) {
+  int entries, valid;
+  for (size_t i = 0; i < COUNT(damage); i++) {
+    if (damage_entry(cache, i) != 0) break;
+    /* alternately tier auto (jit, then opt in the background) and opt */
+    hk_tier_t tier = i % 2 ? HK_TIER_OPT : HK_TIER_AUTO;
+    check_log_clear();
+    hk_context_t *c = mkctx_logged(tier, P("cplug"), cache);
+    hk_kernel_t *k = c ? find(c, "c_scale") : NULL;
+    if (k) {
+      CHECK_STR_EQ(hk_context_problems(c), "");
+      if (tier == HK_TIER_AUTO)
+        CHECK_MSG(hk_kernel_tier(k) == HK_TIER_JIT,
+                  "%s: tier %s at once (the damaged entry was used?)",
+                  damage[i].what, hk_tier_name(hk_kernel_tier(k)));
+      CHECK_INT_EQ(hk_kernel_wait_opt(k), HK_OK);
+      CHECK_MSG(hk_kernel_tier(k) == HK_TIER_OPT, "%s: tier %s",
+                damage[i].what, hk_tier_name(hk_kernel_tier(k)));
+      check_cache_kernels(c, damage[i].what);
+      CHECK_MSG(check_log_has("damaged disk cache entry was removed") &&
+                    check_log_has(P("cplug/c.json")),
+                "%s: the log says \"%s\"", damage[i].what, check_log_text());
+    }
+    hk_context_destroy(c);
+    cache_validity(cache, &entries, &valid);
+    CHECK_MSG(entries == 1 && valid == 1,
+              "after '%s': %d entries, %d valid", damage[i].what, entries,
+              valid);
+  }
+}
+
+/* An entry that verifies but holds other code (another kernel file's
+ * object): not used, rebuilt. */
+static void check_foreign_entry(const char *cache) {
+  char entry[4200];
+  hk_context_t *c;
+  hk_kernel_t *k;
+  PATH(foreign, "cache_c_foreign");
+  check_make_dir(foreign);
+  PATH(other_json, "cplug_other/o.json");
+  check_make_dir(P("cplug_other"));
+  write_text(other_json, race_json);
+  c = mkctx(HK_TIER_OPT, P("cplug_other"), foreign, 0, NULL);
+  hk_context_destroy(c);
+  char other_entry[4200];
+  if (cache_entries(foreign, other_entry, sizeof other_entry) == 1 &&
+      cache_entries(cache, entry, sizeof entry) == 1) {
+    CHECK(rename(other_entry, entry) == 0);
+    c = mkctx(HK_TIER_AUTO, P("cplug"), cache, 0, NULL);
+    k = c ? find(c, "c_scale") : NULL;
+    if (k) {
+      CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_JIT);
+      CHECK_INT_EQ(hk_kernel_wait_opt(k), HK_OK);
+      CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_OPT);
+      check_cache_kernels(c, "foreign entry");
+    }
+    hk_context_destroy(c);
+  } else {
+    CHECK_MSG(0, "no entry for the foreign-entry case");
+  }
+}
+
+static void test_cache(void) {
+  if (!g_have_cc) {
+    printf("NOTE: no system compiler 'cc': disk cache tests skipped\n");
+    return;
+  }
+  check_make_dir(P("cplug"));
+  write_text(P("cplug/c.json"), cache_json);
+  PATH(cache, "cache_c");
+  check_make_dir(cache);
+  char entry[4200] = "";
+
+  /* a miss: compiled and stored */
+  CHECK_INT_EQ(cache_entries(cache, NULL, 0), 0);
+  hk_context_t *c = mkctx(HK_TIER_OPT, P("cplug"), cache, 0, NULL);
+  if (!c) return;
+  CHECK_STR_EQ(hk_context_problems(c), "");
+  check_cache_kernels(c, "opt, miss");
+  hk_context_destroy(c);
+  CHECK_INT_EQ(cache_entries(cache, entry, sizeof entry), 1);
+  int entries, valid;
+  cache_validity(cache, &entries, &valid);
+  CHECK_INT_EQ(entries, 1);
+  CHECK_INT_EQ(valid, 1);
+
+  /* a hit: tier opt at once, and the entry is not written again */
+  struct stat before, after;
+  CHECK(stat(entry, &before) == 0);
+  c = mkctx(HK_TIER_AUTO, P("cplug"), cache, 0, NULL);
+  hk_kernel_t *k = c ? find(c, "c_scale") : NULL;
+  if (k) CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_OPT);
+  if (c) check_cache_kernels(c, "auto, hit");
+  hk_context_destroy(c);
+  CHECK(stat(entry, &after) == 0);
+  CHECK(before.st_ino == after.st_ino &&
+        before.st_mtim.tv_sec == after.st_mtim.tv_sec &&
+        before.st_mtim.tv_nsec == after.st_mtim.tv_nsec);
+
+  check_damaged_entries(cache);
+  check_foreign_entry(cache);
+
+  /* and the rebuilt entry is a hit again */
+  c = mkctx(HK_TIER_AUTO, P("cplug"), cache, 0, NULL);
+  k = c ? find(c, "c_scale") : NULL;
+  if (k) CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_OPT);
+  hk_context_destroy(c);
+  CHECK_INT_EQ(cache_leftovers(cache), 0);
+}
+
+static int race_child(const char *dir, const char *cache) {
+  char c;
+  while (read(3, &c, 1) < 0 && errno == EINTR) {
+  } /* the start: EOF when the parent closes its end */
+  if (fixture_data() != 0) return 1;
+  hk_context_t *ctx = mkctx(HK_TIER_OPT, dir, cache, 0, NULL);
+  if (!ctx) return 1;
+  CHECK_STR_EQ(hk_context_problems(ctx), "");
+  hk_kernel_t *k = find(ctx, "race_scale");
+  if (k) {
+    CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_OPT);
+    check_op("race_scale", k, OP_SCALE, HK_F32, few_sizes, COUNT(few_sizes));
+  }
+  hk_context_destroy(ctx);
+  fixture_data_free();
+  return check_failures ? 1 : 0;
+}
+
+static void test_cache_race(const char *self) {
+  if (!g_have_cc) return;
+  check_make_dir(P("race"));
+  write_text(P("race/race.json"), race_json);
+  PATH(cache, "cache_race");
+  check_make_dir(cache);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    CHECK_MSG(0, "pipe: %s", strerror(errno));
+    return;
+  }
+  enum { NCHILD = 4 };
+  pid_t pids[NCHILD];
+  char logs[NCHILD][4200];
+  char dir[4200], cdir[4200];
+  snprintf(dir, sizeof dir, "%s", P("race"));
+  snprintf(cdir, sizeof cdir, "%s", cache);
+  for (int i = 0; i < NCHILD; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "race%d.log", i);
+    snprintf(logs[i], sizeof logs[i], "%s", P(name));
+    char *argv[] = {(char *)self, "--race-child", dir, cdir, NULL};
+    pids[i] = spawn(argv, logs[i], fds[0]);
+    CHECK_MSG(pids[i] > 0, "cannot start %s", self);
+  }
+  close(fds[0]);
+  close(fds[1]); /* go */
+  for (int i = 0; i < NCHILD; i++) {
+    if (pids[i] <= 0) continue;
+    int rc = wait_exit(pids[i]);
+    CHECK_MSG(rc == 0, "racing process %d exited with %d", i, rc);
+    if (rc != 0) print_log(logs[i]);
+  }
+  int entries, valid;
+  cache_validity(cache, &entries, &valid);
+  CHECK_INT_EQ(entries, 1);
+  CHECK_INT_EQ(valid, 1);
+  CHECK_INT_EQ(cache_leftovers(cache), 0);
+  /* the entry they left is a hit */
+  hk_context_t *c = mkctx(HK_TIER_AUTO, dir, cache, 0, NULL);
+  hk_kernel_t *k = c ? find(c, "race_scale") : NULL;
+  if (k) {
+    CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_OPT);
+    check_op("race_scale (after the race)", k, OP_SCALE, HK_F32, few_sizes,
+             COUNT(few_sizes));
+  }
+  hk_context_destroy(c);
+}
+
+/* ---- 3. Shared objects --------------------------------------------------------- */
+
+/* Two contexts hold one cache entry, the first is destroyed, then a third
+ * loads another entry. glibc knows loaded objects by their name,
+ * "/proc/self/fd/N", and by file identity (the second context got the
+ * first one's link map): were fd N closed with the first context while the
+ * second still holds the object, the third's entry, opened as the next free
+ * fd N, would be "found" loaded and the wrong code run. Four threads making
+ * contexts on one cache showed it ("does not define hk_range__..."). */
+static void test_shared_objects(void) {
+  if (!g_have_cc) return;
+  check_make_dir(P("sh1"));
+  check_make_dir(P("sh2"));
+  PATH(ka, "sh1/a.json");
+  PATH(kb, "sh2/b.json");
+  PATH(cache, "sh_cache");
+  write_kernel(ka, "sh_a", "out = x * 2.0f;");
+  write_kernel(kb, "sh_b", "out = x * 3.0f;");
+  /* the opt builds of both, into the cache */
+  hk_context_destroy(mkctx(HK_TIER_OPT, P("sh1"), cache, 0, NULL));
+  hk_context_destroy(mkctx(HK_TIER_OPT, P("sh2"), cache, 0, NULL));
+  hk_context_t *a = mkctx(HK_TIER_AUTO, P("sh1"), cache, 0, NULL);
+  hk_context_t *b = mkctx(HK_TIER_AUTO, P("sh1"), cache, 0, NULL);
+  if (!a || !b) return;
+  CHECK_INT_EQ(hk_kernel_tier(find(b, "sh_a")), HK_TIER_OPT);
+  hk_context_destroy(a);
+  for (int round = 0; round < 3; round++) {
+    hk_context_t *c = mkctx(HK_TIER_AUTO, P("sh2"), cache, 0, NULL);
+    if (!c) break;
+    hk_kernel_t *k = find(c, "sh_b");
+    CHECK_MSG(k && hk_kernel_tier(k) == HK_TIER_OPT,
+              "round %d: sh_b from the cache is on tier %s: %s", round,
+              k ? hk_tier_name(hk_kernel_tier(k)) : "-", k ? note_of(k) : "");
+    CHECK_MSG(runs_times(c, "sh_b", 3.0f), "round %d: sh_b runs other code",
+              round);
+    CHECK(runs_times(b, "sh_a", 2.0f));
+    hk_context_destroy(c);
+  }
+  hk_context_destroy(b);
+}
+
+int main(int argc, char **argv) {
+  umask(022);
+  if (argc == 4 && !strcmp(argv[1], "--race-child"))
+    return race_child(argv[2], argv[3]);
+  const char *why = fixture_setup("opt");
+  if (why) CHECK_SKIP("%s", why);
+  PART("auto", test_auto());
+  PART("cache", test_cache());
+  PART("cache race", test_cache_race(g_self));
+  PART("shared objects", test_shared_objects());
+  fixture_teardown();
+  CHECK_DONE();
+}

@@ -1,0 +1,455 @@
+/* test_plugins.c — plugin folders and .so plugins (core/module.c,
+ * core/elfcheck.c, core/watch.c) through the public API of hk.h.
+ *
+ *  1. hand-made .so files (tests/plugin_fixtures/fake_plugin.c: ABI,
+ *     imports, constructors, no description), unsafe permissions (each
+ *     allowed with HK_ALLOW_UNSAFE_PERMISSIONS); a .so replaced by rename
+ *     and in place (in a child process: it may crash).
+ *  2. reload: changed body (same handle), changed signature (old handle
+ *     stale, new one found), removed file, kernel dropped from a file,
+ *     syntax and compile errors (the previous version stays), new file, a
+ *     folder that appears later; the inotify watcher and its log.
+ * `test_plugins --so-inplace-child DIR SO` is the child process of part 1
+ * (the test spawns itself). The temp tree and the helpers:
+ * tests/registry_fixture.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "hk.h"
+#include "registry_fixture.h"
+
+/* ---- 1. Bad .so plugins, permissions ------------------------------------------- */
+
+/* Hand-made shared objects: a good one, and one per refusal. */
+static void test_bad_so(void) {
+  if (!g_have_cc) {
+    printf("NOTE: no system compiler 'cc': hand-made plugins not tested\n");
+    return;
+  }
+  char src[4200];
+  snprintf(src, sizeof src, "%s/tests/plugin_fixtures/fake_plugin.c", g_src);
+  check_make_dir(P("so"));
+  static const struct {
+    const char *file, *define, *message;
+  } cases[] = {
+      {"good.so", NULL, NULL},
+      {"abi.so", "-DABI=999",
+       "built for hk ABI 999, and this hk is ABI 1"},
+      {"puts.so", "-DCALL_PUTS", "imports 'puts'"},
+      {"ctor.so", "-DCTOR", "constructors"},
+      {"nodesc.so", "-DNO_DESC", "not an hk plugin"},
+  };
+  for (size_t i = 0; i < COUNT(cases); i++) {
+    char so[4200];
+    snprintf(so, sizeof so, "%s/so/%s", g_root, cases[i].file);
+    if (cc_shared(src, so, cases[i].define) != 0) {
+      CHECK_MSG(0, "cc failed for %s", cases[i].file);
+      continue;
+    }
+    hk_context_t *c = mkctx(HK_TIER_JIT, NULL, P("cache_bad"), 0, NULL);
+    if (!c) continue;
+    int rc = hk_load_file(c, so);
+    if (!cases[i].message) {
+      CHECK_MSG(rc == HK_OK, "%s: %s", so, hk_last_error());
+      hk_kernel_t *k = find(c, "t_twice");
+      if (k) {
+        CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_SO);
+        CHECK_STR_EQ(hk_kernel_info(k)->origin, "so");
+        CHECK_STR_EQ(hk_kernel_info(k)->source, so);
+        CHECK(runs_times(c, "t_twice", 2.0f));
+        CHECK_INT_EQ(hk_kernel_wait_opt(k), HK_OK);
+      }
+    } else {
+      CHECK_MSG(rc != HK_OK, "%s was loaded", so);
+      CHECK_CONTAINS(hk_last_error(), so);
+      CHECK_CONTAINS(hk_last_error(), cases[i].message);
+      show(cases[i].file, hk_last_error());
+      CHECK(!found(c, "t_twice"));
+    }
+    hk_context_destroy(c);
+  }
+  /* A folder of them: the good one loads, each bad one is a problem. */
+  hk_context_t *c = mkctx(HK_TIER_JIT, P("so"), P("cache_bad"), 0, NULL);
+  if (c) {
+    CHECK(runs_times(c, "t_twice", 2.0f));
+    for (size_t i = 1; i < COUNT(cases); i++)
+      CHECK_CONTAINS(hk_context_problems(c), cases[i].message);
+  }
+  hk_context_destroy(c);
+
+  /* A prebuilt plugin replaced by a new build (renamed over it, as hk
+   * build does): the same handle runs the new code after hk_reload. */
+  check_make_dir(P("so_rel"));
+  PATH(so, "so_rel/t.so");
+  PATH(next, "so_rel/t.so.next");
+  if (cc_shared(src, so, NULL) != 0) return;
+  c = mkctx(HK_TIER_JIT, P("so_rel"), P("cache_bad"), 0, NULL);
+  hk_kernel_t *k = c ? find(c, "t_twice") : NULL;
+  if (k) {
+    CHECK(runs_times(c, "t_twice", 2.0f));
+    CHECK_INT_EQ(hk_reload(c), HK_OK); /* unchanged */
+    if (cc_shared(src, next, "-DFACTOR=3.0f") == 0) {
+      CHECK(rename(next, so) == 0);
+      CHECK_MSG(hk_reload(c) == HK_OK, "%s", hk_last_error());
+      CHECK(find(c, "t_twice") == k);
+      CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_SO);
+      CHECK_MSG(runs_times(c, "t_twice", 3.0f),
+                "a replaced .so still runs its old code");
+    }
+    CHECK(unlink(so) == 0);
+    CHECK_INT_EQ(hk_reload(c), HK_OK);
+    void *args[] = {gx32, g_got};
+    CHECK_INT_EQ(hk_call(k, 10, args), HK_ENOTFOUND);
+  }
+  hk_context_destroy(c);
+
+  /* The same, but the new build is copied over the loaded one in place
+   * (cp, same inode): still a changed file, whose new code must run; and
+   * nothing may crash. In a child process, as it may. */
+  check_make_dir(P("so_cp"));
+  PATH(cpso, "so_cp/t.so");
+  PATH(v3, "so_v3.so");
+  if (cc_shared(src, cpso, NULL) != 0 ||
+      cc_shared(src, v3, "-DFACTOR=3.0f") != 0)
+    return;
+  char self[4096];
+  ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+  self[sl > 0 ? sl : 0] = '\0';
+  char *argv[] = {self, "--so-inplace-child", (char *)P("so_cp"), v3, NULL};
+  PATH(log, "so_inplace.log");
+  int rc = run_logged(argv, log);
+  CHECK_MSG(rc == 0,
+            "a prebuilt plugin copied over in place, then hk_reload: the "
+            "child exited with %d (-1: killed by a signal)", rc);
+  if (rc != 0) print_log(log);
+}
+
+/* The child of the in-place case: loads DIR/t.so (2 x), copies NEW over it
+ * in place, reloads, expects 3 x. */
+static int so_inplace_child(const char *dir, const char *newso) {
+  if (fixture_data() != 0) return 1;
+  hk_context_t *c = mkctx(HK_TIER_JIT, dir, NULL, HK_NO_CACHE, NULL);
+  if (!c) return 1;
+  CHECK(runs_times(c, "t_twice", 2.0f));
+  char so[4200];
+  snprintf(so, sizeof so, "%s/t.so", dir);
+  size_t n;
+  char *bytes = check_read_file(newso, &n);
+  int fd = open(so, O_WRONLY | O_TRUNC | O_CLOEXEC); /* as cp does */
+  CHECK(bytes && fd >= 0 && write(fd, bytes, n) == (ssize_t)n);
+  if (fd >= 0) close(fd);
+  free(bytes);
+  printf("copied in place; reloading\n");
+  fflush(stdout);
+  int rc = hk_reload(c);
+  CHECK_MSG(rc == HK_OK, "%s", hk_last_error());
+  CHECK_MSG(runs_times(c, "t_twice", 3.0f), "still the old code");
+  hk_context_destroy(c);
+  fixture_data_free();
+  return check_failures ? 1 : 0;
+}
+
+/* Unsafe permissions: refused, with the reason; allowed on request. */
+static void test_permissions(void) {
+  check_make_dir(P("perm"));
+  PATH(file, "perm/perm.json");
+  write_kernel(file, "perm_k", "out = x * 2.0f;");
+  PATH(cache, "cache_perm");
+  check_make_dir(cache);
+
+  /* a kernel file others can write to */
+  CHECK(chmod(file, 0666) == 0);
+  hk_context_t *c = mkctx(HK_TIER_JIT, P("perm"), cache, 0, NULL);
+  if (c) {
+    CHECK(!found(c, "perm_k"));
+    CHECK_CONTAINS(hk_context_problems(c), file);
+    CHECK_CONTAINS(hk_context_problems(c), "others can write");
+    show("0666 file", hk_context_problems(c));
+    CHECK_INT_EQ(hk_load_file(c, file), HK_EIO);
+    CHECK_CONTAINS(hk_last_error(), file);
+    CHECK_CONTAINS(hk_last_error(), "others can write");
+  }
+  hk_context_destroy(c);
+  c = mkctx(HK_TIER_JIT, P("perm"), cache, HK_ALLOW_UNSAFE_PERMISSIONS, NULL);
+  if (c) {
+    CHECK_STR_EQ(hk_context_problems(c), "");
+    CHECK(runs_times(c, "perm_k", 2.0f));
+  }
+  hk_context_destroy(c);
+  CHECK(chmod(file, 0644) == 0);
+
+  /* a folder others can write to */
+  CHECK(chmod(P("perm"), 0777) == 0);
+  c = mkctx(HK_TIER_JIT, P("perm"), cache, 0, NULL);
+  if (c) {
+    CHECK(!found(c, "perm_k"));
+    CHECK_CONTAINS(hk_context_problems(c), P("perm"));
+    CHECK_CONTAINS(hk_context_problems(c), "others can write");
+    CHECK_CONTAINS(hk_context_problems(c), "folder");
+    show("0777 folder", hk_context_problems(c));
+    CHECK(hk_load_file(c, file) != HK_OK);
+    CHECK_CONTAINS(hk_last_error(), "others can write");
+  }
+  hk_context_destroy(c);
+  c = mkctx(HK_TIER_JIT, P("perm"), cache, HK_ALLOW_UNSAFE_PERMISSIONS, NULL);
+  if (c) CHECK(runs_times(c, "perm_k", 2.0f));
+  hk_context_destroy(c);
+  CHECK(chmod(P("perm"), 0700) == 0);
+
+  /* a kernel file owned by another user */
+  if (geteuid() != 0) {
+    printf("NOTE: not root: the 'owned by another user' case is not "
+           "tested\n");
+  } else if (chown(file, 65534, 65534) != 0) {
+    printf("NOTE: chown failed (%s): the 'owned by another user' case is not "
+           "tested\n", strerror(errno));
+  } else {
+    c = mkctx(HK_TIER_JIT, P("perm"), cache, 0, NULL);
+    if (c) {
+      CHECK(!found(c, "perm_k"));
+      CHECK_CONTAINS(hk_context_problems(c), file);
+      CHECK_CONTAINS(hk_context_problems(c), "owned by another user");
+      show("chown 65534", hk_context_problems(c));
+    }
+    hk_context_destroy(c);
+    c = mkctx(HK_TIER_JIT, P("perm"), cache, HK_ALLOW_UNSAFE_PERMISSIONS,
+              NULL);
+    if (c) CHECK(runs_times(c, "perm_k", 2.0f));
+    hk_context_destroy(c);
+    CHECK(chown(file, 0, 0) == 0);
+  }
+  c = mkctx(HK_TIER_JIT, P("perm"), cache, 0, NULL);
+  if (c) {
+    CHECK_STR_EQ(hk_context_problems(c), "");
+    CHECK(runs_times(c, "perm_k", 2.0f));
+  }
+  hk_context_destroy(c);
+}
+
+/* ---- 2. Reload and watch ------------------------------------------------------- */
+
+
+static const char r2_v2[] =
+    "{\"schema_version\": 1, \"name\": \"r_sig\", \"kind\": \"elementwise\",\n"
+    " \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+    "            {\"name\": \"s\", \"type\": \"f32\", \"role\": \"scalar\"},\n"
+    "            {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
+    " \"body\": \"out = x * s;\"}\n";
+
+/* Waits up to 10 s for name to compute out = f * x (the watcher's reload). */
+static int wait_runs_times(hk_context_t *c, const char *name, float f) {
+  double t0 = now_s();
+  int changed = 0;
+  while (!changed && now_s() - t0 < 10) {
+    sleep_ms(20);
+    changed = runs_times(c, name, f);
+  }
+  return changed;
+}
+
+/* The watcher of c (plugin folder rel/, kernel r_k of r1 as k1): a rewrite
+ * is picked up without hk_reload, and a new file too. */
+static void check_watch(hk_context_t *c, hk_kernel_t *k1, const char *r1) {
+  CHECK_INT_EQ(hk_watch(c, 1), HK_OK);
+  write_kernel(r1, "r_k", "out = x * 5.0f;");
+  CHECK_MSG(wait_runs_times(c, "r_k", 5.0f),
+            "the watcher did not reload %s within 10 s", r1);
+  CHECK(find(c, "r_k") == k1);
+  /* and a new file */
+  write_kernel(P("rel/r5.json"), "r_watched", "out = x * 8.0f;");
+  CHECK_MSG(wait_runs_times(c, "r_watched", 8.0f),
+            "the watcher did not load a new file within 10 s");
+  CHECK_INT_EQ(hk_watch(c, 0), HK_OK);
+  CHECK_INT_EQ(hk_watch(c, 0), HK_OK); /* twice is harmless */
+}
+
+/* A context made with HK_WATCH watches from the start; what the watcher
+ * finds goes to the log. */
+static void check_watch_flag(void) {
+  check_make_dir(P("relw"));
+  PATH(wfile, "relw/w.json");
+  write_kernel(wfile, "w_k", "out = x * 2.0f;");
+  const char *dirs[] = {P("relw"), NULL};
+  hk_options_t o = {0};
+  o.plugin_dirs = dirs;
+  o.cache_dir = P("cache_rel");
+  o.tier = HK_TIER_JIT;
+  o.flags = HK_WATCH;
+  o.log = check_log;
+  hk_context_t *c = NULL;
+  CHECK_INT_EQ(hk_context_create(&c, &o), HK_OK);
+  if (c) {
+    CHECK(runs_times(c, "w_k", 2.0f));
+    write_kernel(wfile, "w_k", "out = x * 3.0f;");
+    CHECK_MSG(wait_runs_times(c, "w_k", 3.0f),
+              "HK_WATCH: no reload within 10 s");
+    /* a broken version: the log says so, the previous one keeps running */
+    write_text(wfile, "{\"schema_version\": 1, oops\n");
+    double t0 = now_s();
+    while (!check_log_has("oops") && now_s() - t0 < 10) sleep_ms(20);
+    CHECK_MSG(check_log_has(wfile) && check_log_has("invalid JSON"),
+              "the log did not report the broken file: \"%s\"",
+              check_log_text());
+    CHECK(runs_times(c, "w_k", 3.0f));
+  }
+  hk_context_destroy(c); /* while watching */
+}
+
+/* Reloads of c's folder rel/ after the first changes (k1 is r_k of r1p):
+ * a kernel dropped from a file, syntax and compile errors, a new file r4,
+ * and a file loaded by itself. */
+static void check_reload_files(hk_context_t *c, hk_kernel_t *k1,
+                               const char *r1p, const char *r4) {
+  void *args1[] = {gx32, g_got};
+  /* a kernel dropped from a file that stays: gone, the other one stays */
+  PATH(r6, "rel/r6.json");
+  static const char two[] =
+      "{\"schema_version\": 1, \"kernels\": [\n"
+      " {\"name\": \"r_keep\", \"kind\": \"elementwise\",\n"
+      "  \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+      "             {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
+      "  \"body\": \"out = x * 2.0f;\"},\n"
+      " {\"name\": \"r_drop\", \"kind\": \"elementwise\",\n"
+      "  \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+      "             {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
+      "  \"body\": \"out = x * 2.0f;\"}]}\n";
+  write_text(r6, two);
+  CHECK_MSG(hk_reload(c) == HK_OK, "%s", hk_last_error());
+  hk_kernel_t *keep = find(c, "r_keep"), *drop = find(c, "r_drop");
+  write_kernel(r6, "r_keep", "out = x * 3.0f;");
+  CHECK_MSG(hk_reload(c) == HK_OK, "%s", hk_last_error());
+  CHECK(find(c, "r_keep") == keep && runs_times(c, "r_keep", 3.0f));
+  if (drop) {
+    CHECK_INT_EQ(hk_call(drop, 10, args1), HK_ENOTFOUND);
+    CHECK_CONTAINS(note_of(drop), "unloaded");
+  }
+  CHECK(!found(c, "r_drop"));
+
+  /* a syntax error: reported, and the previous version keeps working */
+  write_text(r1p, "{\"schema_version\": 1, \"name\": \"r_k\",\n  oops }\n");
+  CHECK_INT_EQ(hk_reload(c), HK_ESCHEMA);
+  check_at(hk_last_error(), r1p, 2, 3, "invalid JSON");
+  CHECK_CONTAINS(hk_context_problems(c), r1p);
+  CHECK_CONTAINS(hk_context_problems(c), "the previous version stays loaded");
+  CHECK(find(c, "r_k") == k1);
+  CHECK(runs_times(c, "r_k", 3.0f));
+  /* a compile error likewise */
+  write_kernel(r1p, "r_k", "out = x * ;");
+  CHECK_INT_EQ(hk_reload(c), HK_ECOMPILE);
+  CHECK_CONTAINS(hk_last_error(), r1p);
+  CHECK(runs_times(c, "r_k", 3.0f));
+
+  /* a new file appears; the broken one, fixed, loads again */
+  write_kernel(r4, "r_new", "out = x * 7.0f;");
+  write_kernel(r1p, "r_k", "out = x * 4.0f;");
+  CHECK_MSG(hk_reload(c) == HK_OK, "%s", hk_last_error());
+  CHECK_STR_EQ(hk_context_problems(c), "");
+  CHECK(runs_times(c, "r_new", 7.0f));
+  CHECK(find(c, "r_k") == k1 && runs_times(c, "r_k", 4.0f));
+  hk_kernel_t *kn = find(c, "r_new");
+  if (kn) CHECK_STR_EQ(hk_kernel_info(kn)->source, r4);
+
+  /* a file loaded by itself (not from a folder) reloads too */
+  check_make_dir(P("rel_single"));
+  PATH(single, "rel_single/one.json");
+  write_kernel(single, "r_single", "out = x * 2.0f;");
+  CHECK_MSG(hk_load_file(c, single) == HK_OK, "%s", hk_last_error());
+  CHECK(runs_times(c, "r_single", 2.0f));
+  write_kernel(single, "r_single", "out = x * 6.0f;");
+  CHECK_MSG(hk_reload(c) == HK_OK, "%s", hk_last_error());
+  CHECK(runs_times(c, "r_single", 6.0f));
+}
+
+static void test_reload(void) {
+  check_make_dir(P("rel"));
+  PATH(r1, "rel/r1.json");
+  PATH(r2, "rel/r2.json");
+  PATH(r3, "rel/r3.json");
+  PATH(r4, "rel/r4.json");
+  const char *r1p = r1;
+  write_kernel(r1, "r_k", "out = x * 2.0f;");
+  write_kernel(r2, "r_sig", "out = x * 2.0f;");
+  write_kernel(r3, "r_del", "out = x * 2.0f;");
+  hk_context_t *c = mkctx(HK_TIER_JIT, P("rel"), P("cache_rel"), 0, NULL);
+  if (!c) return;
+  CHECK_STR_EQ(hk_context_problems(c), "");
+  hk_kernel_t *k1 = find(c, "r_k"), *k2 = find(c, "r_sig"),
+              *k3 = find(c, "r_del");
+  if (!k1 || !k2 || !k3) {
+    hk_context_destroy(c);
+    return;
+  }
+  CHECK(runs_times(c, "r_k", 2.0f));
+  /* nothing changed: nothing happens */
+  CHECK_INT_EQ(hk_reload(c), HK_OK);
+  CHECK(find(c, "r_k") == k1 && runs_times(c, "r_k", 2.0f));
+
+  /* a new body, same parameters: the same handle runs the new code */
+  write_kernel(r1, "r_k", "out = x * 3.0f;");
+  CHECK_MSG(hk_reload(c) == HK_OK, "%s", hk_last_error());
+  CHECK(find(c, "r_k") == k1);
+  CHECK(runs_times(c, "r_k", 3.0f));
+  CHECK_INT_EQ(hk_kernel_tier(k1), HK_TIER_JIT);
+
+  /* new parameters: the old handle stops, a new one takes the name */
+  write_text(r2, r2_v2);
+  CHECK_MSG(hk_reload(c) == HK_OK, "%s", hk_last_error());
+  void *args2[] = {gx32, g_got};
+  CHECK_INT_EQ(hk_call(k2, 10, args2), HK_ENOTFOUND);
+  CHECK_CONTAINS(hk_last_error(), "r_sig");
+  CHECK_CONTAINS(hk_last_error(), "hk_kernel_find");
+  CHECK_INT_EQ(hk_kernel_tier(k2), HK_TIER_NONE);
+  CHECK_CONTAINS(note_of(k2), "stale");
+  int64_t lens[4];
+  CHECK_INT_EQ(hk_kernel_lens(k2, 10, args2, lens), HK_ENOTFOUND);
+  hk_kernel_t *k2b = find(c, "r_sig");
+  if (k2b) {
+    CHECK(k2b != k2);
+    CHECK_INT_EQ(hk_kernel_info(k2b)->nparams, 3);
+    CHECK_STR_EQ(hk_kernel_info(k2b)->params[1].name, "s");
+    float s = 4.0f;
+    void *args3[] = {gx32, &s, g_got};
+    CHECK_INT_EQ(hk_call(k2b, 1000, args3), HK_OK);
+    int ok = 1;
+    for (size_t i = 0; i < 1000; i++) ok &= ((float *)g_got)[i] == gx32[i] * s;
+    CHECK(ok);
+  }
+  CHECK_INT_EQ(hk_kernel_info(k2)->nparams, 2); /* the old description */
+
+  /* a removed file: its kernels are gone */
+  CHECK(unlink(r3) == 0);
+  CHECK_MSG(hk_reload(c) == HK_OK, "%s", hk_last_error());
+  void *args1[] = {gx32, g_got};
+  CHECK_INT_EQ(hk_call(k3, 10, args1), HK_ENOTFOUND);
+  CHECK_CONTAINS(hk_last_error(), "r_del");
+  CHECK_CONTAINS(note_of(k3), "unloaded");
+  hk_kernel_t *gone = (hk_kernel_t *)1;
+  CHECK_INT_EQ(hk_kernel_find(c, "r_del", &gone), HK_ENOTFOUND);
+  CHECK(gone == NULL);
+  CHECK_CONTAINS(hk_last_error(), "r_del");
+
+  check_reload_files(c, k1, r1p, r4);
+  check_watch(c, k1, r1p);
+  hk_context_destroy(c);
+  check_watch_flag();
+}
+
+int main(int argc, char **argv) {
+  umask(022);
+  if (argc == 4 && !strcmp(argv[1], "--so-inplace-child"))
+    return so_inplace_child(argv[2], argv[3]);
+  const char *why = fixture_setup("plugins");
+  if (why) CHECK_SKIP("%s", why);
+  PART("bad .so", test_bad_so());
+  PART("permissions", test_permissions());
+  PART("reload", test_reload());
+  fixture_teardown();
+  CHECK_DONE();
+}

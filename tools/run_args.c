@@ -1,0 +1,374 @@
+/* run_args.c — hk run's arguments bound to one kernel's parameters: names,
+ * scalars, .npy inputs, n and every buffer's length (run_args.h).
+ *
+ * Everything the user gives is checked before the kernel runs: parameter
+ * names, dtypes against the kernel's types, C order and little-endian data,
+ * every buffer's element count against n (or its len expression), scalars
+ * against their type's range.
+ */
+#include "run_args.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "cli.h"
+
+/* A non-NULL address for empty buffers: kernels never read it, and pointer
+ * arithmetic on NULL is undefined even by zero. */
+static _Alignas(64) unsigned char empty_buffer[64];
+
+/* ---- Scalars -------------------------------------------------------------- */
+
+/* Reports that scalar parameter p's value is refused, for the reason why
+ * ("is not a number"); returns the exit status. */
+static int scalar_error(const run_param *p, const char *why) {
+  return hk_cli_error("run", "%s=%s: the value %s (%s is a %s scalar)",
+                      p->info->name, p->value, why, p->info->name,
+                      hk_dtype_name(p->info->dtype));
+}
+
+/* Parses p's value as a float of p's type into p->s. */
+static int parse_float(run_param *p) {
+  const char *text = p->value;
+  char *end;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (*end || end == text) return scalar_error(p, "is not a number");
+  if (errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL))
+    return scalar_error(p, "is too large for f64");
+  if (p->info->dtype == HK_F64) {
+    p->s.f64 = v;
+    return HK_EXIT_OK;
+  }
+  float f = strtof(text, &end);
+  if (isinf(f) && !isinf(v)) return scalar_error(p, "is too large for f32");
+  p->s.f32 = f;
+  return HK_EXIT_OK;
+}
+
+/* Parses p's value, decimal digits only, as an unsigned integer of p's
+ * type into p->s. */
+static int parse_unsigned(run_param *p) {
+  hk_dtype_t t = p->info->dtype;
+  char *end;
+  if (p->value[0] == '-')
+    return scalar_error(p, "is negative, and the type is unsigned");
+  errno = 0;
+  unsigned long long v = strtoull(p->value, &end, 10);
+  unsigned long long max = t == HK_U8    ? UINT8_MAX
+                           : t == HK_U16 ? UINT16_MAX
+                           : t == HK_U32 ? UINT32_MAX
+                                         : UINT64_MAX;
+  if (errno == ERANGE || v > max)
+    return scalar_error(p, "is out of range for its type");
+  if (t == HK_U8) p->s.u8 = (uint8_t)v;
+  if (t == HK_U16) p->s.u16 = (uint16_t)v;
+  if (t == HK_U32) p->s.u32 = (uint32_t)v;
+  if (t == HK_U64) p->s.u64 = (uint64_t)v;
+  return HK_EXIT_OK;
+}
+
+/* Parses p's value as a value of p's type into p->s. Integers are decimal
+ * only, so that 010 is ten and not eight. */
+static int parse_scalar(run_param *p) {
+  const char *text = p->value;
+  hk_dtype_t t = p->info->dtype;
+  if (!*text) return scalar_error(p, "is empty");
+  if (t == HK_F32 || t == HK_F64) return parse_float(p);
+  const char *d = text;
+  if (*d == '+' || *d == '-') d++;
+  if (*d < '0' || *d > '9') return scalar_error(p, "is not an integer");
+  for (const char *q = d; *q; q++)
+    if (*q < '0' || *q > '9')
+      return scalar_error(p, "is not an integer (decimal digits only)");
+  if (t == HK_U8 || t == HK_U16 || t == HK_U32 || t == HK_U64)
+    return parse_unsigned(p);
+  char *end;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  long long lo = t == HK_I8 ? INT8_MIN : t == HK_I16 ? INT16_MIN
+                 : t == HK_I32 ? INT32_MIN : INT64_MIN;
+  long long hi = t == HK_I8 ? INT8_MAX : t == HK_I16 ? INT16_MAX
+                 : t == HK_I32 ? INT32_MAX : INT64_MAX;
+  if (errno == ERANGE || v < lo || v > hi)
+    return scalar_error(p, "is out of range for its type");
+  if (t == HK_I8) p->s.i8 = (int8_t)v;
+  if (t == HK_I16) p->s.i16 = (int16_t)v;
+  if (t == HK_I32) p->s.i32 = (int32_t)v;
+  if (t == HK_I64) p->s.i64 = (int64_t)v;
+  return HK_EXIT_OK;
+}
+
+/* ---- Names ---------------------------------------------------------------- */
+
+/* The index of k's parameter whose name is the len bytes at name, or -1. */
+static int param_index(const hk_kernel_info_t *k, const char *name,
+                       size_t len) {
+  for (int i = 0; i < k->nparams; i++)
+    if (strlen(k->params[i].name) == len &&
+        !strncmp(k->params[i].name, name, len))
+      return i;
+  return -1;
+}
+
+/* Reports that k has no parameter named by the len bytes at name, listing
+ * those it has; returns the exit status. */
+static int no_such_param(const hk_kernel_info_t *k, const char *name,
+                         size_t len) {
+  hku_buf names = HKU_BUF_INIT;
+  for (int i = 0; i < k->nparams; i++)
+    hku_buf_printf(&names, "%s%s", i ? ", " : "", k->params[i].name);
+  int rc = hk_cli_error("run", "%s has no parameter '%.*s' (its parameters: %s)",
+                        k->name, (int)len, name, hku_buf_str(&names));
+  hku_buf_free(&names);
+  return rc;
+}
+
+static const char *role_word(hk_role_t r) {
+  return r == HK_ROLE_IN      ? "an in buffer"
+         : r == HK_ROLE_INOUT ? "an inout buffer"
+         : r == HK_ROLE_OUT   ? "an out buffer"
+                              : "a scalar";
+}
+
+/* Binds one PARAM=VALUE argument. */
+static int bind_assign(run_call *c, const char *assign) {
+  const hk_kernel_info_t *k = c->k;
+  const char *eq = strchr(assign, '=');
+  size_t nlen = (size_t)(eq - assign);
+  int i = param_index(k, assign, nlen);
+  if (i < 0) return no_such_param(k, assign, nlen);
+  run_param *p = &c->ps[i];
+  if (p->value) return hk_cli_error("run", "%s is given twice", p->info->name);
+  if (p->info->role == HK_ROLE_OUT)
+    return hk_cli_error("run",
+                        "%s is an out buffer of %s: it takes no input; name "
+                        "its output file with --out %s=FILE.npy",
+                        p->info->name, k->name, p->info->name);
+  p->value = eq + 1;
+  return HK_EXIT_OK;
+}
+
+/* Binds one --out PARAM=FILE argument. */
+static int bind_out(run_call *c, const char *out) {
+  const hk_kernel_info_t *k = c->k;
+  const char *eq = strchr(out, '=');
+  if (!eq || eq == out || !eq[1])
+    return hk_cli_usage("run", "--out expects PARAM=FILE.npy, got '%s'", out);
+  size_t nlen = (size_t)(eq - out);
+  int i = param_index(k, out, nlen);
+  if (i < 0) return no_such_param(k, out, nlen);
+  run_param *p = &c->ps[i];
+  if (p->info->role != HK_ROLE_OUT && p->info->role != HK_ROLE_INOUT)
+    return hk_cli_error("run", "--out %s: %s is %s, not an output", out,
+                        p->info->name, role_word(p->info->role));
+  if (p->out_path)
+    return hk_cli_error("run", "--out %s is given twice", p->info->name);
+  p->out_path = eq + 1;
+  return HK_EXIT_OK;
+}
+
+int run_call_bind(run_call *c, const char *const *assigns, int nassigns,
+                  const char *const *outs, int nouts) {
+  int rc = HK_EXIT_OK;
+  for (int a = 0; a < nassigns && !rc; a++) rc = bind_assign(c, assigns[a]);
+  for (int a = 0; a < nouts && !rc; a++) rc = bind_out(c, outs[a]);
+  /* every in, inout and scalar must be given */
+  for (int i = 0; i < c->k->nparams && !rc; i++) {
+    const hk_param_info_t *pi = c->ps[i].info;
+    if (pi->role != HK_ROLE_OUT && !c->ps[i].value)
+      rc = hk_cli_error("run", "missing %s, %s of %s (%s): give %s=%s",
+                        pi->name, role_word(pi->role), c->k->name,
+                        hk_dtype_name(pi->dtype), pi->name,
+                        pi->role == HK_ROLE_SCALAR ? "NUMBER" : "FILE.npy");
+  }
+  return rc;
+}
+
+/* ---- Inputs --------------------------------------------------------------- */
+
+/* Loads a buffer parameter's .npy and checks its dtype and layout. */
+static int load_buffer(const hk_kernel_info_t *k, run_param *p) {
+  char what[128];
+  hku_diags diags = HKU_DIAGS_INIT;
+  hku_buf err = HKU_BUF_INIT;
+  int rc = HK_EXIT_OK;
+  if (hk_npy_read(p->value, &p->npy, &diags) != HK_OK)
+    rc = hk_cli_error("run", "%s=%s: %s", p->info->name, p->value,
+                      hk_npy_error(&diags, &err));
+  hku_buf_free(&err);
+  hku_diags_free(&diags);
+  if (rc) return rc;
+  if (p->npy.dtype != p->info->dtype)
+    return hk_cli_error(
+        "run", "%s=%s: parameter %s of %s has type %s, but the file holds %s "
+               "('%s')",
+        p->info->name, p->value, p->info->name, k->name,
+        hk_dtype_name(p->info->dtype),
+        hk_npy_describe(&p->npy, what, sizeof what), p->npy.descr);
+  if (p->npy.fortran_order) {
+    int big = 0;
+    for (int d = 0; d < p->npy.ndim; d++) big += p->npy.shape[d] > 1;
+    if (big > 1)
+      return hk_cli_error("run",
+                          "%s=%s: the array is in Fortran order; hk needs C "
+                          "order (save np.ascontiguousarray(a))",
+                          p->info->name, p->value);
+  }
+  p->count = p->npy.count;
+  return HK_EXIT_OK;
+}
+
+/* Parses the scalars and loads the in/inout buffers into c->args; notes
+ * the first buffer in c->first. */
+static int load_inputs(run_call *c) {
+  c->first = -1;
+  for (int i = 0; i < c->k->nparams; i++) {
+    run_param *p = &c->ps[i];
+    int rc;
+    if (p->info->role == HK_ROLE_SCALAR) {
+      if ((rc = parse_scalar(p))) return rc;
+      c->args[i] = &p->s;
+    } else if (p->info->role != HK_ROLE_OUT) {
+      if ((rc = load_buffer(c->k, p))) return rc;
+      c->args[i] = p->npy.data ? p->npy.data : empty_buffer;
+      if (c->first < 0) c->first = i;
+    }
+  }
+  return HK_EXIT_OK;
+}
+
+/* Sets c->n: the first buffer's element count (--n, when given, must agree),
+ * or --n for a kernel without in/inout buffers. */
+static int settle_n(run_call *c, const char *n_text) {
+  char *end;
+  if (c->first >= 0) {
+    const run_param *f = &c->ps[c->first];
+    c->n = f->count;
+    if (n_text) {
+      unsigned long long v = strtoull(n_text, &end, 10);
+      if (*end || end == n_text || v != c->n)
+        return hk_cli_error("run",
+                            "--n %s: n is the element count of %s (%zu); --n "
+                            "is only for kernels without an in/inout buffer",
+                            n_text, f->info->name, c->n);
+    }
+    return HK_EXIT_OK;
+  }
+  if (!n_text)
+    return hk_cli_error("run", "%s has no in/inout buffer to take n from: give "
+                               "--n N",
+                        c->k->name);
+  errno = 0;
+  unsigned long long v = strtoull(n_text, &end, 10);
+  if (*end || end == n_text || n_text[0] == '-' || errno == ERANGE)
+    return hk_cli_usage("run", "--n: expected a count, got '%s'", n_text);
+  c->n = (size_t)v;
+  return HK_EXIT_OK;
+}
+
+/* Computes every buffer's length into c->lens (hk_kernel_lens). */
+static int compute_lens(run_call *c) {
+  const hk_kernel_info_t *k = c->k;
+  /* lens stops at the first length it cannot compute, just after storing
+   * it: the last entry written names the culprit */
+  const int64_t unset = INT64_MIN;
+  for (int i = 0; i < k->nparams; i++) c->lens[i] = unset;
+  int lrc = hk_kernel_lens(c->kh, c->n, (void *const *)c->args, c->lens);
+  if (lrc == HK_EUNSUPPORTED) return hk_cli_error("run", "%s", hk_last_error());
+  if (lrc == HK_OK) return HK_EXIT_OK;
+  int bad = k->nparams - 1;
+  while (bad > 0 && c->lens[bad] == unset) bad--;
+  if (k->params[bad].len)
+    return hk_cli_error("run",
+                        "the length of %s, %s, is negative or too large for "
+                        "these scalars",
+                        k->params[bad].name, k->params[bad].len);
+  return hk_cli_error("run", "%s: a buffer length cannot be computed",
+                      k->name);
+}
+
+/* Allocates out buffer i (want elements, zeroed) into c->args[i]. */
+static int alloc_out(run_call *c, int i, size_t want) {
+  run_param *p = &c->ps[i];
+  p->count = want;
+  size_t bytes = want * hk_dtype_size(p->info->dtype);
+  if (want && bytes / want != hk_dtype_size(p->info->dtype))
+    return hk_cli_error("run", "%s: %zu elements is too many", p->info->name,
+                        want);
+  if (bytes) {
+    if (posix_memalign(&p->owned, 64, bytes))
+      return hk_cli_internal("run", "out of memory for %s (%zu bytes)",
+                             p->info->name, bytes);
+    memset(p->owned, 0, bytes);
+  }
+  c->args[i] = p->owned ? p->owned : empty_buffer;
+  return HK_EXIT_OK;
+}
+
+/* Checks every in/inout buffer's element count against its length, and
+ * allocates the out buffers. */
+static int settle_buffers(run_call *c) {
+  const hk_kernel_info_t *k = c->k;
+  for (int i = 0; i < k->nparams; i++) {
+    run_param *p = &c->ps[i];
+    if (p->info->role == HK_ROLE_SCALAR) continue;
+    size_t want = (size_t)c->lens[i];
+    int rc = HK_EXIT_OK;
+    if (p->info->role == HK_ROLE_OUT)
+      rc = alloc_out(c, i, want);
+    else if (p->count != want && p->info->len)
+      rc = hk_cli_error("run", "%s=%s has %zu elements, but %s needs %s = "
+                               "%zu",
+                        p->info->name, p->value, p->count, k->name,
+                        p->info->len, want);
+    else if (p->count != want)
+      rc = hk_cli_error("run", "%s=%s has %zu elements, but %s needs n = "
+                               "%zu (the element count of %s)",
+                        p->info->name, p->value, p->count, k->name, want,
+                        c->ps[c->first].info->name);
+    if (rc) return rc;
+  }
+  return HK_EXIT_OK;
+}
+
+int run_call_prepare(run_call *c, const char *n_text) {
+  int rc = load_inputs(c);
+  if (!rc) rc = settle_n(c, n_text);
+  if (!rc) rc = compute_lens(c);
+  if (!rc) rc = settle_buffers(c);
+  return rc;
+}
+
+/* ---- The call ------------------------------------------------------------- */
+
+int run_call_init(run_call *c, hk_kernel_t *kh) {
+  memset(c, 0, sizeof *c);
+  c->kh = kh;
+  c->k = hk_kernel_info(kh);
+  c->first = -1;
+  size_t np = (size_t)c->k->nparams;
+  c->ps = calloc(np ? np : 1, sizeof *c->ps);
+  c->args = calloc(np + 1, sizeof *c->args);
+  c->lens = calloc(np + 1, sizeof *c->lens);
+  if (!c->ps || !c->args || !c->lens)
+    return hk_cli_internal("run", "out of memory");
+  for (int i = 0; i < c->k->nparams; i++) c->ps[i].info = &c->k->params[i];
+  return HK_EXIT_OK;
+}
+
+void run_call_free(run_call *c) {
+  if (c->ps)
+    for (int i = 0; i < c->k->nparams; i++) {
+      hk_npy_free(&c->ps[i].npy);
+      free(c->ps[i].owned);
+    }
+  free(c->ps);
+  free(c->args);
+  free(c->lens);
+  memset(c, 0, sizeof *c);
+}

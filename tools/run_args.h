@@ -1,0 +1,73 @@
+/* run_args.h — hk run's arguments bound to one kernel's parameters.
+ *
+ * PARAM=VALUE and --out PARAM=FILE are matched to the kernel's parameters,
+ * scalars parsed against their type's range, .npy inputs loaded and
+ * checked (dtype, C order), n and every buffer's length settled, and the
+ * out buffers allocated: after run_call_prepare, c->args is ready for
+ * hk_call. As everywhere in the hk command (cli.h), a function that fails
+ * prints "hk run: MESSAGE" on stderr and returns the exit status
+ * (HK_EXIT_USER or HK_EXIT_INTERNAL); HK_EXIT_OK on success.
+ */
+#ifndef HK_TOOLS_RUN_ARGS_H
+#define HK_TOOLS_RUN_ARGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hk.h"
+#include "npy.h"
+
+/* One value of any hk type (a scalar argument). */
+typedef union run_scalar {
+  float f32;
+  double f64;
+  int8_t i8;
+  int16_t i16;
+  int32_t i32;
+  int64_t i64;
+  uint8_t u8;
+  uint16_t u16;
+  uint32_t u32;
+  uint64_t u64;
+} run_scalar;
+
+/* What the command line says about one parameter. */
+typedef struct run_param {
+  const hk_param_info_t *info;
+  const char *value;    /* PARAM=VALUE, or NULL */
+  const char *out_path; /* --out PARAM=FILE, or NULL */
+  hk_npy_t npy;         /* in/inout: the file */
+  void *owned;          /* out: the buffer hk allocated */
+  size_t count;         /* buffers: element count */
+  run_scalar s;
+} run_param;
+
+/* The call being prepared. */
+typedef struct run_call {
+  hk_kernel_t *kh;
+  const hk_kernel_info_t *k;
+  run_param *ps;  /* one per parameter */
+  void **args;    /* hk_call's */
+  int64_t *lens;  /* hk_kernel_lens's */
+  int first;      /* the first in/inout buffer, -1 when there is none */
+  size_t n;       /* the element count, once prepared */
+} run_call;
+
+/* Sets up c for kernel kh (nothing bound yet). On failure (no memory) c
+ * still may be given to run_call_free. */
+int run_call_init(run_call *c, hk_kernel_t *kh);
+/* Frees what c holds (the loaded files, the out buffers); c may be zeroed
+ * or half set up. */
+void run_call_free(run_call *c);
+/* Binds the PARAM=VALUE arguments (assigns) and the --out PARAM=FILE ones
+ * (outs) to parameters, and checks that every in, inout and scalar
+ * parameter was given. */
+int run_call_bind(run_call *c, const char *const *assigns, int nassigns,
+                  const char *const *outs, int nouts);
+/* After run_call_bind: loads the .npy inputs, parses the scalars, settles
+ * n (from the first in/inout buffer, or from n_text, --n, when there is
+ * none), checks every buffer's element count against n or its len
+ * expression, and allocates the out buffers (zeroed). */
+int run_call_prepare(run_call *c, const char *n_text);
+
+#endif /* HK_TOOLS_RUN_ARGS_H */
