@@ -229,28 +229,29 @@ static int is_temp_name(const char *s) {
 
 /* Verifies the entry open at fd, whose size is fsize: the trailer is
  * consistent, meta holds no NUL, and the digest matches every byte before
- * it. On success returns 0 with *elf_size and, when meta is not NULL,
- * *meta (malloc'ed); otherwise -1 with nothing to free. */
+ * it. HK_OK with *elf_size and, when meta is not NULL, *meta (malloc'ed);
+ * HK_EIO when the entry is not sound (or cannot be read), HK_ENOMEM; on
+ * failure nothing is left to free. */
 static int verify(int fd, uint64_t fsize, size_t *elf_size, char **meta) {
   uint8_t tr[HK_CACHE_TRAILER];
   if (fsize < HK_CACHE_TRAILER ||
       hku_pread_all(fd, tr, sizeof tr, fsize - sizeof tr) != 0)
-    return -1;
-  if (memcmp(tr, HK_CACHE_MAGIC, 8) != 0) return -1;
+    return HK_EIO;
+  if (memcmp(tr, HK_CACHE_MAGIC, 8) != 0) return HK_EIO;
   uint64_t esz = get_le64(tr + 8), msz = get_le64(tr + 16);
   uint64_t body = fsize - HK_CACHE_TRAILER; /* elf + meta */
-  if (esz == 0 || esz > body || msz != body - esz) return -1;
+  if (esz == 0 || esz > body || msz != body - esz) return HK_EIO;
 
   char *m = NULL;
   if (meta) {
     m = malloc(msz + 1); /* msz < fsize: bounded by the file */
-    if (!m) return -1;
+    if (!m) return HK_ENOMEM;
     m[msz] = '\0';
   }
   uint8_t *buf = malloc(CHUNK);
   if (!buf) {
     free(m);
-    return -1;
+    return HK_ENOMEM;
   }
   hk_sha256_t s;
   hk__sha256_init(&s);
@@ -277,11 +278,11 @@ static int verify(int fd, uint64_t fsize, size_t *elf_size, char **meta) {
   hk__sha256_final(&s, d);
   if (!ok || memcmp(d, tr + HK_CACHE_TRAILER - 32, 32) != 0) {
     free(m);
-    return -1;
+    return HK_EIO;
   }
   *elf_size = (size_t)esz;
   if (meta) *meta = m;
-  return 0;
+  return HK_OK;
 }
 
 /* Removes the entry name if it is still the file described by st (st NULL:
@@ -333,8 +334,15 @@ HK_INTERNAL int hk__cache_get(hk_cache_t *c, const uint8_t key[32],
   }
   struct stat st;
   size_t esz = 0;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-      verify(fd, (uint64_t)st.st_size, &esz, meta) != 0) {
+  int rc = fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)
+               ? HK_EIO
+               : verify(fd, (uint64_t)st.st_size, &esz, meta);
+  if (rc == HK_ENOMEM) { /* says nothing about the entry: keep it */
+    close(fd);
+    *status = HK_CACHE_MISS;
+    return -1;
+  }
+  if (rc) {
     if (fstat(fd, &st) == 0) remove_entry(c, name, &st);
     close(fd);
     *status = HK_CACHE_CORRUPT;

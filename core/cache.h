@@ -51,7 +51,8 @@ enum { HK_CACHE_HIT = 0, HK_CACHE_MISS = 1, HK_CACHE_CORRUPT = 2 };
  * dlopen("/proc/self/fd/N") of another file that got the same fd number
  * would silently return the first object.
  * Returns -1 with *status HK_CACHE_MISS when there is no entry (or it could
- * not be opened for a passing reason such as too many open files), and with
+ * not be opened or read for a passing reason such as too many open files or
+ * no memory), and with
  * HK_CACHE_CORRUPT when the entry is damaged (bad trailer, wrong digest,
  * truncated, inconsistent sizes, NUL in meta), is not a regular file, is a
  * symlink (never followed), or is unreadable: then it is removed, if the

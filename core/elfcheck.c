@@ -72,7 +72,7 @@ typedef struct dyn {
   uint64_t gnu_hash;
 } dyn_t;
 
-/* Says what is wrong with the object in e->d; returns -1. */
+/* Says what is wrong with the object in e->d; returns HK_EREFUSED. */
 __attribute__((format(printf, 2, 3))) static int fail(elf_t *e, const char *fmt,
                                                       ...) {
   char msg[512];
@@ -81,7 +81,7 @@ __attribute__((format(printf, 2, 3))) static int fail(elf_t *e, const char *fmt,
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   hku_diag_add(e->d, HKU_ERROR, e->path, 0, 0, "%s", msg);
-  return -1;
+  return HK_EREFUSED;
 }
 
 /* 1 when [off, off + len) lies inside the image (no overflow). */
@@ -428,11 +428,11 @@ static int scan_all_relocs(elf_t *e, const dyn_t *d, uint64_t *maxsym,
   if (d->has[DT_RELA] && scan_relocs(e, "DT_RELA", d->val[DT_RELA],
                                      d->has[DT_RELASZ] ? d->val[DT_RELASZ] : 0,
                                      sizeof(Elf64_Rela), maxsym, irel))
-    return -1;
+    return HK_EREFUSED;
   if (d->has[DT_REL] && scan_relocs(e, "DT_REL", d->val[DT_REL],
                                     d->has[DT_RELSZ] ? d->val[DT_RELSZ] : 0,
                                     sizeof(Elf64_Rel), maxsym, irel))
-    return -1;
+    return HK_EREFUSED;
   if (!d->has[DT_JMPREL]) return 0;
   uint64_t kind = d->has[DT_PLTREL] ? d->val[DT_PLTREL] : DT_RELA;
   if (kind != DT_RELA && kind != DT_REL)
@@ -451,14 +451,14 @@ static int symbol_table(elf_t *e, image_t *im) {
   uint64_t count = 0, n = 0, maxsym = 0;
   int irel = 0;
   if (d->has[DT_HASH]) {
-    if (count_sysv_hash(e, d->val[DT_HASH], &n)) return -1;
+    if (count_sysv_hash(e, d->val[DT_HASH], &n)) return HK_EREFUSED;
     if (n > count) count = n;
   }
   if (d->has_gnu_hash) {
-    if (count_gnu_hash(e, d->gnu_hash, &n)) return -1;
+    if (count_gnu_hash(e, d->gnu_hash, &n)) return HK_EREFUSED;
     if (n > count) count = n;
   }
-  if (scan_all_relocs(e, d, &maxsym, &irel)) return -1;
+  if (scan_all_relocs(e, d, &maxsym, &irel)) return HK_EREFUSED;
   if (irel) im->run |= HK_ELF_RUNS_AT_LOAD;
   if (maxsym && maxsym + 1 > count) count = maxsym + 1;
   if (d->has[DT_SYMTAB]) {
@@ -553,17 +553,17 @@ static int check_image(elf_t *e, hk_elf_allow_fn allow, void *ctx, char *bad,
   memset(&im, 0, sizeof im);
   if (check_headers(e) || check_segments(e, &dynph) ||
       read_dynamic(e, &dynph, &im.d, &im.dynoff, &im.ndyn))
-    return -1;
+    return HK_EREFUSED;
   im.run = runs_by_itself(&im.d);
-  if (string_table(e, &im) || symbol_table(e, &im)) return -1;
+  if (string_table(e, &im) || symbol_table(e, &im)) return HK_EREFUSED;
   int result = check_symbols(e, &im, allow, ctx, bad, badlen);
-  if (result < 0 || list_needed(e, &im, needed, neededlen)) return -1;
+  if (result < 0 || list_needed(e, &im, needed, neededlen)) return HK_EREFUSED;
   if (runs) *runs = im.run;
   return result;
 }
 
 /* Reads the first size bytes of the regular file at fd into *p
- * (malloc'ed). 0, or -1 said through e. */
+ * (malloc'ed). HK_OK, or HK_EREFUSED said through e. */
 static int read_image(elf_t *e, int fd, size_t size, uint8_t **p) {
   struct stat st;
   if (fstat(fd, &st) != 0)

@@ -3,6 +3,8 @@
  * reloads). Not thread-safe: the registry guards it with its rwlock. */
 #include "map.h"
 
+#include "hk.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,22 +45,23 @@ static void place(void **slots, size_t cap, const char *(*key)(const void *),
 int hk__map_reserve(hk_map_t *m, size_t extra) {
   size_t cap = m->cap ? m->cap : 128;
   while ((m->count + extra) * 10 > cap * 7) cap *= 2; /* load under 70% */
-  if (cap == m->cap) return 0;
+  if (cap == m->cap) return HK_OK;
   void **slots = calloc(cap, sizeof *slots);
-  if (!slots) return -1;
+  if (!slots) return HK_ENOMEM;
   for (size_t i = 0; i < m->cap; i++)
     if (m->slots[i]) place(slots, cap, m->key, m->slots[i]);
   free(m->slots);
   m->slots = slots;
   m->cap = cap;
-  return 0;
+  return HK_OK;
 }
 
 int hk__map_put(hk_map_t *m, void *value) {
-  if (hk__map_reserve(m, 1)) return -1;
+  if (hk__map_reserve(m, 1)) return HK_ENOMEM;
+  HK_ASSERT(!hk__map_get(m, m->key(value)));
   place(m->slots, m->cap, m->key, value);
   m->count++;
-  return 0;
+  return HK_OK;
 }
 
 void *hk__map_del(hk_map_t *m, const char *name) {

@@ -18,11 +18,11 @@ HK_INTERNAL void hk__map_init(hk_map_t *m, const char *(*key)(const void *));
 HK_INTERNAL void hk__map_free(hk_map_t *m);
 /* The value named name, or NULL. */
 HK_INTERNAL void *hk__map_get(const hk_map_t *m, const char *name);
-/* Inserts value (its name must not be present). Returns 0, or -1 when out
- * of memory (the map is unchanged). */
+/* Inserts value (its name must not be present). HK_OK, or HK_ENOMEM (the map
+ * is unchanged). */
 HK_INTERNAL int hk__map_put(hk_map_t *m, void *value);
 /* Makes room for extra more values, so that that many puts cannot fail.
- * Returns 0, or -1 when out of memory (the map is unchanged). */
+ * HK_OK, or HK_ENOMEM (the map is unchanged). */
 HK_INTERNAL int hk__map_reserve(hk_map_t *m, size_t extra);
 /* Removes the value named name, if present; returns it or NULL. */
 HK_INTERNAL void *hk__map_del(hk_map_t *m, const char *name);
