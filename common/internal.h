@@ -20,6 +20,7 @@
 #define HK_INTERNAL_H
 
 #include <assert.h>
+#include <stdint.h>
 
 /* Internal symbols stay out of libhk's exported symbol table. */
 #if defined(__GNUC__) && !defined(_WIN32)
@@ -34,5 +35,20 @@
 
 /* The number of elements of a true array. */
 #define HK_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* One value of any hk element type: a scalar argument of hk_call, held
+ * by the command (hk run) and the tests alike. */
+typedef union hku_scalar {
+  float f32;
+  double f64;
+  int8_t i8;
+  int16_t i16;
+  int32_t i32;
+  int64_t i64;
+  uint8_t u8;
+  uint16_t u16;
+  uint32_t u32;
+  uint64_t u64;
+} hku_scalar;
 
 #endif /* HK_INTERNAL_H */

@@ -16,7 +16,7 @@ typedef struct hk_symbol {
   void *addr;
 } hk_symbol_t;
 
-/* The symbols given to libtcc: the math functions of codegen/mathfns.h
+/* The symbols given to libtcc: the math functions of common/mathfns.h
  * (double and float), memcpy/memset/memmove, and the integer/float
  * conversion helpers tcc's x86-64 code generator calls (normally in
  * libtcc1.a). Sets *count. */

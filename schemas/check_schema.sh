@@ -13,7 +13,7 @@
 #     JSON counts as rejected), except those marked "_schema_accepts": true,
 #     whose errors only hk check can see: those must be accepted;
 #   - the name lists in the schema (keywords, math names, type names, element
-#     types) equal those in codegen/ (lex.c, mathfns.h, types.c), and the
+#     types) equal those in codegen/ and common/ (lex.c, common/mathfns.h, types.c), and the
 #     README lists every math function, macro and constant.
 # Given HK, the path of a built hk command, it also checks that:
 #   - `hk check` accepts every good example, silently;
@@ -120,7 +120,7 @@ def c_array(text, name):
     start = text.index(name)
     return re.findall(r'"([^"]*)"', text[start:text.index("};", start)])
 
-mathfns, lex = read("codegen/mathfns.h"), read("codegen/lex.c")
+mathfns, lex = read("common/mathfns.h"), read("codegen/lex.c")
 fns = re.findall(r"X\((\w+),\s*\w+\)", c_block(mathfns, "HKC_MATH_FUNCTIONS"))
 expected = {
     "reserved names": {"i", "n", "acc", "a", "b"},
@@ -154,7 +154,7 @@ for what, names in expected.items():
 readme = read("schemas/README.md")
 for name in sorted(expected["math names"] - {f + "f" for f in fns}):
     if not re.search(r"\b%s\b" % name, readme):
-        fail("schemas/README.md does not list %s, which codegen/mathfns.h allows" % name)
+        fail("schemas/README.md does not list %s, which common/mathfns.h allows" % name)
 schema_dtypes = set(schema["definitions"]["dtype"]["enum"])
 if schema_dtypes != dtypes:
     fail("the schema's element types %s differ from codegen/types.c %s"

@@ -24,6 +24,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "internal.h"
+
 /* One pair per program, even when its checks are in several files: weak
  * definitions, of which the linker keeps one. */
 __attribute__((weak)) int check_failures;
@@ -84,18 +86,7 @@ static inline int check_close(double a, double b, double rtol, double atol) {
 /* ---- Helpers the tests share ------------------------------------------ */
 
 /* One value of any hk type (the scalars of hk_call's args). */
-typedef union check_scalar {
-  float f32;
-  double f64;
-  int8_t i8;
-  int16_t i16;
-  int32_t i32;
-  int64_t i64;
-  uint8_t u8;
-  uint16_t u16;
-  uint32_t u32;
-  uint64_t u64;
-} check_scalar_t;
+typedef hku_scalar check_scalar_t;
 
 /* The whole file at path, with a NUL after its *n bytes (malloc'd; the
  * caller frees it); NULL when it cannot be read. */

@@ -15,21 +15,11 @@
 #include <stdint.h>
 
 #include "hk.h"
+#include "internal.h"
 #include "npy.h"
 
 /* One value of any hk type (a scalar argument). */
-typedef union run_scalar {
-  float f32;
-  double f64;
-  int8_t i8;
-  int16_t i16;
-  int32_t i32;
-  int64_t i64;
-  uint8_t u8;
-  uint16_t u16;
-  uint32_t u32;
-  uint64_t u64;
-} run_scalar;
+typedef hku_scalar run_scalar;
 
 /* What the command line says about one parameter. */
 typedef struct run_param {
