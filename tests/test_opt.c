@@ -1,4 +1,4 @@
-/* test_opt.c — tier opt (core/jit_cc.c), its worker and the disk cache
+/* test_opt.c — tier opt (core/opt.c, core/compiler_cc.c), its worker and the disk cache
  * (core/cache.c) as the registry uses them, through the public API.
  *
  *  1. tier auto: jit first, opt after hk_kernel_wait_opt on the same
