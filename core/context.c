@@ -310,8 +310,8 @@ static int remember_dir(hk_context_t *ctx, const char *dir) {
  * Returns HK_OK, or the kind of the first failure. */
 static int scan_dir(hk_context_t *ctx, const char *dir, hku_diags *d) {
   HK_ASSERT(hk__load_held(ctx));
-  /* unsafe permissions give HK_EIO to the caller (test_registry.c checks
-   * it), although hk.h lists them under HK_EREFUSED */
+  /* unsafe permissions are HK_EIO to the caller (hk.h): the file may not
+   * be trusted; HK_EREFUSED is for compiled objects */
   if (hk__check_perms(ctx, dir, d)) return HK_EIO;
   char **paths;
   int n = hku_list_dir(dir, plugin_suffixes, &paths);

@@ -68,14 +68,17 @@ extern "C" {
  * HK_ENOMEM     out of memory
  * HK_ENOTFOUND  no such kernel, file or parameter
  * HK_ESCHEMA    a kernel description breaks the format
- * HK_EIO        a file could not be read or written
+ * HK_EIO        a file could not be read or written, or may not be trusted
+ *               (a plugin file or folder others can write: unsafe
+ *               permissions)
  * HK_ECOMPILE   a kernel body failed to compile
  * HK_EUNSUPPORTED not available in this build or on this machine
  * HK_EINTERNAL  a bug in hk: please report it
  * HK_EDEVICE    the GPU failed a launch, a copy or an allocation it had
  *               accepted (a kernel fault, an illegal address, a lost device)
  * HK_EREFUSED   a compiled object (a prebuilt plugin, a cache entry) was
- *               refused: wrong ABI, forbidden imports, unsafe permissions */
+ *               refused: not a sound shared object, wrong ABI, forbidden
+ *               imports or code that runs at load time */
 enum {
 #define HK__XX(name, value, words) HK_##name = (value),
   HK_ERRNO_MAP(HK__XX)
