@@ -38,13 +38,18 @@ typedef struct hkc_src {
 } hkc_src;
 
 typedef struct hkc_param {
-  char *name;
+  char *name;       /* NULL when the name was refused */
   hk_dtype_t dtype; /* HK_DTYPE_INVALID when the type is a placeholder */
   char placeholder; /* 'A'..'Z', or 0 */
   hk_role_t role;
   hkc_src len; /* raw kernels: the element count expression, if given */
   char *doc;
   const hkj_node *node;
+  /* 1 when its name, type or role was refused (reported), or its name
+   * repeats an earlier one: then name may be NULL and type and role are
+   * defaults, and checks that look it up must not judge by them. Only an
+   * invalid file has such a parameter. */
+  int refused;
 } hkc_param;
 
 /* Sets of roles, as bit masks: HKC_ROLE_BIT(HK_ROLE_IN) | ... */
@@ -103,6 +108,9 @@ int hkc_file_parse(const char *path, const char *text, size_t len,
 int hkc_file_load(const char *path, hkc_file **out, hku_diags *d);
 void hkc_file_free(hkc_file *f);
 
+/* The name the file gives parameter p: its name, or the text of a refused
+ * "name"; NULL when there is none. */
+const char *hkc_param_given_name(const hkc_param *p);
 /* The concrete type of parameter p in instance in. */
 hk_dtype_t hkc_param_type(const hkc_instance *in, const hkc_param *p);
 /* The accumulator type of a reduction instance (its out parameter's). */

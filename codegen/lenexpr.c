@@ -175,9 +175,22 @@ static int primary_name(lp *L) {
     lerr(L, s, "a cast to '%s' is not allowed: %s", name, GRAMMAR);
     return HK_ESCHEMA;
   }
-  for (int i = 0; i < L->k->nparams; i++)
-    if (!strcmp(L->k->params[i].name, name))
-      return scalar_operand(L, &L->k->params[i], s);
+  const hkc_param *p = NULL;
+  int refused = 0;
+  for (int i = 0; i < L->k->nparams; i++) {
+    const char *pn = hkc_param_given_name(&L->k->params[i]);
+    if (!pn || strcmp(pn, name)) continue;
+    refused |= L->k->params[i].refused;
+    if (!p) p = &L->k->params[i];
+  }
+  /* A parameter whose name, type or role was refused has been reported;
+   * whether it may appear here cannot be told. Only an invalid file has
+   * one, so nothing is ever emitted for it. */
+  if (refused) {
+    HK_ASSERT(!L->out);
+    return HK_OK;
+  }
+  if (p) return scalar_operand(L, p, s);
   lerr(L, s, "'%s' is not one of the kernel's integer scalars and n", name);
   return HK_ESCHEMA;
 }

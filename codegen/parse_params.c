@@ -33,8 +33,8 @@ static const char *bad_param_name(const char *name, unsigned targets,
   return NULL;
 }
 
-/* Reads param p's "name" (po is its object, at params[i]). HK_OK or
- * HK_ENOMEM; problems are reported. */
+/* Reads param p's "name" (po is its object, at params[i]); p->name stays
+ * NULL when it is refused. HK_OK or HK_ENOMEM; problems are reported. */
 static int param_name(hkc_parser *P, const hkj_node *po, size_t i,
                       const char *prefix, const char *ppre, hkc_kernel *k,
                       hkc_param *p) {
@@ -126,7 +126,8 @@ static void param_role(hkc_parser *P, const hkj_node *po, size_t i,
   hkc_err(P, v, f, "unknown role \"%s\"; expected in, out, inout or scalar", s);
 }
 
-/* Reads params[i] (po) into p. HK_OK or HK_ENOMEM. */
+/* Reads params[i] (po) into p, marked refused when its name, type or role
+ * is (later checks must not trust them). HK_OK or HK_ENOMEM. */
 static int parse_param(hkc_parser *P, const hkj_node *po, size_t i,
                        const char *prefix, hkc_kernel *k, hkc_param *p) {
   static const char *const keys[] = {"name", "type", "role",
@@ -141,12 +142,15 @@ static int parse_param(hkc_parser *P, const hkj_node *po, size_t i,
     hkc_err(P, po, hkc_fld(prefix, "params[%zu]", i),
             "expected an object {\"name\", \"type\", \"role\"}, got %s",
             hkj_type_name(po->type));
+    p->refused = 1;
     return HK_OK;
   }
   hkc_check_keys(P, po, ppre, keys);
+  int before = P->errors;
   if (param_name(P, po, i, prefix, ppre, k, p) != HK_OK) return HK_ENOMEM;
   param_type(P, po, i, prefix, ppre, k, p);
   param_role(P, po, i, prefix, ppre, p);
+  p->refused = P->errors != before;
   const hkj_node *v = hkj_get(po, "doc");
   if (v) {
     const char *s = hkc_want_string(P, v, hkc_fld(ppre, "doc"), "a string");
@@ -192,9 +196,15 @@ const char **hkc_names_for(const hkc_kernel *k, unsigned role_mask,
   const char **v = calloc(cap, sizeof *v);
   if (!v) return NULL;
   size_t n = 0;
-  for (int i = 0; i < k->nparams; i++)
-    if (k->params[i].name && (role_mask & HKC_ROLE_BIT(k->params[i].role)))
-      v[n++] = k->params[i].name;
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    /* a refused parameter was reported: code naming it is not judged by
+     * its role, which may be a default */
+    if (p->refused && hkc_param_given_name(p))
+      v[n++] = hkc_param_given_name(p);
+    else if (p->name && (role_mask & HKC_ROLE_BIT(p->role)))
+      v[n++] = p->name;
+  }
   for (; extra && *extra; extra++) v[n++] = *extra;
   static const char letters[26][2] = {
       "A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K", "L", "M",
@@ -386,6 +396,13 @@ int hkc_make_instances(hkc_parser *P, const hkj_node *obj, const char *prefix,
 }
 
 /* ---- Queries --------------------------------------------------------------------- */
+
+const char *hkc_param_given_name(const hkc_param *p) {
+  if (p->name) return p->name;
+  const hkj_node *v =
+      p->node && p->node->type == HKJ_OBJECT ? hkj_get(p->node, "name") : NULL;
+  return v && v->type == HKJ_STRING ? v->str : NULL;
+}
 
 hk_dtype_t hkc_param_type(const hkc_instance *in, const hkc_param *p) {
   return p->placeholder ? in->bind[p->placeholder - 'A'] : p->dtype;

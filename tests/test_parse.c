@@ -678,6 +678,117 @@ static const pcase param_cases[] = {
      "params[1].len: expected a string", NULL},
 };
 
+/* ---- Refused parameters ------------------------------------------------------ */
+
+/* A parameter whose name, type or role is refused stays in the kernel, its
+ * name NULL or its type and role defaults: the checks that run after the
+ * parameters (len, expressions) must neither crash on it nor judge it, and
+ * report only the refusal (once crashed: a NULL name read by the len
+ * checker when the refused parameter came before the scalar a len names). */
+
+/* A raw kernel over p0 (line 2, from column 14) and p1 (line 3, from
+ * column 5). */
+#define RAW2(p0, p1)                                                   \
+  "{" SV ", \"name\": \"w\", \"kind\": \"raw\",\n"                     \
+  "  \"params\": [" p0 ",\n    " p1 "],\n  \"cpu\": \"(void)0;\"\n}\n"
+/* A buffer named nm (JSON text) whose len names N, then the scalar N. */
+#define LEN_N(nm)                                                      \
+  RAW2("{\"name\": " nm ", \"type\": \"f32\", \"role\": \"inout\", "   \
+       "\"len\": \"N\"}",                                               \
+       "{\"name\": \"N\", \"type\": \"i64\", \"role\": \"scalar\"}")
+/* A buffer x whose len names N, then N given as p (JSON text). */
+#define N_AS(p)                                                        \
+  RAW2("{\"name\": \"x\", \"type\": \"f32\", \"role\": \"inout\", "    \
+       "\"len\": \"N\"}",                                               \
+       p)
+
+static const pcase refused_cases[] = {
+    {"refused name a before the len's scalar", LEN_N("\"a\""), 1, NULL, 0, 2,
+     23, "params[0].name: \"a\" is reserved", NULL},
+    {"refused name i before the len's scalar", LEN_N("\"i\""), 1, NULL, 0, 2,
+     23, "params[0].name: \"i\" is reserved", NULL},
+    {"C keyword before the len's scalar", LEN_N("\"int\""), 1, NULL, 0, 2, 23,
+     "params[0].name: \"int\" is a C keyword", NULL},
+    {"hk_ name before the len's scalar", LEN_N("\"hk_x\""), 1, NULL, 0, 2, 23,
+     "params[0].name: \"hk_x\" is reserved", "hk_"},
+    {"non-identifier before the len's scalar", LEN_N("\"2x\""), 1, NULL, 0, 2,
+     23, "params[0].name: \"2x\" is not a C identifier", NULL},
+    {"empty name before the len's scalar", LEN_N("\"\""), 1, NULL, 0, 2, 23,
+     "params[0].name: \"\" is not a C identifier", NULL},
+    {"math name before the len's scalar", LEN_N("\"exp\""), 1, NULL, 0, 2, 23,
+     "\"exp\" is a math function", NULL},
+    {"type name before the len's scalar", LEN_N("\"size_t\""), 1, NULL, 0, 2,
+     23, "\"size_t\" is a type name", NULL},
+    {"name of 64 characters before the len's scalar", LEN_N("\"" N64 "\""), 1,
+     NULL, 0, 2, 23, "is 64 characters long", NULL},
+    {"name a number before the len's scalar", LEN_N("5"), 1, NULL, 0, 2, 23,
+     "params[0].name: expected a C identifier, got a number", NULL},
+    {"name missing before the len's scalar",
+     RAW2("{\"type\": \"f32\", \"role\": \"inout\", \"len\": \"N\"}",
+          "{\"name\": \"N\", \"type\": \"i64\", \"role\": \"scalar\"}"),
+     1, NULL, 0, 2, 14, "params[0]: missing required field \"name\"", NULL},
+    {"param not an object before the len's scalar",
+     RAW2("7, {\"name\": \"x\", \"type\": \"f32\", \"role\": \"inout\", "
+          "\"len\": \"N\"}",
+          "{\"name\": \"N\", \"type\": \"i64\", \"role\": \"scalar\"}"),
+     1, NULL, 0, 2, 14, "params[0]: expected an object", NULL},
+    /* the len names a parameter with a refused field: only that is said */
+    {"len naming a scalar of unknown type",
+     N_AS("{\"name\": \"N\", \"type\": \"int64\", \"role\": \"scalar\"}"), 1,
+     "\"int64\"", 0, 0, 0, "params[1].type: unknown type \"int64\"", NULL},
+    {"len naming a scalar of undeclared placeholder type",
+     N_AS("{\"name\": \"N\", \"type\": \"T\", \"role\": \"scalar\"}"), 1,
+     "\"T\"", 0, 0, 0, "params[1].type: placeholder \"T\" is not declared",
+     NULL},
+    {"len naming a scalar without type",
+     N_AS("{\"name\": \"N\", \"role\": \"scalar\"}"), 1, NULL, 0, 3, 5,
+     "params[1]: missing required field \"type\"", NULL},
+    {"len naming a scalar of unknown role",
+     N_AS("{\"name\": \"N\", \"type\": \"i64\", \"role\": \"scaler\"}"), 1,
+     "\"scaler\"", 0, 0, 0, "params[1].role: unknown role \"scaler\"", NULL},
+    {"len naming a scalar without role",
+     N_AS("{\"name\": \"N\", \"type\": \"i64\"}"), 1, NULL, 0, 3, 5,
+     "params[1]: missing required field \"role\"", NULL},
+    {"len naming a refused name (a C keyword)",
+     RAW2("{\"name\": \"x\", \"type\": \"f32\", \"role\": \"inout\", "
+          "\"len\": \"int * 2\"}",
+          "{\"name\": \"int\", \"type\": \"i64\", \"role\": \"scalar\"}"),
+     1, "\"int\"", 0, 0, 0, "params[1].name: \"int\" is a C keyword", NULL},
+    {"len naming a refused name (reserved a)",
+     RAW2("{\"name\": \"x\", \"type\": \"f32\", \"role\": \"inout\", "
+          "\"len\": \"a * 2\"}",
+          "{\"name\": \"a\", \"type\": \"i64\", \"role\": \"scalar\"}"),
+     1, "\"a\"", 0, 0, 0, "params[1].name: \"a\" is reserved", NULL},
+    {"len naming a duplicate name",
+     RAW2("{\"name\": \"N\", \"type\": \"f32\", \"role\": \"inout\", "
+          "\"len\": \"N\"}",
+          "{\"name\": \"N\", \"type\": \"i64\", \"role\": \"scalar\"}"),
+     1, "\"N\"", 3, 0, 0, "params[1].name: \"N\" is already the name of "
+                          "params[0]",
+     NULL},
+    {"len naming the buffer that gives it",
+     RAW2("{\"name\": \"N\", \"type\": \"i64\", \"role\": \"inout\", "
+          "\"len\": \"N\"}",
+          "{\"name\": \"m\", \"type\": \"i64\", \"role\": \"scalar\"}"),
+     1, "N\"}", 0, 0, 0, "params[0].len: 'N' is not one of the kernel's "
+                         "integer scalars and n (it is a buffer)",
+     NULL},
+    /* the rest of a len is still checked */
+    {"refused name, and a len naming an unknown identifier",
+     RAW2("{\"name\": \"a\", \"type\": \"f32\", \"role\": \"inout\", "
+          "\"len\": \"N + q\"}",
+          "{\"name\": \"N\", \"type\": \"i64\", \"role\": \"scalar\"}"),
+     2, NULL, 0, 2, 23, "params[0].name: \"a\" is reserved", NULL},
+    /* expressions do not judge a refused parameter by its default role */
+    {"reduction over a scalar of unknown role and a refused name",
+     "{" SV ", \"name\": \"r\", \"kind\": \"reduction\",\n"
+     "  \"params\": [" PX ",\n    {\"name\": \"s\", \"type\": "
+     "\"f32\", \"role\": \"scaler\"},\n    {\"name\": \"a\", \"type\": \"f32\", "
+     "\"role\": \"scalar\"}, " PO "],\n  \"map\": \"x[i] * s * a\", "
+     "\"combine\": \"a + b\", \"identity\": \"s\"\n}\n",
+     2, "\"scaler\"", 0, 0, 0, "params[1].role: unknown role \"scaler\"", NULL},
+};
+
 /* ---- Kinds ---------------------------------------------------------------------- */
 
 #define REDHEAD "{" SV ", \"name\": \"r\", \"kind\": \"reduction\",\n"
@@ -1895,6 +2006,7 @@ int main(void) {
   RUN(top_cases);
   RUN(kernel_cases);
   RUN(param_cases);
+  RUN(refused_cases);
   RUN(kind_cases);
   RUN(body_cases);
   RUN(escape_cases);
