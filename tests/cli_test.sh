@@ -159,6 +159,34 @@ HK_PLUGIN_PATH="$T/plug" run 1 "$HK" list
 out_has "twice"
 run 1 "$HK" list --plugins
 err_has "--plugins needs a folder"
+# A parameter whose name, type or role is refused, before the scalar that a
+# len names, once crashed the validator (a NULL name read by the len
+# checker): every such file is reported where it is wrong, and the process
+# goes on (hk check, hk run, hk list, and a run from the folder).
+mkdir "$T/refused"
+cp "$SRC"/tests/plugin_fixtures/refused_params/*.json "$T/refused/"
+run 0 "$HK" run arange_f32 start=0 step=0.5 --n 6 --out "out=$T/rx.npy"
+for f in "$T"/refused/*.json; do
+  b=$(basename "$f")
+  case $b in ok_*) continue ;; esac
+  run 1 "$HK" check "$f"
+  err_has "$b:"
+  err_has ": error: params["
+  run 1 "$HK" run "$f" "x=$T/rx.npy" N=6 --tier jit --no-cache
+  err_has "$b:"
+done
+run 1 "$HK" check "$SRC/tests/plugin_fixtures/refused_params/name_reserved.json"
+err_has "name_reserved.json:7:14: error: params[0].name: \"a\" is reserved"
+run 1 "$HK" list --plugins "$T/refused"
+out_has "ok_len"
+for b in name_reserved.json:7:14 name_keyword.json:7:14 name_hk.json:7:14 \
+  name_not_identifier.json:7:14 name_duplicate.json:8:14 \
+  type_refused.json:8:27 role_refused.json:8:42; do
+  err_has "$b: error: params["
+done
+run 0 "$HK" run ok_len --plugins "$T/refused" "x=$T/rx.npy" N=6 --tier jit --no-cache
+out_is '{"x": [1, 1.5, 2, 2.5, 3, 3.5]}'
+err_has "name_reserved.json:7:14: error:"
 
 # ---- hk run: results ------------------------------------------------------------
 run 0 "$HK" run arange_f32 start=0 step=0.5 --n 6 --out "out=$T/x.npy"
