@@ -244,15 +244,12 @@ static int counted(hkc_parser *P, int rc) {
   return rc == HK_ENOMEM ? rc : HK_OK;
 }
 
-/* Checks author code src of the given mode, unless it is blank (reported
- * as empty, "what_code" naming what was expected). HK_OK or HK_ENOMEM. */
+/* Checks a raw kernel's body src (when given) in the given mode. An empty
+ * or blank body is legal: a kernel that does nothing (schemas/README.md,
+ * as in the peers' formats). HK_OK or HK_ENOMEM. */
 static int check_body(hkc_parser *P, const hkc_kernel *k, const hkc_src *src,
-                      hkc_code_mode mode, const char *what_code) {
-  if (!src->text) return HK_OK;
-  if (blank(src)) {
-    hkc_err(P, src_node(src), src->field, "is empty: expected %s", what_code);
-    return HK_OK;
-  }
+                      hkc_code_mode mode) {
+  if (!src->text || blank(src)) return HK_OK;
   return counted(P, hkc_check_code(P->doc, src, mode, NULL, NULL, k->targets,
                                    P->d));
 }
@@ -449,8 +446,8 @@ static int parse_kind(hkc_parser *P, const hkj_node *obj, const char *prefix,
 
 /* Checks a raw kernel's bodies and len expressions. HK_OK or HK_ENOMEM. */
 static int check_raw_code(hkc_parser *P, hkc_kernel *k) {
-  if (check_body(P, k, &k->cpu, HKC_CODE_RAW_CPU, "C code") != HK_OK ||
-      check_body(P, k, &k->cuda, HKC_CODE_RAW_CUDA, "CUDA C code") != HK_OK)
+  if (check_body(P, k, &k->cpu, HKC_CODE_RAW_CPU) != HK_OK ||
+      check_body(P, k, &k->cuda, HKC_CODE_RAW_CUDA) != HK_OK)
     return HK_ENOMEM;
   for (int i = 0; i < k->nparams; i++) {
     if (!k->params[i].len.text) continue;
