@@ -324,6 +324,46 @@ run 1 "$HK" run "$T/bad.json" "x=$T/x.npy" --tier jit --no-cache
 err_has "bad.json:7:27: error: params[1].type"
 run 1 "$HK" run "$T/dir/good.json" "x=$T/x.npy" --tier inline
 err_has "--tier inline: twice is a plugin kernel"
+# An empty or blank raw body is legal (schemas/README.md): a kernel that
+# does nothing. Its C compiles cleanly, and it runs, leaving x as it was, at
+# tier jit, and at tier opt and as a prebuilt plugin (tier so) where there
+# is a system compiler.
+cat >"$T/nop.json" <<'EOF2'
+{"schema_version": 1, "kernels": [
+ {"name": "nop", "kind": "raw", "cpu": "",
+  "params": [{"name": "x", "type": "f32", "role": "inout"}]},
+ {"name": "nop_blank", "kind": "raw", "cpu": ["  ", "\t"], "cuda": " \n",
+  "params": [{"name": "x", "type": "f32", "role": "inout", "len": "m * 2"},
+             {"name": "m", "type": "i64", "role": "scalar"}]}]}
+EOF2
+run 0 "$HK" check "$T/nop.json"
+err_empty
+run 0 "$HK" gen "$T/nop.json" -o "$T/nop.c"
+run 0 "$HK" gen "$T/nop.json" --target cuda
+out_has "extern \"C\" __global__ void hk_cuda__nop_blank(float *x, int64_t m, size_t n)"
+for cc in gcc clang; do
+  command -v $cc >/dev/null || continue
+  run 0 $cc -std=c11 -pedantic-errors -Wall -Wextra -Werror -fPIC -c "$T/nop.c" -o "$T/nop.o"
+  err_empty
+done
+nop_tiers=jit
+command -v "${HK_CC:-cc}" >/dev/null 2>&1 && nop_tiers="jit opt"
+for tier in $nop_tiers; do
+  run 0 "$HK" run "$T/nop.json:nop" "x=$T/x.npy" --tier $tier --no-cache
+  out_is '{"x": [0, 0.5, 1, 1.5, 2, 2.5]}'
+  run 0 "$HK" run "$T/nop.json:nop_blank" "x=$T/x.npy" m=3 --tier $tier --no-cache
+  out_is '{"x": [0, 0.5, 1, 1.5, 2, 2.5]}'
+done
+if [ "$nop_tiers" = "jit opt" ]; then
+  mkdir -m 700 "$T/nopso"
+  run 0 "$HK" build "$T/nop.json" -o "$T/nopso/nop.so"
+  run 0 "$HK" run nop --plugins "$T/nopso" "x=$T/x.npy"
+  out_is '{"x": [0, 0.5, 1, 1.5, 2, 2.5]}'
+  run 0 "$HK" list --plugins "$T/nopso"
+  checks=$((checks + 1))
+  grep -q "^nop .* so  *so " "$T/out" ||
+    { echo "FAIL: hk list does not show nop as origin so, tier so"; fails=$((fails + 1)); }
+fi
 # A failing run never destroys an existing output file, and a write into a
 # missing folder fails cleanly.
 cp "$T/x.npy" "$T/keep.npy"

@@ -930,6 +930,21 @@ static const pcase kind_cases[] = {
      1, NULL, 0, 3, 14, "targets: does not list cpu", NULL},
     {"raw cpu a number", RAW("  \"cpu\": 1\n"), 1, NULL, 0, 3, 10,
      "cpu: expected a string", NULL},
+    /* an empty raw body is legal (valid_cases), an empty array is not */
+    {"raw cpu an empty array", RAW("  \"cpu\": []\n"), 1, NULL, 0, 3, 10,
+     "cpu: is empty: expected C code", NULL},
+    {"raw cpu empty, targets listing cuda",
+     RAW("  \"targets\": [\"cpu\", \"cuda\"],\n  \"cpu\": \"\"\n"), 1, NULL, 0,
+     3, 14, "targets: lists cuda, but there is no \"cuda\" body", NULL},
+    {"raw cuda empty, cpu body not in targets",
+     RAW("  \"targets\": [\"cuda\"],\n  \"cpu\": \"y[0] = x[0];\",\n"
+         "  \"cuda\": \"\"\n"),
+     1, NULL, 0, 3, 14, "targets: does not list cpu", NULL},
+    {"raw cpu empty, but a len is wrong",
+     RAWP("{\"name\": \"z\", \"type\": \"f32\", \"role\": \"out\", \"len\": "
+          "\"q\"}",
+          "  \"cpu\": \"\"\n"),
+     1, "q\"}", 0, 0, 0, "params[2].len: 'q' is not one of", NULL},
     {"raw cpu calling printf",
      RAW("  \"cpu\": \"printf(\\\"hi\\\"); y[0] = x[0];\"\n"), 1, NULL, 0, 3,
      11, "cpu: calls 'printf'", NULL},
@@ -1235,6 +1250,27 @@ static const pcase valid_cases[] = {
      RAW("  \"targets\": [\"cpu\", \"cuda\"],\n  \"cpu\": \"y[0] = x[0];\",\n"
          "  \"cuda\": \"y[0] = x[0];\"\n"),
      0, NULL, 0, 0, 0, NULL, NULL},
+    /* a raw body may be empty: a kernel that does nothing (once refused,
+     * "cpu: is empty", against schemas/README.md) */
+    {"raw cpu empty", RAW("  \"cpu\": \"\"\n"), 0, NULL, 0, 0, 0, NULL, NULL},
+    {"raw cpu blank", RAW("  \"cpu\": \" \\n\\t \"\n"), 0, NULL, 0, 0, 0, NULL,
+     NULL},
+    {"raw cpu blank lines", RAW("  \"cpu\": [\"\", \"  \"]\n"), 0, NULL, 0, 0,
+     0, NULL, NULL},
+    {"raw cpu only a comment", RAW("  \"cpu\": \"/* nothing to do */\"\n"), 0,
+     NULL, 0, 0, 0, NULL, NULL},
+    {"raw body alias empty", RAW("  \"body\": \"\"\n"), 0, NULL, 0, 0, 0, NULL,
+     NULL},
+    {"raw cuda empty", RAW("  \"cuda\": \"\"\n"), 0, NULL, 0, 0, 0, NULL, NULL},
+    {"raw cpu and cuda empty, explicit targets",
+     RAW("  \"targets\": [\"cpu\", \"cuda\"],\n  \"cpu\": \"\",\n"
+         "  \"cuda\": \" \"\n"),
+     0, NULL, 0, 0, 0, NULL, NULL},
+    {"raw cpu empty with len expressions",
+     "{" SV ", \"name\": \"w\", \"kind\": \"raw\",\n  \"params\": [" PX
+     ",\n    {\"name\": \"y\", \"type\": \"f32\", \"role\": \"out\", \"len\": "
+     "\"m * 2\"},\n    " PM "],\n  \"cpu\": \"\"\n}\n",
+     0, NULL, 0, 0, 0, NULL, NULL},
 };
 
 /* ---- Structure of valid files --------------------------------------------------- */
@@ -1394,6 +1430,24 @@ static void test_structure(void) {
     CHECK_INT_EQ(f->kernels[0].targets, HK_TARGET_CPU | HK_TARGET_CUDA);
     CHECK_STR_EQ(f->kernels[0].cpu.text, "y[0] = 1;");
     CHECK_STR_EQ(f->kernels[0].cuda.text, "y[0] = 2;");
+  }
+  hkc_file_free(f);
+  /* an empty raw body is kept as it is: the emitters put nothing in the
+   * function */
+  f = must_parse("raw cpu empty", RAW("  \"cpu\": \"\"\n"));
+  if (f) {
+    CHECK_INT_EQ(f->kernels[0].targets, HK_TARGET_CPU);
+    CHECK_STR_EQ(f->kernels[0].cpu.text, "");
+    CHECK_INT_EQ(f->kernels[0].cpu.len, 0);
+    CHECK(f->kernels[0].cuda.text == NULL);
+    CHECK_INT_EQ(f->kernels[0].ninst, 1);
+  }
+  hkc_file_free(f);
+  f = must_parse("raw cuda blank", RAW("  \"cuda\": [\" \", \"\"]\n"));
+  if (f) {
+    CHECK_INT_EQ(f->kernels[0].targets, HK_TARGET_CUDA);
+    CHECK_STR_EQ(f->kernels[0].cuda.text, " \n");
+    CHECK(f->kernels[0].cpu.text == NULL);
   }
   hkc_file_free(f);
   f = must_parse("raw body alias", RAW("  \"body\": \"y[0] = 3;\"\n"));
