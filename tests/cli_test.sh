@@ -398,6 +398,11 @@ for o in backend tier n threads; do
 done
 run 1 "$HK" bench --min-time
 err_has "--min-time needs a value"
+if [ -x "$(dirname "$HK")/hk-bench" ]; then # handed on as --opt value
+  run 0 "$HK" bench --ops=add --sizes=100 --variants=loop,inline \
+    --min-time=0.001 --repetitions=1 --no-extras
+  out_has "add "
+fi
 run 1 "$HK" bench extra
 err_has "unexpected argument 'extra'"
 # the operand errors are unchanged
