@@ -64,7 +64,7 @@ run 0 "$HK" --version
 out_has "hk "
 run 1 "$HK" frobnicate
 err_has "unknown command 'frobnicate'"
-for c in check gen list run; do
+for c in check gen list run build cache; do
   run 0 "$HK" "$c" --help
   out_has "usage: hk $c"
 done
@@ -374,6 +374,114 @@ run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --out "out=$T/no/such/dir/o.np
 err_has "--out out:"
 checks=$((checks + 1))
 [ ! -e "$T/no" ] || { echo "FAIL: a folder was created"; fails=$((fails + 1)); }
+
+# ---- option syntax: getopt_long in every subcommand --------------------------
+# --opt=value beside --opt value, short options with the value attached,
+# options before, between or after the operands, unique prefixes, "--"
+# ending the options, and usage errors (exit 1, "Try 'hk CMD --help'").
+run 0 "$HK" run sum_f32 "x=$T/x.npy" --threads=2
+out_is '{"out": [7.5]}'
+run 0 "$HK" run --threads 2 sum_f32 "x=$T/x.npy"
+out_is '{"out": [7.5]}'
+run 0 "$HK" run arange_f32 --n=3 start=1 step=1
+out_is '{"out": [1, 2, 3]}'
+run 0 "$HK" run --n 3 arange_f32 start=1 --out=out="$T/o3.npy" step=1
+run 0 "$HK" run sum_f32 "x=$T/o3.npy" --backend=cpu --tier=inline --no-cache
+out_is '{"out": [6]}'
+run 0 "$HK" run sum_f32 "x=$T/o3.npy" --thr 1 --back cpu
+out_is '{"out": [6]}'
+mkdir "$T/plug2"
+cp "$T/dir/good.json" "$T/plug2/"
+run 0 "$HK" run twice "x=$T/o3.npy" --plugins="$T/plug2" --tier=jit --no-cache
+out_is '{"out": [2, 4, 6]}'
+run 0 "$HK" list --plugins="$T/plug2" --json
+out_has '"name": "twice"'
+run 0 "$HK" list --json --plugins "$T/plug2" --allow-unsafe-plugins
+out_has '"name": "twice"'
+run 0 "$HK" gen --target=cuda "$T/dir/good.json"
+out_has "extern \"C\" __global__ void hk_cuda__twice("
+run 0 "$HK" gen -o"$T/gen2.c" "$T/dir/good.json" --target cpu
+out_empty
+checks=$((checks + 1))
+cmp -s "$T/gen.c" "$T/gen2.c" || { echo "FAIL: gen -oFILE differs from -o FILE"; fails=$((fails + 1)); }
+run 0 "$HK" cache --cache-dir="$T/c2" list
+out_has "0 entries in $T/c2"
+run 0 "$HK" cache list --cache-dir "$T/c2"
+out_has "0 entries in $T/c2"
+run 0 "$HK" cache clear --cache-dir="$T/c2"
+out_has "removed 0 files from $T/c2"
+# "--": a file whose name starts with '-' (a kernel file run by name too)
+mkdir "$T/dash"
+cp "$T/dir/good.json" "$T/dash/-x.json"
+in_dash() { (cd "$T/dash" && "$@"); }
+run 1 in_dash "$HK" check -x.json
+err_has "unknown option '-x'"
+run 0 in_dash "$HK" check -- -x.json
+out_empty
+err_empty
+run 1 "$HK" check -- --help
+err_has "--help: error: cannot read"
+run 0 in_dash "$HK" gen --target cpu -- -x.json
+out_has "out = 2 * x;"
+run 0 in_dash "$HK" run --tier jit --no-cache -- -x.json "x=$T/o3.npy"
+out_is '{"out": [2, 4, 6]}'
+run 1 "$HK" run sum_f32 -- "x=$T/o3.npy" --n
+err_has "unexpected argument '--n' (parameters are given as PARAM=VALUE)"
+if command -v "${HK_CC:-cc}" >/dev/null 2>&1; then
+  mkdir "$T/so"
+  run 0 in_dash "$HK" build -o"$T/so/-x.so" -- -x.json
+  run 0 "$HK" list --plugins "$T/so"
+  out_has "twice"
+fi
+# unknown options, one per subcommand
+for c in check gen list build cache run bench; do
+  run 1 "$HK" "$c" --frob=1 x
+  err_has "hk $c: unknown option '--frob=1'"
+  err_has "Try 'hk $c --help'."
+done
+run 1 "$HK" gen -q "$T/dir/good.json"
+err_has "unknown option '-q'"
+run 1 "$HK" run sum_f32 "x=$T/x.npy" --t 2
+err_has "ambiguous option '--t' (--tier, --threads)"
+run 1 "$HK" list --json=yes
+err_has "--json takes no value"
+run 1 "$HK" build "$T/dir/good.json" -o "$T/n.so" --native=1
+err_has "--native takes no value"
+# a missing value, as each option words it
+run 1 "$HK" gen "$T/dir/good.json" -o
+err_has "-o needs a value"
+run 1 "$HK" gen "$T/dir/good.json" --target
+err_has "--target needs a value"
+run 1 "$HK" build "$T/dir/good.json" -o
+err_has "-o needs a file"
+run 1 "$HK" cache list --cache-dir
+err_has "--cache-dir needs a folder"
+run 1 "$HK" run sum_f32 "x=$T/x.npy" --out
+err_has "--out needs PARAM=FILE.npy"
+run 1 "$HK" run sum_f32 "x=$T/x.npy" --plugins
+err_has "--plugins needs a folder"
+for o in backend tier n threads; do
+  run 1 "$HK" run sum_f32 "x=$T/x.npy" "--$o"
+  err_has "--$o needs a value"
+done
+run 1 "$HK" bench --min-time
+err_has "--min-time needs a value"
+if [ -x "$(dirname "$HK")/hk-bench" ]; then # handed on as --opt value
+  run 0 "$HK" bench --ops=add --sizes=100 --variants=loop,inline \
+    --min-time=0.001 --repetitions=1 --no-extras
+  out_has "add "
+fi
+run 1 "$HK" bench extra
+err_has "unexpected argument 'extra'"
+# the operand errors are unchanged
+run 1 "$HK" gen "$T/dir/good.json" "$T/again.json"
+err_has "one kernel file at a time"
+run 1 "$HK" build a.json b.json -o "$T/n.so"
+err_has "one kernel file at a time"
+run 1 "$HK" cache list clear
+err_has "unexpected argument 'clear'"
+run 1 "$HK" list extra
+err_has "unexpected argument 'extra'"
 
 if [ "$fails" -ne 0 ]; then
   echo "$fails of $checks checks failed"

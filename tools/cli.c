@@ -44,6 +44,143 @@ int hk_cli_usage(const char *cmd, const char *fmt, ...) {
   return HK_EXIT_USER;
 }
 
+/* ---- Options ------------------------------------------------------------- */
+
+/* getopt_long's value for opts[i]: its short letter, else one past the
+ * chars. */
+#define LONG_ONLY 256
+#define HELP_VAL 'h'
+
+static int opt_val(const hk_cli_parser *p, int i) {
+  return p->opts[i].short_name ? (unsigned char)p->opts[i].short_name
+                               : LONG_ONLY + i;
+}
+
+/* The index in opts of getopt_long's value val, or -1. */
+static int opt_index(const hk_cli_parser *p, int val) {
+  for (int i = 0; i < p->nopts; i++)
+    if (opt_val(p, i) == val) return i;
+  return -1;
+}
+
+void hk_cli_parser_init(hk_cli_parser *p, const char *cmd, const char *help,
+                        const hk_cli_opt *opts, int nopts, int argc,
+                        char **argv) {
+  HK_ASSERT(nopts >= 0 && nopts <= HK_CLI_MAXOPTS);
+  memset(p, 0, sizeof *p);
+  p->cmd = cmd;
+  p->help = help;
+  p->opts = opts;
+  p->nopts = nopts;
+  p->argc = argc;
+  p->argv = argv;
+  /* '-': operands come back in order (as 1), whatever POSIXLY_CORRECT
+   * says, so that options may follow them; ':': a missing value is told
+   * apart from an unknown option. */
+  char *s = p->shortopts;
+  *s++ = '-';
+  *s++ = ':';
+  int n = 0;
+  for (int i = 0; i < nopts; i++) {
+    if (opts[i].short_name) {
+      *s++ = opts[i].short_name;
+      if (opts[i].needs) *s++ = ':';
+    }
+    if (opts[i].name)
+      p->longopts[n++] = (struct option){
+          opts[i].name, opts[i].needs ? required_argument : no_argument, NULL,
+          opt_val(p, i)};
+  }
+  if (help) {
+    *s++ = 'h';
+    p->longopts[n++] = (struct option){"help", no_argument, NULL, HELP_VAL};
+  }
+  *s = '\0';
+  /* glibc: optind = 0 starts getopt afresh (its hidden state included) */
+  optind = 0;
+  opterr = 0; /* the messages are ours */
+}
+
+/* How the user spelt the option just read: "--NAME" or "-C". */
+static void spelling(const hk_cli_parser *p, int i, char *buf, size_t n) {
+  const char *arg = optind > 0 && optind <= p->argc ? p->argv[optind - 1] : "";
+  if (p->opts[i].name && (!p->opts[i].short_name || !strncmp(arg, "--", 2)))
+    snprintf(buf, n, "--%s", p->opts[i].name);
+  else
+    snprintf(buf, n, "-%c", p->opts[i].short_name);
+}
+
+/* An unknown or ambiguous long option, arg as given ("--NAME[=VALUE]"). */
+static int bad_long(hk_cli_parser *p, const char *arg) {
+  const char *name = arg + 2;
+  size_t len = strcspn(name, "=");
+  char matches[512] = "";
+  size_t used = 0;
+  int nmatch = 0;
+  for (const struct option *o = p->longopts; o->name; o++)
+    if (!strncmp(o->name, name, len) && used < sizeof matches) {
+      used += (size_t)snprintf(matches + used, sizeof matches - used, "%s--%s",
+                               nmatch ? ", " : "", o->name);
+      nmatch++;
+    }
+  if (nmatch > 1)
+    return hk_cli_usage(p->cmd, "ambiguous option '--%.*s' (%s)", (int)len,
+                        name, matches);
+  return hk_cli_usage(p->cmd, "unknown option '%s'", arg);
+}
+
+static int stop(hk_cli_parser *p, int status) {
+  p->status = status;
+  return HK_CLI_EXIT;
+}
+
+int hk_cli_next(hk_cli_parser *p) {
+  if (p->rest) { /* after "--" or the end */
+    if (p->rest >= p->argc) return HK_CLI_END;
+    p->value = p->argv[p->rest++];
+    return HK_CLI_OPERAND;
+  }
+  p->value = NULL;
+  int c = getopt_long(p->argc, p->argv, p->shortopts, p->longopts, NULL);
+  if (c == -1) { /* the end, or "--": the rest are operands */
+    p->rest = optind > 0 && optind < p->argc ? optind : p->argc;
+    return hk_cli_next(p);
+  }
+  if (c == 1) {
+    p->value = optarg;
+    return HK_CLI_OPERAND;
+  }
+  if (c == HELP_VAL && p->help) {
+    fputs(p->help, stdout);
+    return stop(p, HK_EXIT_OK);
+  }
+  char name[80];
+  if (c == ':') { /* a value is missing */
+    int i = opt_index(p, optopt);
+    if (i < 0) return stop(p, hk_cli_usage(p->cmd, "missing value"));
+    spelling(p, i, name, sizeof name);
+    return stop(p,
+                hk_cli_usage(p->cmd, "%s needs %s", name, p->opts[i].needs));
+  }
+  if (c == '?') {
+    const char *arg =
+        optind > 0 && optind <= p->argc ? p->argv[optind - 1] : "";
+    if (optopt == 0) /* an unknown or ambiguous long option */
+      return stop(p, strncmp(arg, "--", 2)
+                         ? hk_cli_usage(p->cmd, "unknown option '%s'", arg)
+                         : bad_long(p, arg));
+    int i = opt_index(p, optopt);
+    if (i >= 0 || (optopt == HELP_VAL && p->help)) /* --FLAG=VALUE */
+      return stop(p, hk_cli_usage(p->cmd, "--%s takes no value",
+                                  i >= 0 ? p->opts[i].name : "help"));
+    return stop(p, hk_cli_usage(p->cmd, "unknown option '-%c'", optopt));
+  }
+  int i = opt_index(p, c);
+  if (i < 0) return stop(p, hk_cli_internal(p->cmd, "getopt returned %d", c));
+  p->value = optarg;
+  return i;
+}
+
 int hk_cli_is_help(const char *arg) {
   return !strcmp(arg, "-h") || !strcmp(arg, "--help");
 }

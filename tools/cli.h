@@ -9,6 +9,7 @@
 #ifndef HK_CLI_H
 #define HK_CLI_H
 
+#include <getopt.h>
 #include <stddef.h>
 
 #include "hk.h"
@@ -27,6 +28,54 @@ int hk_cli_internal(const char *cmd, const char *fmt, ...)
 /* A usage error: the message, then "Try 'hk CMD --help'." */
 int hk_cli_usage(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* ---- Options ---------------------------------------------------------------
+ * Every subcommand reads its arguments with hk_cli_next, which is glibc's
+ * getopt_long: --NAME VALUE and --NAME=VALUE, -C VALUE and -CVALUE, a long
+ * name abbreviated to a unique prefix, options and operands in any order
+ * (operands keep theirs), and "--" ending the options (what follows is an
+ * operand even when it starts with '-'). -h and --help print the help. A
+ * usage error is printed as every other one ("hk CMD: unknown option
+ * '--x'", then "Try 'hk CMD --help'."; exit status 1, SPEC §3). */
+
+/* One option of a subcommand. */
+typedef struct hk_cli_opt {
+  const char *name;  /* --NAME, or NULL when there is only -C */
+  char short_name;   /* -C, or 0 */
+  const char *needs; /* NULL: a flag; else it takes a value, and a missing
+                      * one is reported as "--NAME needs NEEDS" */
+} hk_cli_opt;
+
+#define HK_CLI_MAXOPTS 16
+#define HK_CLI_END (-1)     /* no more arguments */
+#define HK_CLI_OPERAND (-2) /* an operand, in p->value */
+#define HK_CLI_EXIT (-3)    /* the help or a usage error was printed: the
+                             * command returns p->status */
+
+/* The arguments of one subcommand being read. */
+typedef struct hk_cli_parser {
+  const char *cmd;  /* for the messages: "hk CMD: ..." */
+  const char *help; /* printed for -h and --help; NULL: the command reads
+                     * them itself (its own table has them) */
+  const hk_cli_opt *opts;
+  int nopts, argc;
+  char **argv;
+  const char *value; /* the option's value (NULL for a flag), or the operand */
+  int status;        /* after HK_CLI_EXIT: the exit status */
+  int rest;          /* after "--" or the end: the next operand's index */
+  struct option longopts[HK_CLI_MAXOPTS + 2];
+  char shortopts[3 * HK_CLI_MAXOPTS + 8];
+} hk_cli_parser;
+
+/* Starts reading argv (argv[0] is the subcommand's name) with the options
+ * opts[0..nopts-1] (at most HK_CLI_MAXOPTS). Resets getopt's state, so
+ * that every parse starts afresh. */
+void hk_cli_parser_init(hk_cli_parser *p, const char *cmd, const char *help,
+                        const hk_cli_opt *opts, int nopts, int argc,
+                        char **argv);
+/* The next argument, in command-line order: an option (its index in opts,
+ * its value in p->value), HK_CLI_OPERAND, HK_CLI_END, or HK_CLI_EXIT. */
+int hk_cli_next(hk_cli_parser *p);
 
 /* 1 when arg is -h or --help. */
 int hk_cli_is_help(const char *arg);

@@ -27,24 +27,28 @@ static const char *const help =
     "renamed over it). Exit status: 0, 1 a bad kernel file or a compile\n"
     "error, 2 no usable compiler or another failure.\n";
 
+enum { OPT_OUT, OPT_NATIVE };
+static const hk_cli_opt options[] = {
+    [OPT_OUT] = {NULL, 'o', "a file"},
+    [OPT_NATIVE] = {"native", 0, NULL},
+};
+
 int hk_cmd_build(int argc, char **argv) {
   const char *file = NULL, *out = NULL;
   int native = 0;
-  for (int i = 1; i < argc; i++) {
-    if (hk_cli_is_help(argv[i])) {
-      fputs(help, stdout);
-      return HK_EXIT_OK;
-    } else if (!strcmp(argv[i], "-o")) {
-      if (i + 1 >= argc) return hk_cli_usage("build", "-o needs a file");
-      out = argv[++i];
-    } else if (!strcmp(argv[i], "--native")) {
+  hk_cli_parser p;
+  hk_cli_parser_init(&p, "build", help, options,
+                     sizeof options / sizeof *options, argc, argv);
+  for (int c; (c = hk_cli_next(&p)) != HK_CLI_END;) {
+    if (c == HK_CLI_EXIT) return p.status;
+    if (c == OPT_OUT) {
+      out = p.value;
+    } else if (c == OPT_NATIVE) {
       native = 1;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      return hk_cli_usage("build", "unknown option '%s'", argv[i]);
     } else if (file) {
       return hk_cli_usage("build", "one kernel file at a time");
     } else {
-      file = argv[i];
+      file = p.value;
     }
   }
   if (!file) return hk_cli_usage("build", "no kernel file given");

@@ -50,19 +50,25 @@ static void print_entry(void *ctx, const char *path, size_t size,
   (*count)++;
 }
 
+enum { OPT_CACHE_DIR };
+static const hk_cli_opt options[] = {
+    [OPT_CACHE_DIR] = {"cache-dir", 0, "a folder"},
+};
+
 int hk_cmd_cache(int argc, char **argv) {
   const char *what = NULL, *dir = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (hk_cli_is_help(argv[i])) {
-      fputs(help, stdout);
-      return HK_EXIT_OK;
-    } else if (!strcmp(argv[i], "--cache-dir")) {
-      if (i + 1 >= argc) return hk_cli_usage("cache", "--cache-dir needs a folder");
-      dir = argv[++i];
-    } else if (!what && (!strcmp(argv[i], "list") || !strcmp(argv[i], "clear"))) {
-      what = argv[i];
+  hk_cli_parser p;
+  hk_cli_parser_init(&p, "cache", help, options,
+                     sizeof options / sizeof *options, argc, argv);
+  for (int c; (c = hk_cli_next(&p)) != HK_CLI_END;) {
+    if (c == HK_CLI_EXIT) return p.status;
+    if (c == OPT_CACHE_DIR) {
+      dir = p.value;
+    } else if (!what &&
+               (!strcmp(p.value, "list") || !strcmp(p.value, "clear"))) {
+      what = p.value;
     } else {
-      return hk_cli_usage("cache", "unexpected argument '%s'", argv[i]);
+      return hk_cli_usage("cache", "unexpected argument '%s'", p.value);
     }
   }
   if (!what) return hk_cli_usage("cache", "say list or clear");

@@ -44,35 +44,46 @@ static void check_across(hkc_file **files, int n, hku_diags *d) {
 static const char *const kernel_files[] = {".json", NULL};
 
 int hk_cmd_check(int argc, char **argv) {
-  if (argc < 2) return hk_cli_usage("check", "no kernel file or folder given");
-  for (int i = 1; i < argc; i++) {
-    if (hk_cli_is_help(argv[i])) {
-      fputs(help, stdout);
-      return HK_EXIT_OK;
+  /* the files and folders, in the order given */
+  const char **args = calloc((size_t)argc + 1, sizeof *args);
+  int nargs = 0;
+  if (!args) return hk_cli_internal("check", "out of memory");
+  hk_cli_parser p;
+  hk_cli_parser_init(&p, "check", help, NULL, 0, argc, argv);
+  for (int c; (c = hk_cli_next(&p)) != HK_CLI_END;) {
+    if (c == HK_CLI_EXIT) {
+      free(args);
+      return p.status;
     }
-    if (argv[i][0] == '-' && argv[i][1])
-      return hk_cli_usage("check", "unknown option '%s'", argv[i]);
+    args[nargs++] = p.value; /* no options but --help: an operand */
+  }
+  if (!nargs) {
+    free(args);
+    return hk_cli_usage("check", "no kernel file or folder given");
   }
   hku_diags d = HKU_DIAGS_INIT;
   int cap = 16, nfiles = 0;
   hkc_file **files = malloc((size_t)cap * sizeof *files);
   int rc = HK_EXIT_OK;
-  if (!files) return hk_cli_internal("check", "out of memory");
-  for (int i = 1; i < argc; i++) {
+  if (!files) {
+    free(args);
+    return hk_cli_internal("check", "out of memory");
+  }
+  for (int i = 0; i < nargs; i++) {
     char **paths = NULL;
     int n = 1;
-    if (hk_cli_is_dir(argv[i])) {
-      n = hku_list_dir(argv[i], kernel_files, &paths);
+    if (hk_cli_is_dir(args[i])) {
+      n = hku_list_dir(args[i], kernel_files, &paths);
       if (n < 0) {
-        hku_diag_add(&d, HKU_ERROR, argv[i], 0, 0, "cannot read folder: %s",
+        hku_diag_add(&d, HKU_ERROR, args[i], 0, 0, "cannot read folder: %s",
                      strerror(errno));
         continue;
       }
     }
     for (int j = 0; j < n; j++) {
-      const char *p = paths ? paths[j] : argv[i];
+      const char *path = paths ? paths[j] : args[i];
       hkc_file *f;
-      if (hkc_file_load(p, &f, &d) != 0) continue;
+      if (hkc_file_load(path, &f, &d) != 0) continue;
       (void)hk__build_check(f, &d); /* its problems are in d */
       if (nfiles == cap) {
         cap *= 2;
@@ -98,6 +109,7 @@ int hk_cmd_check(int argc, char **argv) {
   }
   for (int i = 0; i < nfiles; i++) hkc_file_free(files[i]);
   free(files);
+  free(args);
   hku_diags_free(&d);
   return rc;
 }

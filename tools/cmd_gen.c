@@ -14,28 +14,28 @@ static const char *const help =
     "  --target cuda  CUDA C for nvcc or NVRTC.\n"
     "Exits 1 when the file is invalid or has no kernel for the target.\n";
 
+enum { OPT_TARGET, OPT_OUT };
+static const hk_cli_opt options[] = {
+    [OPT_TARGET] = {"target", 0, "a value"},
+    [OPT_OUT] = {NULL, 'o', "a value"},
+};
+
 int hk_cmd_gen(int argc, char **argv) {
   const char *file = NULL, *out = NULL, *target = "cpu";
-  for (int i = 1; i < argc; i++) {
-    if (hk_cli_is_help(argv[i])) {
-      fputs(help, stdout);
-      return HK_EXIT_OK;
-    } else if (!strcmp(argv[i], "--target") || !strcmp(argv[i], "-o")) {
-      if (i + 1 >= argc)
-        return hk_cli_usage("gen", "%s needs a value", argv[i]);
-      if (!strcmp(argv[i], "-o"))
-        out = argv[++i];
-      else
-        target = argv[++i];
-    } else if (!strncmp(argv[i], "--target=", 9)) {
-      target = argv[i] + 9;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      return hk_cli_usage("gen", "unknown option '%s'", argv[i]);
+  hk_cli_parser p;
+  hk_cli_parser_init(&p, "gen", help, options,
+                     sizeof options / sizeof *options, argc, argv);
+  for (int c; (c = hk_cli_next(&p)) != HK_CLI_END;) {
+    if (c == HK_CLI_EXIT) return p.status;
+    if (c == OPT_TARGET) {
+      target = p.value;
+    } else if (c == OPT_OUT) {
+      out = p.value;
     } else if (file) {
       return hk_cli_usage("gen", "one kernel file at a time ('%s' and '%s')",
-                          file, argv[i]);
+                          file, p.value);
     } else {
-      file = argv[i];
+      file = p.value;
     }
   }
   if (!file) return hk_cli_usage("gen", "no kernel file given");

@@ -156,28 +156,31 @@ static void print_table(const listing *l) {
   hku_buf_free(&notes);
 }
 
+enum { OPT_PLUGINS, OPT_JSON, OPT_UNSAFE };
+static const hk_cli_opt options[] = {
+    [OPT_PLUGINS] = {"plugins", 0, "a folder"},
+    [OPT_JSON] = {"json", 0, NULL},
+    [OPT_UNSAFE] = {"allow-unsafe-plugins", 0, NULL},
+};
+
 int hk_cmd_list(int argc, char **argv) {
   int json = 0, nplug = 0, unsafe = 0;
   const char **plug = calloc((size_t)argc + 1, sizeof *plug);
   if (!plug) return hk_cli_internal("list", "out of memory");
-  for (int i = 1; i < argc; i++) {
-    if (hk_cli_is_help(argv[i])) {
-      fputs(help, stdout);
-      free(plug);
-      return HK_EXIT_OK;
-    } else if (!strcmp(argv[i], "--json")) {
+  hk_cli_parser p;
+  hk_cli_parser_init(&p, "list", help, options,
+                     sizeof options / sizeof *options, argc, argv);
+  for (int c; (c = hk_cli_next(&p)) != HK_CLI_END;) {
+    if (c == OPT_JSON) {
       json = 1;
-    } else if (!strcmp(argv[i], "--allow-unsafe-plugins")) {
+    } else if (c == OPT_UNSAFE) {
       unsafe = 1;
-    } else if (!strcmp(argv[i], "--plugins")) {
-      if (i + 1 >= argc) {
-        free(plug);
-        return hk_cli_usage("list", "--plugins needs a folder");
-      }
-      plug[nplug++] = argv[++i];
+    } else if (c == OPT_PLUGINS) {
+      plug[nplug++] = p.value;
     } else {
       free(plug);
-      return hk_cli_usage("list", "unexpected argument '%s'", argv[i]);
+      if (c == HK_CLI_EXIT) return p.status;
+      return hk_cli_usage("list", "unexpected argument '%s'", p.value);
     }
   }
   hk_options_t opts = {0};

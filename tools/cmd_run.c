@@ -100,59 +100,57 @@ typedef struct run_opts {
   int nouts;
 } run_opts;
 
+enum {
+  OPT_OUT,
+  OPT_BACKEND,
+  OPT_TIER,
+  OPT_N,
+  OPT_THREADS,
+  OPT_PLUGINS,
+  OPT_UNSAFE,
+  OPT_NO_CACHE
+};
+static const hk_cli_opt options[] = {
+    [OPT_OUT] = {"out", 0, "PARAM=FILE.npy"},
+    [OPT_BACKEND] = {"backend", 0, "a value"},
+    [OPT_TIER] = {"tier", 0, "a value"},
+    [OPT_N] = {"n", 0, "a value"},
+    [OPT_THREADS] = {"threads", 0, "a value"},
+    [OPT_PLUGINS] = {"plugins", 0, "a folder"},
+    [OPT_UNSAFE] = {"allow-unsafe-plugins", 0, NULL},
+    [OPT_NO_CACHE] = {"no-cache", 0, NULL},
+};
+
+/* Options may come anywhere, before, between or after the operands
+ * (getopt_long's permutation): a parameter is one argument, PARAM=VALUE,
+ * so nothing after the kernel needs the options to stop there. */
 static int parse_args(int argc, char **argv, run_opts *o, int *help_shown) {
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char **slot = NULL;
-    if (hk_cli_is_help(a)) {
-      fputs(help, stdout);
-      *help_shown = 1;
-      return 0;
-    }
-    if (!strcmp(a, "--out")) {
-      if (i + 1 >= argc) return hk_cli_usage("run", "--out needs PARAM=FILE.npy");
-      o->outs[o->nouts++] = argv[++i];
-      continue;
-    }
-    if (!strcmp(a, "--backend")) slot = &o->backend;
-    if (!strcmp(a, "--tier")) slot = &o->tier;
-    if (!strcmp(a, "--n")) slot = &o->n_text;
-    if (!strcmp(a, "--threads")) slot = &o->threads_text;
-    if (!strcmp(a, "--plugins")) {
-      if (i + 1 >= argc) return hk_cli_usage("run", "--plugins needs a folder");
-      o->plugins[o->nplugins++] = argv[++i];
-      continue;
-    }
-    if (!strcmp(a, "--allow-unsafe-plugins")) {
-      o->allow_unsafe = 1;
-      continue;
-    }
-    if (!strcmp(a, "--no-cache")) {
-      o->no_cache = 1;
-      continue;
-    }
-    if (slot) {
-      if (i + 1 >= argc) return hk_cli_usage("run", "%s needs a value", a);
-      *slot = argv[++i];
-      continue;
-    }
-    if (a[0] == '-' && a[1] == '-') {
-      const char *eq = strchr(a, '=');
-      if (eq && (!strncmp(a, "--out=", 6))) {
-        o->outs[o->nouts++] = eq + 1;
-        continue;
-      }
-      return hk_cli_usage("run", "unknown option '%s'", a);
-    }
-    if (!o->kernel) {
-      o->kernel = a;
-    } else if (strchr(a, '=')) {
-      o->assigns[o->nassigns++] = a;
-    } else {
-      return hk_cli_usage("run",
-                          "unexpected argument '%s' (parameters are given as "
-                          "PARAM=VALUE)",
-                          a);
+  hk_cli_parser p;
+  hk_cli_parser_init(&p, "run", help, options,
+                     sizeof options / sizeof *options, argc, argv);
+  for (int c; (c = hk_cli_next(&p)) != HK_CLI_END;) {
+    switch (c) {
+      case HK_CLI_EXIT:
+        *help_shown = p.status == HK_EXIT_OK;
+        return p.status;
+      case OPT_OUT: o->outs[o->nouts++] = p.value; break;
+      case OPT_BACKEND: o->backend = p.value; break;
+      case OPT_TIER: o->tier = p.value; break;
+      case OPT_N: o->n_text = p.value; break;
+      case OPT_THREADS: o->threads_text = p.value; break;
+      case OPT_PLUGINS: o->plugins[o->nplugins++] = p.value; break;
+      case OPT_UNSAFE: o->allow_unsafe = 1; break;
+      case OPT_NO_CACHE: o->no_cache = 1; break;
+      default: /* an operand: the kernel, then PARAM=VALUE */
+        if (!o->kernel)
+          o->kernel = p.value;
+        else if (strchr(p.value, '='))
+          o->assigns[o->nassigns++] = p.value;
+        else
+          return hk_cli_usage("run",
+                              "unexpected argument '%s' (parameters are "
+                              "given as PARAM=VALUE)",
+                              p.value);
     }
   }
   return 0;
