@@ -68,6 +68,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 DOCS = ["README.md", "schemas/README.md", "plugins/README.md"]
 HEADER = "include/hk.h"
@@ -213,7 +214,8 @@ class Runner:
 
     def ok(self, b, what):
         self.passed += 1
-        print("ok   %s (%s): %s" % (b.where(), b.lang, what))
+        print("ok   %s (%s): %s (%.1f s)" % (b.where(), b.lang, what,
+                                           time.monotonic() - self.t0))
 
     def skip(self, b, why):
         self.skipped.append((b, why))
@@ -372,6 +374,7 @@ class Runner:
         self.ok(b, "%d command%s, output as shown" % (len(cmds), "" if len(cmds) == 1 else "s"))
 
     def run(self, b, cwd):
+        self.t0 = time.monotonic()
         if b.error:
             return self.fail(b, b.error)
         if b.skip:
