@@ -13,10 +13,10 @@
  * The stdlib kernels are called directly, at the cost of a hand-written loop:
  *
  *     #include <hk.h>
- *     float a[1000], b[1000], out[1000];
+ *     float a[1000] = {1, 2, 3}, b[1000] = {4, 5, 6}, out[1000];
  *     hk_add_f32(a, b, out, 1000);          // out[i] = a[i] + b[i]
  *     float s;
- *     hk_sum_f32(a, &s, 1000);              // s = a[0] + ... + a[999]
+ *     hk_sum_f32(a, &s, 1000);              // s = a[0] + ... + a[999] = 6
  *
  * Every typed stdlib function takes its parameters in the order of its kernel
  * file, buffers as pointers (const for inputs) and scalars by value, then the
@@ -169,14 +169,27 @@ typedef struct hk_kernel_info_s {
  * disk and swapped into the kernel's handle when ready. Prebuilt plugins
  * (.so, made by `hk build`) are loaded as they are (tier so).
  *
+ *     const char *dirs[] = {"plugins", NULL};  // holds plugins/saxpy.json
+ *     hk_options_t opts = {.plugin_dirs = dirs};
  *     hk_context_t *ctx;
  *     hk_kernel_t *k;
- *     if (hk_context_create(&ctx, NULL) != HK_OK) ... hk_last_error() ...
- *     if (hk_kernel_find(ctx, "saxpy", &k) != HK_OK) ...
- *     float alpha = 2;
+ *     if (hk_context_create(&ctx, &opts) != HK_OK) {
+ *         fprintf(stderr, "%s\n", hk_last_error());
+ *         return 1;
+ *     }
+ *     // saxpy.json declares "types": {"T": ["f32", "f64"]}: one kernel per
+ *     // type, registered as saxpy_f32 and saxpy_f64
+ *     if (hk_kernel_find(ctx, "saxpy_f32", &k) != HK_OK) {
+ *         fprintf(stderr, "%s\n", hk_last_error());
+ *         hk_context_destroy(ctx);
+ *         return 1;
+ *     }
+ *     float x[1000] = {1, 2, 3}, y[1000] = {0}, alpha = 2;
+ *     size_t n = 1000;
  *     void *args[] = {&alpha, x, y};           // parameter order
- *     hk_call(k, n, args);
+ *     int rc = hk_call(k, n, args);            // y = alpha * x + y
  *     hk_context_destroy(ctx);
+ *     return rc == HK_OK ? 0 : 1;
  *
  * Thread safety: any number of threads may find and call kernels at once,
  * also while another thread loads or reloads; hk_call takes no lock,
@@ -265,7 +278,8 @@ HK_API int hk_watch(hk_context_t *ctx, int on);
 /* Waits until no opt-tier compile is pending in the background. */
 HK_API int hk_context_wait(hk_context_t *ctx);
 
-/* The kernel registered as name ("add_f32", "saxpy"), or HK_ENOTFOUND. */
+/* The kernel registered as name, or HK_ENOTFOUND: "add_f32", "saxpy_f32"
+ * (a kernel with placeholders is registered once per type: NAME_TYPE). */
 HK_API int hk_kernel_find(hk_context_t *ctx, const char *name,
                           hk_kernel_t **out);
 /* Calls fn for every kernel, in name order, until fn returns non-zero
