@@ -14,7 +14,10 @@
  *     which gcc and clang merge into sincosf/sincos, and loops they turn
  *     into memset/memmove reach tier opt (auto and forced) with HK_CC=gcc
  *     and HK_CC=clang (each skipped with a note when missing), and compute
- *     what tier jit computes, bit for bit.
+ *     what tier jit computes, bit for bit. An object that is refused (a
+ *     compiler that adds a call to puts) is said: forced tier opt fails
+ *     with the reason; tier auto stays on jit, and the reason is in the
+ *     note, in hk_kernel_wait_opt's error and in the log.
  * `test_opt --race-child DIR CACHE` is the child process of part 2 (the
  * test spawns itself). The temp tree and the helpers:
  * tests/registry_fixture.h.
@@ -702,6 +705,57 @@ static void test_synthesised(void) {
   hk_context_destroy(jit);
 }
 
+/* A compiler that slips a call to puts into every object: the import
+ * check refuses it, and each way of asking says why. */
+static void test_refused_said(void) {
+  if (!g_have_cc) return;
+  PATH(hdr, "syn_evil.h");
+  write_text(hdr, "int puts(const char *);\n"
+                  "__attribute__((used)) void hk_evil(void) { puts(\"x\"); }\n");
+  char cc[4300];
+  snprintf(cc, sizeof cc, "cc -include %s", hdr);
+  check_make_dir(P("cache_syn_evil"));
+  hk_context_t *opt =
+      mkctx(HK_TIER_OPT, P("syn"), P("cache_syn_evil"), 0, cc);
+  if (opt) {
+    CHECK(!found(opt, "syn_sc32"));
+    CHECK_CONTAINS(hk_context_problems(opt), P("syn/syn.json"));
+    CHECK_CONTAINS(hk_context_problems(opt),
+                   "tier opt failed: refused: the object imports 'puts'");
+  }
+  hk_context_destroy(opt);
+  check_log_clear();
+  hk_options_t o = {0};
+  const char *dirs[] = {P("syn"), NULL};
+  o.plugin_dirs = dirs;
+  o.tier = HK_TIER_AUTO;
+  o.cache_dir = P("cache_syn_evil");
+  o.cc = cc;
+  o.log = check_log;
+  hk_context_t *aut = NULL;
+  CHECK_INT_EQ(hk_context_create(&aut, &o), HK_OK);
+  hk_kernel_t *k = aut ? find(aut, "syn_sc32") : NULL;
+  if (k) {
+    CHECK(hk_kernel_wait_opt(k) != HK_OK);
+    show("wait_opt", hk_last_error());
+    CHECK_CONTAINS(hk_last_error(), "imports 'puts'");
+    CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_JIT);
+    show("note", note_of(k));
+    CHECK_CONTAINS(note_of(k), "opt: refused: the object imports 'puts'");
+    /* logged by the time hk_kernel_wait_opt returns */
+    show("log", check_log_text());
+    CHECK_MSG(check_log_has("tier opt unavailable, staying on tier jit") &&
+                  check_log_has("imports 'puts'") &&
+                  check_log_has(P("syn/syn.json")),
+              "the log says \"%s\"", check_log_text());
+    float *out = g_got;
+    void *args[] = {gx32, out};
+    CHECK_INT_EQ(hk_call(k, 100, args), HK_OK); /* jit still runs it */
+  }
+  hk_context_destroy(aut);
+  CHECK_INT_EQ(cache_entries(P("cache_syn_evil"), NULL, 0), 0);
+}
+
 int main(int argc, char **argv) {
   umask(022);
   if (argc == 4 && !strcmp(argv[1], "--race-child"))
@@ -713,6 +767,7 @@ int main(int argc, char **argv) {
   PART("cache race", test_cache_race(g_self));
   PART("shared objects", test_shared_objects());
   PART("synthesised imports", test_synthesised());
+  PART("refused objects said", test_refused_said());
   fixture_teardown();
   CHECK_DONE();
 }
