@@ -711,7 +711,9 @@ static void test_refused_said(void) {
   if (!g_have_cc) return;
   PATH(hdr, "syn_evil.h");
   write_text(hdr, "int puts(const char *);\n"
-                  "__attribute__((used)) void hk_evil(void) { puts(\"x\"); }\n");
+                  "__attribute__((used)) void hk_evil(void) {\n"
+                  "  puts(\"x\");\n"
+                  "}\n");
   char cc[4300];
   snprintf(cc, sizeof cc, "cc -include %s", hdr);
   check_make_dir(P("cache_syn_evil"));
