@@ -192,10 +192,13 @@ int hk__opt_build(hk_context_t *ctx, hk_module_t *m) {
     publish(ctx, m, h);
     return HK_OK;
   }
-  atomic_store(&m->opt_state, HK__OPT_FAILED);
-  if (!atomic_load(&ctx->stopping))
+  /* logged before the state says so: who waited for it (hk_kernel_wait_opt)
+   * finds it in the log. Forced tier opt fails the load instead, which
+   * says why. */
+  if (!atomic_load(&ctx->stopping) && ctx->opts.tier != HK_TIER_OPT)
     hk__log(ctx, "%s: tier opt unavailable, staying on tier jit: %s",
             m->path, m->opt_note ? m->opt_note : "unknown reason");
+  atomic_store(&m->opt_state, HK__OPT_FAILED);
   return rc;
 }
 

@@ -41,14 +41,38 @@ static const hk_symbol_t table[] = {
 /* The helpers at the end of the table are for tcc only. */
 #define TCC_HELPERS 9
 
+/* Math functions the system compiler (tier opt, hk build) synthesises from
+ * calls kernel code makes, at the kernel flags (abi.h) with or without
+ * -march=native: gcc and clang merge sin(x) and cos(x) of one argument into
+ * one sincos(x, &s, &c) call (sincosf for floats). Bodies cannot call them
+ * (the body checker knows only mathfns.h), tcc never emits them, and they
+ * exist in glibc's and musl's libm. exp10 and exp10f are what pow(10, x)
+ * becomes where a compiler rewrites it (gcc under -funsafe-math-
+ * optimizations; not at hk's flags): math all the same, allowed so that a
+ * compiler doing it does not send a kernel back to tier jit.
+ * Not reachable at hk's flags, so not allowed: glibc's __*_finite names
+ * (only from <math.h> with -ffinite-math-only, and the prelude includes no
+ * header) and libmvec's vector names _ZGV* (gcc needs <math.h>'s simd
+ * declarations and -ffast-math, clang -fveclib). The memcpy family, which
+ * loops and struct copies become, is in the table above. */
+static const char *const synthesised[] = {"sincos", "sincosf", "exp10",
+                                          "exp10f"};
+
 const hk_symbol_t *hk__jit_symbols(size_t *count) {
   *count = sizeof table / sizeof *table;
   return table;
 }
 
-int hk__symbol_allowed(const char *name) {
+const char *hk__allowed_import(size_t i) {
   size_t n = sizeof table / sizeof *table - TCC_HELPERS;
-  for (size_t i = 0; i < n; i++)
-    if (!strcmp(table[i].name, name)) return 1;
+  if (i < n) return table[i].name;
+  i -= n;
+  return i < sizeof synthesised / sizeof *synthesised ? synthesised[i] : NULL;
+}
+
+int hk__symbol_allowed(const char *name) {
+  const char *s;
+  for (size_t i = 0; (s = hk__allowed_import(i)); i++)
+    if (!strcmp(s, name)) return 1;
   return 0;
 }

@@ -22,8 +22,14 @@ typedef struct hk_symbol {
  * libtcc1.a). Sets *count. */
 HK_INTERNAL const hk_symbol_t *hk__jit_symbols(size_t *count);
 
-/* 1 when a shared object may import name: a math function or
- * memcpy/memset/memmove. */
+/* 1 when a shared object may import name: a math function,
+ * memcpy/memset/memmove, or a math function compilers synthesise from
+ * kernel code (sincos, sincosf: sin and cos of one argument; exp10,
+ * exp10f). */
 HK_INTERNAL int hk__symbol_allowed(const char *name);
+
+/* The i-th name hk__symbol_allowed allows (i from 0), NULL past the last:
+ * for the tests, which check that each exists in libm or libc. */
+HK_INTERNAL const char *hk__allowed_import(size_t i);
 
 #endif

@@ -3,7 +3,12 @@
  * libraries, crt objects) and on damaged ones (truncated at every 64 bytes,
  * headers pointing outside, random and mutated bytes), which must give
  * HK_EREFUSED (-1 in the results below) or
- * a consistent answer and never an out-of-bounds read (run under ASan). */
+ * a consistent answer and never an out-of-bounds read (run under ASan).
+ * Also hk's own rule (symbols.c, build.c's hk__check_object): every name it
+ * allows exists in libm or libc, and what gcc and clang synthesise from
+ * kernel code at tier opt's flags (sincos, sincosf, memset, memmove) is
+ * allowed. */
+#include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -11,8 +16,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "build.h"
 #include "check.h"
+#include "compiler_cc.h"
 #include "elfcheck.h"
+#include "symbols.h"
 
 static char g_dir[] = "/tmp/hk_elfcheck_XXXXXX";
 
@@ -587,6 +595,96 @@ static void test_fuzz(const uint8_t *img, size_t n) {
   free(p);
 }
 
+/* ---- hk's allow-list --------------------------------------------------------- */
+
+/* What a kernel's generated C looks like to the compiler: the math
+ * functions declared (as the prelude does), sin and cos of one argument
+ * (merged into sincosf/sincos), and loops that become memset and memmove. */
+static const char synth_src[] =
+    "#include <stddef.h>\n"
+    "float sinf(float); float cosf(float);\n"
+    "double sin(double); double cos(double);\n"
+    "void f32(const float *x, float *o, size_t n) {\n"
+    "  for (size_t i = 0; i < n; i++) o[i] = sinf(x[i]) + cosf(x[i]); }\n"
+    "void f64(const double *x, double *o, size_t n) {\n"
+    "  for (size_t i = 0; i < n; i++) o[i] = sin(x[i]) * cos(x[i]); }\n"
+    "void loops(float *o, size_t n) {\n"
+    "  for (size_t i = 0; i < n; i++) o[i] = 0;\n"
+    "  for (size_t i = 1; i < n; i++) o[i - 1] = o[i]; }\n";
+
+static int allow_hk(const char *sym, void *ctx) {
+  if (ctx) note(ctx, sym);
+  return hk__symbol_allowed(sym);
+}
+
+static void test_allow_list(void) {
+  /* every allowed name is a function of this system's libm or libc */
+  void *libm = dlopen("libm.so.6", RTLD_NOW | RTLD_LOCAL);
+  void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_LOCAL);
+  CHECK(libm && libc);
+  size_t count = 0;
+  const char *name;
+  for (size_t i = 0; (name = hk__allowed_import(i)); i++, count++) {
+    CHECK_MSG(hk__symbol_allowed(name), "%s listed but not allowed", name);
+    if (libm && libc)
+      CHECK_MSG(dlsym(libm, name) || dlsym(libc, name),
+                "%s is allowed but neither libm nor libc has it", name);
+  }
+  CHECK(count > 100);
+  if (libm) dlclose(libm);
+  if (libc) dlclose(libc);
+  static const char *const yes[] = {"sin", "cosf", "sincos", "sincosf",
+                                    "exp10", "exp10f", "memcpy", "memset",
+                                    "memmove", "fma", "ldexp", "exp2f"};
+  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+    CHECK_MSG(hk__symbol_allowed(yes[i]), "%s is refused", yes[i]);
+  /* not math, a tcc helper (tier jit only), or not reachable at hk's flags
+   * (the __*_finite and libmvec names) */
+  static const char *const no[] = {
+      "",           "printf",       "system",        "dlopen",
+      "sinl",       "frexp",        "__floatundisf", "__stack_chk_fail",
+      "__exp_finite", "_ZGVdN4v_sin", "_ZGVbN4v_sinf", "__tls_get_addr",
+      "sincosl",    "strlen",       "memcmp",        "sin@GLIBC_2.2.5"};
+  for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+    CHECK_MSG(!hk__symbol_allowed(no[i]), "'%s' is allowed", no[i]);
+
+  /* what gcc and clang make of kernel code at tier opt's flags passes
+   * hk__check_object */
+  static const char *const ccs[] = {"gcc", "clang"};
+  char src[600];
+  snprintf(src, sizeof src, "%s/synth.c", g_dir);
+  FILE *f = fopen(src, "w");
+  CHECK(f != NULL);
+  if (!f) return;
+  fputs(synth_src, f);
+  fclose(f);
+  for (size_t c = 0; c < sizeof ccs / sizeof *ccs; c++) {
+    char probe[128], so[600], cmd[2400];
+    snprintf(probe, sizeof probe, "%s --version >/dev/null 2>&1", ccs[c]);
+    if (system(probe) != 0) {
+      printf("SKIP: no '%s': its synthesised imports are not checked\n",
+             ccs[c]);
+      continue;
+    }
+    snprintf(so, sizeof so, "%s/synth_%s.so", g_dir, ccs[c]);
+    snprintf(cmd, sizeof cmd, "%s %s -o %s %s -lm -lc -lgcc", ccs[c],
+             hk__cc_flags(HK_FOR_OPT), so, src);
+    CHECK_MSG(system(cmd) == 0, "%s failed", cmd);
+    result_t res;
+    check_path(so, allow_hk, &res);
+    CHECK_MSG(res.r == 0, "%s: '%s' refused", ccs[c], res.bad);
+    printf("note: %s synthesised the imports:%s\n", ccs[c], res.seen.names);
+    if (!saw(&res.seen, "sincos") && !saw(&res.seen, "sincosf"))
+      printf("note: %s merged no sin/cos pair into sincos here\n", ccs[c]);
+    int fd = open(so, O_RDONLY | O_CLOEXEC);
+    hku_diags d = HKU_DIAGS_INIT;
+    CHECK_MSG(fd >= 0 && hk__check_object(fd, file_size(fd), so, &d) == HK_OK,
+              "%s: %s", ccs[c], d.n ? d.v[0].msg : "cannot open");
+    hku_diags_free(&d);
+    if (fd >= 0) close(fd);
+  }
+}
+
 static void cleanup(void) {
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
@@ -602,6 +700,7 @@ int main(void) {
   test_refused();
   test_load_code();
   test_needed();
+  test_allow_list();
   size_t n = 0;
   uint8_t *img = g_ok[0] ? (uint8_t *)check_read_file(g_ok, &n) : NULL;
   CHECK(img != NULL && n > 0);

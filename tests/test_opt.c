@@ -10,6 +10,14 @@
  *     byte appended; a valid entry of other code) never used but rebuilt,
  *     and four processes (this program, spawned) racing on one key.
  *  3. shared objects: contexts sharing one cache entry, destroyed in turn.
+ *  4. what compilers synthesise: sin and cos of one argument (f32, f64),
+ *     which gcc and clang merge into sincosf/sincos, and loops they turn
+ *     into memset/memmove reach tier opt (auto and forced) with HK_CC=gcc
+ *     and HK_CC=clang (each skipped with a note when missing), and compute
+ *     what tier jit computes, bit for bit. An object that is refused (a
+ *     compiler that adds a call to puts) is said: forced tier opt fails
+ *     with the reason; tier auto stays on jit, and the reason is in the
+ *     note, in hk_kernel_wait_opt's error and in the log.
  * `test_opt --race-child DIR CACHE` is the child process of part 2 (the
  * test spawns itself). The temp tree and the helpers:
  * tests/registry_fixture.h.
@@ -26,6 +34,7 @@
 
 #include "cache.h"
 #include "check.h"
+#include "elfcheck.h"
 #include "hk.h"
 #include "registry_fixture.h"
 
@@ -540,6 +549,215 @@ static void test_shared_objects(void) {
   hk_context_destroy(b);
 }
 
+/* ---- 4. What compilers synthesise ----------------------------------------------- */
+
+/* sin and cos of one argument become one sincosf/sincos call under gcc
+ * and clang; the raw kernel's loops become memset and memmove. The import
+ * check once refused such objects, and tier auto stayed on jit silently. */
+static const char synth_json[] =
+    "{\"schema_version\": 1, \"kernels\": [\n"
+    " {\"name\": \"syn_sc32\", \"kind\": \"elementwise\",\n"
+    "  \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+    "             {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
+    "  \"body\": \"out = sin(x) + cos(x);\"},\n"
+    " {\"name\": \"syn_sc64\", \"kind\": \"elementwise\",\n"
+    "  \"params\": [{\"name\": \"x\", \"type\": \"f64\", \"role\": \"in\"},\n"
+    "             {\"name\": \"out\", \"type\": \"f64\", \"role\": \"out\"}],\n"
+    "  \"body\": \"out = sin(x) * cos(x);\"},\n"
+    " {\"name\": \"syn_loops\", \"kind\": \"raw\",\n"
+    "  \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+    "             {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
+    "  \"cpu\": [\"for (size_t i = 0; i < n; ++i) out[i] = 0;\",\n"
+    "          \"for (size_t i = 0; i + 1 < n; i += 2) out[i] = x[i];\",\n"
+    "          \"for (size_t i = 1; i < n; ++i) out[i - 1] = out[i];\"]}]}\n";
+
+static const struct {
+  const char *name;
+  hk_dtype_t t;
+} synth_kernels[] = {
+    {"syn_sc32", HK_F32}, {"syn_sc64", HK_F64}, {"syn_loops", HK_F32}};
+
+/* Is the program name in PATH? */
+static int in_path(const char *name) {
+  const char *path = getenv("PATH");
+  if (!path || !*path) path = "/usr/bin:/bin";
+  for (const char *p = path; *p;) {
+    const char *e = strchr(p, ':');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    char buf[4200];
+    snprintf(buf, sizeof buf, "%.*s/%s", (int)n, n ? p : ".", name);
+    if (access(buf, X_OK) == 0) return 1;
+    p += n + (e ? 1 : 0);
+  }
+  return 0;
+}
+
+static int record_import(const char *sym, void *ctx) {
+  char *names = ctx;
+  size_t used = strlen(names);
+  snprintf(names + used, 1024 - used, " %s", sym);
+  return 1;
+}
+
+/* The imports of the one entry of the cache folder, space-separated. */
+static void entry_imports(const char *cache, char names[1024]) {
+  char entry[4200];
+  names[0] = '\0';
+  if (cache_entries(cache, entry, sizeof entry) != 1) return;
+  size_t size;
+  char *bytes = check_read_file(entry, &size);
+  uint64_t elf_size = 0;
+  if (bytes && size > HK_CACHE_TRAILER)
+    memcpy(&elf_size, bytes + size - HK_CACHE_TRAILER + 8, 8);
+  free(bytes);
+  int fd = open(entry, O_RDONLY | O_CLOEXEC);
+  if (fd >= 0 && elf_size && elf_size < size)
+    CHECK_INT_EQ(hk__elf_check_imports(fd, (size_t)elf_size, record_import,
+                                       names, NULL, 0, NULL, NULL, 0, entry,
+                                       NULL),
+                 HK_OK);
+  if (fd >= 0) close(fd);
+}
+
+/* Calls k on x (n elements of t) into out. */
+static int call_on(hk_kernel_t *k, hk_dtype_t t, size_t n, void *out) {
+  static double x64[1000];
+  for (size_t i = 0; i < n && i < 1000; i++) x64[i] = (double)gx32[i] * 3;
+  void *args[] = {t == HK_F64 ? (void *)x64 : (void *)gx32, out};
+  return hk_call(k, n, args);
+}
+
+static void test_synthesised(void) {
+  static const char *const ccs[] = {"gcc", "clang"};
+  check_make_dir(P("syn"));
+  write_text(P("syn/syn.json"), synth_json);
+  check_make_dir(P("cache_syn_jit"));
+  hk_context_t *jit = mkctx(HK_TIER_JIT, P("syn"), P("cache_syn_jit"), 0, NULL);
+  if (!jit) return;
+  for (size_t c = 0; c < COUNT(ccs); c++) {
+    if (!in_path(ccs[c])) {
+      printf("SKIP: no '%s' in PATH: what it synthesises is not tested\n",
+             ccs[c]);
+      continue;
+    }
+    char cache[4200];
+    snprintf(cache, sizeof cache, "%s/cache_syn_%s", g_root, ccs[c]);
+    check_make_dir(cache);
+    /* forced tier opt (hk run --tier opt): the file loads */
+    hk_context_t *opt = mkctx(HK_TIER_OPT, P("syn"), cache, HK_NO_CACHE,
+                              ccs[c]);
+    if (opt) CHECK_MSG(!*hk_context_problems(opt), "%s, tier opt: %s", ccs[c],
+                       hk_context_problems(opt));
+    /* tier auto: jit, then opt */
+    check_log_clear();
+    hk_options_t o = {0};
+    const char *dirs[] = {P("syn"), NULL};
+    o.plugin_dirs = dirs;
+    o.tier = HK_TIER_AUTO;
+    o.cache_dir = cache;
+    o.cc = ccs[c];
+    o.log = check_log;
+    hk_context_t *aut = NULL;
+    CHECK_INT_EQ(hk_context_create(&aut, &o), HK_OK);
+    for (size_t i = 0; aut && i < COUNT(synth_kernels); i++) {
+      hk_kernel_t *k = find(aut, synth_kernels[i].name);
+      hk_kernel_t *j = find(jit, synth_kernels[i].name);
+      if (!k || !j) continue;
+      CHECK_MSG(hk_kernel_wait_opt(k) == HK_OK, "%s, %s: %s", ccs[c],
+                synth_kernels[i].name, hk_last_error());
+      CHECK_MSG(hk_kernel_tier(k) == HK_TIER_OPT, "%s, %s: tier %s: %s",
+                ccs[c], synth_kernels[i].name,
+                hk_tier_name(hk_kernel_tier(k)), note_of(k));
+      CHECK_STR_EQ(note_of(k), "");
+      hk_kernel_t *f = opt ? find(opt, synth_kernels[i].name) : NULL;
+      if (f) CHECK_INT_EQ(hk_kernel_tier(f), HK_TIER_OPT);
+      /* every tier computes the same bits */
+      static const size_t ns[] = {0, 1, 2, 7, 64, 1000};
+      for (size_t s = 0; s < COUNT(ns); s++) {
+        size_t es = hk_dtype_size(synth_kernels[i].t);
+        memset(g_ref, 0xA5, 1000 * es);
+        memset(g_got, 0x5A, 1000 * es);
+        CHECK_INT_EQ(call_on(j, synth_kernels[i].t, ns[s], g_ref), HK_OK);
+        CHECK_INT_EQ(call_on(k, synth_kernels[i].t, ns[s], g_got), HK_OK);
+        CHECK_MSG(!memcmp(g_ref, g_got, ns[s] * es),
+                  "%s, %s n=%zu: tier opt differs from tier jit", ccs[c],
+                  synth_kernels[i].name, ns[s]);
+        if (f) {
+          memset(g_got, 0x5A, 1000 * es);
+          CHECK_INT_EQ(call_on(f, synth_kernels[i].t, ns[s], g_got), HK_OK);
+          CHECK_MSG(!memcmp(g_ref, g_got, ns[s] * es),
+                    "%s, %s n=%zu: forced tier opt differs from tier jit",
+                    ccs[c], synth_kernels[i].name, ns[s]);
+        }
+      }
+    }
+    CHECK_MSG(!check_log_has("tier opt unavailable"), "%s: the log says %s",
+              ccs[c], check_log_text());
+    hk_context_destroy(aut);
+    hk_context_destroy(opt);
+    /* what the compiler made: said, so that the test's reach shows */
+    char names[1024];
+    entry_imports(cache, names);
+    printf("note: %s's object imports:%s\n", ccs[c], names);
+    if (!strstr(names, " sincos"))
+      printf("note: %s merged no sin/cos pair into sincos here\n", ccs[c]);
+  }
+  hk_context_destroy(jit);
+}
+
+/* A compiler that slips a call to puts into every object: the import
+ * check refuses it, and each way of asking says why. */
+static void test_refused_said(void) {
+  if (!g_have_cc) return;
+  PATH(hdr, "syn_evil.h");
+  write_text(hdr, "int puts(const char *);\n"
+                  "__attribute__((used)) void hk_evil(void) {\n"
+                  "  puts(\"x\");\n"
+                  "}\n");
+  char cc[4300];
+  snprintf(cc, sizeof cc, "cc -include %s", hdr);
+  check_make_dir(P("cache_syn_evil"));
+  hk_context_t *opt =
+      mkctx(HK_TIER_OPT, P("syn"), P("cache_syn_evil"), 0, cc);
+  if (opt) {
+    CHECK(!found(opt, "syn_sc32"));
+    CHECK_CONTAINS(hk_context_problems(opt), P("syn/syn.json"));
+    CHECK_CONTAINS(hk_context_problems(opt),
+                   "tier opt failed: refused: the object imports 'puts'");
+  }
+  hk_context_destroy(opt);
+  check_log_clear();
+  hk_options_t o = {0};
+  const char *dirs[] = {P("syn"), NULL};
+  o.plugin_dirs = dirs;
+  o.tier = HK_TIER_AUTO;
+  o.cache_dir = P("cache_syn_evil");
+  o.cc = cc;
+  o.log = check_log;
+  hk_context_t *aut = NULL;
+  CHECK_INT_EQ(hk_context_create(&aut, &o), HK_OK);
+  hk_kernel_t *k = aut ? find(aut, "syn_sc32") : NULL;
+  if (k) {
+    CHECK(hk_kernel_wait_opt(k) != HK_OK);
+    show("wait_opt", hk_last_error());
+    CHECK_CONTAINS(hk_last_error(), "imports 'puts'");
+    CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_JIT);
+    show("note", note_of(k));
+    CHECK_CONTAINS(note_of(k), "opt: refused: the object imports 'puts'");
+    /* logged by the time hk_kernel_wait_opt returns */
+    show("log", check_log_text());
+    CHECK_MSG(check_log_has("tier opt unavailable, staying on tier jit") &&
+                  check_log_has("imports 'puts'") &&
+                  check_log_has(P("syn/syn.json")),
+              "the log says \"%s\"", check_log_text());
+    float *out = g_got;
+    void *args[] = {gx32, out};
+    CHECK_INT_EQ(hk_call(k, 100, args), HK_OK); /* jit still runs it */
+  }
+  hk_context_destroy(aut);
+  CHECK_INT_EQ(cache_entries(P("cache_syn_evil"), NULL, 0), 0);
+}
+
 int main(int argc, char **argv) {
   umask(022);
   if (argc == 4 && !strcmp(argv[1], "--race-child"))
@@ -550,6 +768,8 @@ int main(int argc, char **argv) {
   PART("cache", test_cache());
   PART("cache race", test_cache_race(g_self));
   PART("shared objects", test_shared_objects());
+  PART("synthesised imports", test_synthesised());
+  PART("refused objects said", test_refused_said());
   fixture_teardown();
   CHECK_DONE();
 }
