@@ -191,6 +191,10 @@ int hk_cmd_list(int argc, char **argv) {
     free(plug);
     return hk_cli_internal("list", "%s", hk_last_error());
   }
+  /* tier opt's builds end before listing: the notes then say why a kernel
+   * stays on tier jit (rather than "compiling in the background", every
+   * time, for a kernel opt refuses) */
+  hk_context_wait(ctx);
   listing l = {0};
   int rc = HK_EXIT_OK;
   if (hk_kernel_foreach(ctx, collect, &l)) {

@@ -399,6 +399,12 @@ static int run_kernel(hk_context_t *ctx, const run_opts *o) {
   run_call_free(&c);
   return rc;
 }
+/* The context's log (tier opt failing, the disk cache): on stderr. */
+static void log_stderr(void *user, const char *msg) {
+  (void)user;
+  fprintf(stderr, "hk run: note: %s\n", msg);
+}
+
 int hk_cmd_run(int argc, char **argv) {
   run_opts o = {0};
   o.assigns = calloc((size_t)argc, sizeof *o.assigns);
@@ -422,6 +428,7 @@ int hk_cmd_run(int argc, char **argv) {
     opts.tier = !strcmp(tier, "jit")   ? HK_TIER_JIT
                 : !strcmp(tier, "opt") ? HK_TIER_OPT
                                        : HK_TIER_AUTO;
+    opts.log = log_stderr;
     opts.flags = (o.allow_unsafe ? HK_ALLOW_UNSAFE_PERMISSIONS : 0) |
                  (o.no_cache ? HK_NO_CACHE : 0);
     if (hk_context_create(&ctx, &opts) != HK_OK)
