@@ -123,7 +123,8 @@ static int store_and_load(hk_context_t *ctx, hk_module_t *m,
   if (ctx->cache) {
     char *meta = cache_meta(ctx, m);
     hku_diags quiet = HKU_DIAGS_INIT;
-    if (hk__cache_put(ctx->cache, m->key, obj->image, obj->size, meta, &quiet))
+    if (hk__cache_put(ctx->cache, m->key, obj->image, obj->size,
+                      meta ? meta : "", &quiet))
       hk__log(ctx, "%s: cannot store in the disk cache: %s", m->path,
               first_words(&quiet));
     free(meta);
