@@ -10,6 +10,7 @@
  * is reported at its position in the kernel file.
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,6 +131,9 @@ typedef struct checker {
   token *toks;
   size_t ntoks, cap;
   int cuda_shared; /* the code is compiled as CUDA C++ too */
+  /* For each ')' token, the index of the '(' it closes (parentheses only,
+   * as if no other bracket were there); SIZE_MAX when none does. */
+  size_t *open_of;
 } checker;
 
 /* Stop reporting after this many problems in one piece of code. */
@@ -344,6 +348,26 @@ static int check_balance(checker *c) {
   return HK_OK;
 }
 
+/* Fills c->open_of. HK_OK or HK_ENOMEM. */
+static int match_parens(checker *c) {
+  c->open_of = malloc((c->ntoks + 1) * sizeof *c->open_of);
+  size_t *stack = malloc((c->ntoks + 1) * sizeof *stack);
+  if (!c->open_of || !stack) {
+    free(stack);
+    return HK_ENOMEM;
+  }
+  size_t depth = 0;
+  for (size_t i = 0; i < c->ntoks; i++) {
+    c->open_of[i] = SIZE_MAX;
+    if (tok_is(c, &c->toks[i], "("))
+      stack[depth++] = i;
+    else if (tok_is(c, &c->toks[i], ")") && depth)
+      c->open_of[i] = stack[--depth];
+  }
+  free(stack);
+  return HK_OK;
+}
+
 /* Words a cast's type name may hold. */
 static const char *const type_words[] = {
     "char", "const", "double", "float", "int", "long", "short", "signed",
@@ -361,12 +385,10 @@ static void check_indirect_call(checker *c, size_t i) {
     return;
   }
   if (!tok_is(c, prev, ")")) return;
-  size_t depth = 0, j = i - 1;
-  for (;; j--) { /* the '(' that opens the group before token i */
-    if (tok_is(c, &c->toks[j], ")")) depth++;
-    if (tok_is(c, &c->toks[j], "(") && --depth == 0) break;
-    if (j == 0) return; /* unbalanced: reported elsewhere */
-  }
+  /* The '(' that opens the group before token i (found once for all in
+   * match_parens: scanning back from every call was quadratic). */
+  size_t j = c->open_of[i - 1];
+  if (j == SIZE_MAX) return; /* unbalanced: reported elsewhere */
   int is_type = j + 1 < i - 1;
   for (size_t q = j + 1; q < i - 1 && is_type; q++) {
     const token *t = &c->toks[q];
@@ -491,17 +513,19 @@ static void check_tokens(checker *c, hkc_code_mode mode,
 int hkc_check_code(const hkj_doc *doc, const hkc_src *src, hkc_code_mode mode,
                    const char *const *idents, const char *what,
                    unsigned targets, hku_diags *d) {
-  checker c = {doc, src, d, 0, NULL, 0, 0, 0};
+  checker c = {doc, src, d, 0, NULL, 0, 0, 0, NULL};
   c.cuda_shared = (targets & HK_TARGET_CUDA) &&
                   (mode == HKC_CODE_BODY || mode == HKC_CODE_EXPR);
   int rc = tokenize(&c);
   if (rc == HK_OK) rc = check_balance(&c);
+  if (rc == HK_OK) rc = match_parens(&c);
   if (rc == HK_OK) {
     if (mode == HKC_CODE_EXPR && c.ntoks == 0)
       err(&c, 0, "%s", "is empty: an expression is required");
     check_tokens(&c, mode, idents, what);
   }
   free(c.toks);
+  free(c.open_of);
   if (rc == HK_ENOMEM) return rc;
   return c.errors ? HK_ESCHEMA : HK_OK;
 }
@@ -556,7 +580,7 @@ static size_t quiet_tokens(const hkc_src *src, token **out) {
   hkj_doc none = {0};
   hkc_src nopos = *src; /* no positions: nothing is reported */
   nopos.nsegs = 0;
-  checker c = {&none, &nopos, &quiet, 0, NULL, 0, 0, 0};
+  checker c = {&none, &nopos, &quiet, 0, NULL, 0, 0, 0, NULL};
   size_t n = 0;
   if (tokenize(&c) == 0) {
     *out = c.toks;

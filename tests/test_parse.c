@@ -2054,6 +2054,38 @@ static void test_codes(void) {
   printf("%-22s ok\n", "return codes");
 }
 
+/* A body of many nested call groups, "((x)(x))(x)...": each '(' after a
+ * group used to scan back to the group's opening parenthesis, quadratic in
+ * the body's length (found by fuzz_body: a 15 KB body took seconds under
+ * ASan). The refusal must stay the same, and come at once. */
+static void test_deep_call_groups(void) {
+  enum { GROUPS = 40000 };
+  hku_buf body = HKU_BUF_INIT;
+  for (int i = 0; i < GROUPS; i++) hku_buf_putc(&body, '(');
+  hku_buf_put(&body, "x");
+  for (int i = 0; i < GROUPS; i++) hku_buf_put(&body, ")(x)");
+  hku_buf text = HKU_BUF_INIT;
+  hku_buf_printf(&text, "%s", EW("\"y = "));
+  /* EW ends with the body's closing text: put the groups before it */
+  const char *t = hku_buf_str(&text);
+  const char *end = strstr(t, "y = ") + 4;
+  hku_buf full = HKU_BUF_INIT;
+  hku_buf_putn(&full, t, (size_t)(end - t));
+  hku_buf_put(&full, hku_buf_str(&body));
+  hku_buf_put(&full, ";\"}\n");
+  hkc_file *f = NULL;
+  hku_diags d = HKU_DIAGS_INIT;
+  CHECK_INT_EQ(parse(hku_buf_str(&full), &f, &d), HK_ESCHEMA);
+  CHECK(f == NULL);
+  CHECK(d.nerrors >= 1);
+  if (d.n) CHECK_CONTAINS(d.v[0].msg, "through an expression");
+  hku_diags_free(&d);
+  hku_buf_free(&full);
+  hku_buf_free(&text);
+  hku_buf_free(&body);
+  printf("%-22s ok\n", "deep call groups");
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0); /* keep the summary if a sanitizer aborts */
   RUN(json_cases);
@@ -2073,6 +2105,7 @@ int main(void) {
   test_format();
   test_positions();
   test_codes();
+  test_deep_call_groups();
   RUN(huge_cases);
   printf("%d table cases\n", ncases_run);
   CHECK_DONE();

@@ -6,7 +6,9 @@
 # UndefinedBehaviorSanitizer (the stdlib's GPU code, compiled by nvcc when
 # the CUDA toolkit is there, is built once, in the first); then the
 # multithreaded tests (thread pool,
-# registry with concurrent reloads) once more under ThreadSanitizer. Tests
+# registry with concurrent reloads) once more under ThreadSanitizer; the
+# libFuzzer targets replay their seed corpora and fuzz briefly with a fixed
+# seed (tools/fuzz.sh smoke; skipped without clang's libFuzzer). Tests
 # that cannot run on this machine (no GPU, no NumPy) are reported as
 # skipped, with the reason. Exits non-zero when any build or test fails.
 set -eu
@@ -55,6 +57,17 @@ suite "gcc, Release" build-test "" \
 suite "clang, AddressSanitizer + UndefinedBehaviorSanitizer" build-asan "" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
   -DHK_SANITIZE=address,undefined -DHK_CUDA=OFF
+# The libFuzzer targets (tests/fuzz): every seed replayed, then a short
+# fixed-seed run of each (deterministic; tools/fuzz.sh runs them long).
+echo "==== libFuzzer targets: seed corpora + fixed-seed fuzzing (build-fuzz)"
+fuzz_rc=0
+tools/fuzz.sh smoke || fuzz_rc=$?
+if [ "$fuzz_rc" -eq 77 ]; then
+  echo "  skipped libFuzzer targets (clang or libFuzzer missing)"
+elif [ "$fuzz_rc" -ne 0 ]; then
+  echo "==== libFuzzer targets: FAILED"
+  status=1
+fi
 suite "clang, ThreadSanitizer (threaded tests)" build-tsan \
   "^test_(threadpool|registry|calls|loader|opt|plugins)$" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DHK_SANITIZE=thread \
