@@ -349,11 +349,12 @@ static int cc_compile(const hk_compiler_t *c, const hkc_unit *u,
   int rc = HK_OK;
   hku_buf msgs = HKU_BUF_INIT;
   int fd = open(src, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0 || hku_write_all(fd, hkc_unit_text(u), hkc_unit_len(u)) ||
-      close(fd) != 0) {
+  int wrote = fd >= 0 &&
+              hku_write_all(fd, hkc_unit_text(u), hkc_unit_len(u)) == HK_OK;
+  if (fd >= 0 && close(fd) != 0) wrote = 0; /* closed either way */
+  if (!wrote) {
     hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot write %s: %s", src,
                  strerror(errno));
-    if (fd >= 0) close(fd);
     rc = HK_EIO;
   } else if (run_cc(cc, o->purpose, src, so, &msgs,
                     o->timeout_s ? o->timeout_s : DEFAULT_TIMEOUT_S,
