@@ -79,6 +79,13 @@ void hku_diags_first(const hku_diags *d, hku_buf *out) {
   if (d->oom) hku_buf_put(out, "out of memory");
 }
 
+const char *hku_diags_words(const hku_diags *d, const char *fallback) {
+  for (size_t i = 0; i < d->n; i++)
+    if (d->v[i].sev == HKU_ERROR) return d->v[i].msg;
+  if (d->n) return d->v[0].msg;
+  return d->oom ? "out of memory" : fallback;
+}
+
 void hku_diags_move(hku_diags *dst, hku_diags *src) {
   for (size_t i = 0; i < src->n; i++) {
     hku_diag *g = &src->v[i];

@@ -39,6 +39,11 @@ void hku_diag_add(hku_diags *d, hku_severity sev, const char *path, int line,
 void hku_diags_format(const hku_diags *d, hku_buf *out);
 /* Appends the first error only, without a trailing newline. */
 void hku_diags_first(const hku_diags *d, hku_buf *out);
+/* The words of d's first error, without its position (the first
+ * diagnostic when none is an error); "out of memory" when d is empty
+ * because an allocation failed, else fallback. Never NULL when fallback
+ * is not. */
+const char *hku_diags_words(const hku_diags *d, const char *fallback);
 /* Moves every diagnostic of src to the end of dst; src ends empty. */
 void hku_diags_move(hku_diags *dst, hku_diags *src);
 

@@ -87,7 +87,7 @@ int hk__check_object(int fd, size_t size, const char *path, hku_diags *d) {
   if (rc < 0) {
     hku_diag_add(d, HKU_ERROR, path, 0, 0,
                  "refused: not a valid shared object: %s",
-                 why.n ? why.v[0].msg : "out of memory");
+                 hku_diags_words(&why, "out of memory"));
     hku_diags_free(&why);
     return HK_EREFUSED;
   }

@@ -167,7 +167,7 @@ HK_API int hk_context_create(hk_context_t **out, const hk_options_t *opts) {
     if (hk__cache_open(ctx->opts.cache_dir,
                        (ctx->opts.flags & HK_ALLOW_UNSAFE_PERMISSIONS) != 0,
                        &ctx->cache, &d)) {
-      const char *why = d.n ? d.v[0].msg : "out of memory";
+      const char *why = hku_diags_words(&d, "out of memory");
       ctx->cache = NULL;
       ctx->cache_note = strdup(why);
       hk__log(ctx, "no disk cache: %s", why);

@@ -85,9 +85,7 @@ HK_INTERNAL const char *hk__cuda_strerror(CUresult r, char *buf, size_t n);
 /* The words of d's first error (the backend's diagnostics carry no path),
  * "out of memory" when d lost one to a failed allocation. */
 static inline const char *hk__cuda_why(const hku_diags *d) {
-  for (size_t i = 0; i < d->n; i++)
-    if (d->v[i].sev == HKU_ERROR) return d->v[i].msg;
-  return d->oom ? "out of memory" : "unknown error";
+  return hku_diags_words(d, "unknown error");
 }
 
 /* NVRTC, loaded on first use (device.c; needs no device): *api and

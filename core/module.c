@@ -183,7 +183,7 @@ static int load_so(hk_module_t *m, hku_diags *d) {
   rc = hk__dl_open(fd, m->path, &m->dl, &why);
   if (rc) { /* "cannot load it: ..." is a refusal of the plugin */
     hku_diag_add(d, HKU_ERROR, m->path, 0, 0, "refused: %s",
-                 why.n ? why.v[0].msg : "cannot load it");
+                 hku_diags_words(&why, "cannot load it"));
     hku_diags_free(&why);
     return rc;
   }

@@ -42,11 +42,6 @@ static char *cache_meta(const hk_context_t *ctx, const hk_module_t *m) {
   return hku_buf_take(&b);
 }
 
-/* The words of d's first diagnostic (no path), or "unknown reason". */
-static const char *first_words(const hku_diags *d) {
-  return d->n ? d->v[0].msg : "unknown reason";
-}
-
 /* Loads the cache entry of m->key, checked. HK_OK and *h; HK_ENOTFOUND on
  * a miss (a damaged entry is logged: the cache removed it); else the
  * reason in d. */
@@ -76,7 +71,7 @@ int hk__opt_from_cache(hk_context_t *ctx, hk_module_t *m) {
   int rc = cache_load(ctx, m, &h, &d);
   if (rc != HK_OK && rc != HK_ENOTFOUND)
     hk__log(ctx, "%s: the disk cache entry cannot be used (%s); compiling "
-                 "again", m->path, first_words(&d));
+                 "again", m->path, hku_diags_words(&d, "unknown reason"));
   if (rc == HK_OK &&
       hk__resolve_all(m, hk__resolve_dl, h, HK_TIER_OPT, m->impls, &d)) {
     hk__dl_close(h);
@@ -107,7 +102,7 @@ static void compile_note(hk_context_t *ctx, hk_module_t *m,
     hku_buf_put(&note, "the system compiler failed:\n");
     hku_diags_format(d, &note);
   } else {
-    hku_buf_put(&note, first_words(d));
+    hku_buf_put(&note, hku_diags_words(d, "unknown reason"));
   }
   set_note(ctx, m, note.oom ? "out of memory" : hku_buf_str(&note));
   hku_buf_free(&note);
@@ -126,7 +121,7 @@ static int store_and_load(hk_context_t *ctx, hk_module_t *m,
     if (hk__cache_put(ctx->cache, m->key, obj->image, obj->size,
                       meta ? meta : "", &quiet))
       hk__log(ctx, "%s: cannot store in the disk cache: %s", m->path,
-              first_words(&quiet));
+              hku_diags_words(&quiet, "unknown reason"));
     free(meta);
     hku_diags_free(&quiet);
     int rc = cache_load(ctx, m, h, &quiet);
@@ -176,7 +171,7 @@ static int build_opt(hk_context_t *ctx, hk_module_t *m, void **h) {
         (rc = hk__resolve_all(m, hk__resolve_dl, *h, HK_TIER_OPT,
                               m->opt_impls, &d)))
       hk__dl_close(*h);
-    if (rc) set_note(ctx, m, first_words(&d));
+    if (rc) set_note(ctx, m, hku_diags_words(&d, "unknown reason"));
   }
   hku_diags_free(&d);
   return rc;

@@ -75,7 +75,7 @@ int hk_cmd_cache(int argc, char **argv) {
   hk_cache_t *c;
   hku_diags d = HKU_DIAGS_INIT;
   if (hk__cache_open(dir, 0, &c, &d)) {
-    int rc = hk_cli_error("cache", "%s", d.n ? d.v[0].msg : "out of memory");
+    int rc = hk_cli_error("cache", "%s", hku_diags_words(&d, "out of memory"));
     hku_diags_free(&d);
     return rc;
   }
