@@ -100,17 +100,46 @@ void hkc_put_param(hku_buf *o, const hkc_instance *in, const hkc_param *p,
 /* Appends s for use inside a C comment: no comment end slips in, and
  * line breaks become spaces. */
 void hkc_put_comment_text(hku_buf *o, const char *s);
-/* hkc_put_param for every parameter in order (every one but the out
- * parameter with skip_out), each followed by ", ". */
+/* hkc_put_param for every parameter in order (with skip_out, every one
+ * but a reduction's results: its out and inout parameters), each followed
+ * by ", ". */
 void hkc_put_params(hku_buf *o, const hkc_instance *in,
                     const char *ptr_prefix, int const_scalar, int skip_out);
 /* "(void)NAME;" on a line indented by ind spaces, for each parameter whose
  * role is in the mask roles (HKC_ROLE_BIT). */
 void hkc_put_voids(hku_buf *o, const hkc_instance *in, unsigned roles,
                    int ind);
-/* A reduction's "QUAL T hk_combine__NAME(const T a, const T b)": its
- * combine expression as a function (qual "HK_INLINE " in C). */
+/* ---- Reductions (emit_common.c) ---- */
+/* The C type of a reduction instance's accumulator: "float", or its
+ * struct's name "hk_acc__NAME" (written into buf). */
+#define HKC_ACC_CTYPE_MAX 160
+const char *hkc_acc_ctype(const hkc_instance *in, char buf[HKC_ACC_CTYPE_MAX]);
+/* A struct accumulator's typedef, with a check that the compiler lays it
+ * out in hkc_acc_size() bytes (nothing for the other forms). */
+void hkc_put_acc_struct(hku_buf *o, const hkc_instance *in);
+/* A reduction's "QUAL ACC hk_combine__NAME(const ACC a, const ACC b)": its
+ * combine expression as a function (qual "HK_INLINE " in C); with a struct
+ * accumulator, its statements updating a copy of a, which it returns. */
 void hkc_put_combine_fn(hku_buf *o, const hkc_instance *in, const char *qual);
+/* A struct reduction's "QUAL ACC hk_identity__NAME(scalars...)". */
+void hkc_put_identity_fn(hku_buf *o, const hkc_instance *in, const char *qual);
+/* The neutral value: "(float)(EXPR)", or "hk_identity__NAME(scalars...)"
+ * for a struct (the scalars by their names). */
+void hkc_put_identity_call(hku_buf *o, const hkc_instance *in);
+/* "QUAL ACC hk_map__NAME(const T x, ..., const size_t i, const size_t n)":
+ * the value of element i from the in elements and scalars, in parameter
+ * order. */
+void hkc_put_map_fn(hku_buf *o, const hkc_instance *in, const char *qual);
+/* "hk_map__NAME(PRE x POST, ..., alpha, AT, n)". */
+void hkc_put_map_call(hku_buf *o, const hkc_instance *in, const char *pre,
+                      const char *post, const char *at);
+/* The locals a struct reduction's finalize assigns, indented by ind: "float
+ * out = 0;" for each out, "float d = PRE d POST;" for each inout. And
+ * their stores "PRE out POST = out;". */
+void hkc_put_result_locals(hku_buf *o, const hkc_instance *in, const char *pre,
+                           const char *post, int ind);
+void hkc_put_result_stores(hku_buf *o, const hkc_instance *in, const char *pre,
+                           const char *post, int ind);
 /* A raw kernel's function: head, the instance's name, its parameters as
  * the author sees them, then the author's body (C or CUDA). head is
  * "static void hk_raw__" in C, the __global__ declaration in CUDA. */

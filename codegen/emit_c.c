@@ -54,13 +54,13 @@ static void put_arg(hku_buf *o, const hkc_instance *in, const hkc_param *p,
                    ct(in, p), i);
 }
 
-/* Every parameter (but out with skip_out) from the argument array, with
- * ", " between them. */
+/* Every parameter (but a reduction's results with skip_out) from the
+ * argument array, with ", " between them. */
 static void put_args_call(hku_buf *o, const hkc_instance *in, unsigned skip_out) {
   const hkc_kernel *k = in->k;
   int first = 1;
   for (int i = 0; i < k->nparams; i++) {
-    if (skip_out && k->params[i].role == HK_ROLE_OUT) continue;
+    if (skip_out && hkc_is_result(&k->params[i])) continue;
     hku_buf_put(o, first ? "" : ", ");
     put_arg(o, in, &k->params[i], i);
     first = 0;
@@ -94,10 +94,10 @@ static void put_args_array(hku_buf *o, const hkc_instance *in, int ind) {
 }
 
 /* The typed parameter names, each followed by ", " (with skip_out, all but
- * the out parameter). */
+ * a reduction's results). */
 static void put_names(hku_buf *o, const hkc_kernel *k, int skip_out) {
   for (int i = 0; i < k->nparams; i++)
-    if (!skip_out || k->params[i].role != HK_ROLE_OUT)
+    if (!skip_out || !hkc_is_result(&k->params[i]))
       hku_buf_printf(o, "%s, ", k->params[i].name);
 }
 
@@ -193,23 +193,35 @@ static void put_element_locals(hku_buf *o, const hkc_instance *in, int ind) {
   hkc_put_voids(o, in, HKC_ROLE_BIT(HK_ROLE_IN), ind);
 }
 
-/* The index of the reduction's out parameter (validated: there is one). */
-static int out_index(const hkc_kernel *k) {
-  for (int i = 0; i < k->nparams; i++)
-    if (k->params[i].role == HK_ROLE_OUT) return i;
-  HK_ASSERT(!"a reduction without an out parameter");
-  return -1;
+static int is_struct(const hkc_instance *in) {
+  return in->k->acc_form == HKC_ACC_STRUCT;
 }
 
-/* hk_final__NAME(acc, n, scalars...): the finalized result, used by range
- * and merge. */
+/* hk_final__NAME(acc, n, ...): finalizes an accumulator, used by range,
+ * merge and the typed function. The simple forms return the result (of the
+ * result parameter's type) and take an inout result's current value; a
+ * struct's takes a pointer to each result and stores them. The scalars
+ * come last. */
 static void emit_final(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
-  const char *acc = hkc_ctype(hkc_acc_type(in));
+  char cb[HKC_ACC_CTYPE_MAX];
+  const char *acc = hkc_acc_ctype(in, cb);
   const hkc_src *srcs[] = {&k->finalize};
 
-  hku_buf_printf(o, "HK_INLINE %s hk_final__%s(const %s acc, size_t n", acc,
-                 in->name, acc);
+  if (is_struct(in)) {
+    hku_buf_printf(o, "HK_INLINE void hk_final__%s(const %s acc, size_t n",
+                   in->name, acc);
+    for (int i = 0; i < k->nparams; i++)
+      if (hkc_is_result(&k->params[i]))
+        hku_buf_printf(o, ", %s *hk_o_%s", ct(in, &k->params[i]),
+                       k->params[i].name);
+  } else {
+    const hkc_param *r = &k->params[hkc_result_index(k)];
+    hku_buf_printf(o, "HK_INLINE %s hk_final__%s(const %s acc, size_t n",
+                   ct(in, r), in->name, acc);
+    if (r->role == HK_ROLE_INOUT)
+      hku_buf_printf(o, ", const %s %s", ct(in, r), r->name);
+  }
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_SCALAR)
       hku_buf_printf(o, ", const %s %s", ct(in, &k->params[i]),
@@ -217,14 +229,40 @@ static void emit_final(hku_buf *o, const hkc_instance *in) {
   hku_buf_put(o, ")\n{\n");
   hkc_put_holders(o, in, srcs, 1, 4);
   hkc_put_voids(o, in, HKC_ROLE_BIT(HK_ROLE_SCALAR), 4);
+  if (is_struct(in)) {
+    hkc_put_result_locals(o, in, "*hk_o_", "", 4);
+    hku_buf_put(o, "    (void)acc;\n    (void)n;\n    {\n");
+    hkc_put_code(o, &k->finalize, 8);
+    hku_buf_put(o, "    }\n");
+    hkc_put_result_stores(o, in, "*hk_o_", "", 4);
+    hku_buf_put(o, "}\n\n");
+    return;
+  }
+  const hkc_param *r = &k->params[hkc_result_index(k)];
+  const char *out = ct(in, r);
+  if (r->role == HK_ROLE_INOUT) hku_buf_printf(o, "    (void)%s;\n", r->name);
   hku_buf_put(o, "    (void)n;\n");
   if (k->finalize.text) {
-    hku_buf_printf(o, "    return (%s)", acc);
+    hku_buf_printf(o, "    return (%s)", out);
     hkc_put_expr(o, &k->finalize);
     hku_buf_put(o, ";\n}\n\n");
-  } else {
+  } else if (!strcmp(out, acc)) {
     hku_buf_put(o, "    return acc;\n}\n\n");
+  } else {
+    hku_buf_printf(o, "    return (%s)acc;\n}\n\n", out);
   }
+}
+
+/* The value of element i as an accumulator: "(float)(MAP)", or the struct
+ * map function's call. */
+static void put_map_value(hku_buf *o, const hkc_instance *in) {
+  char cb[HKC_ACC_CTYPE_MAX];
+  if (is_struct(in)) {
+    hkc_put_map_call(o, in, "", "", "i");
+    return;
+  }
+  hku_buf_printf(o, "(%s)", hkc_acc_ctype(in, cb));
+  hkc_put_expr(o, &in->k->map);
 }
 
 /* hk_part__NAME(ins, scalars, n, begin, end): the block reducer, in
@@ -232,29 +270,30 @@ static void emit_final(hku_buf *o, const hkc_instance *in) {
 static void emit_part(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
-  hk_dtype_t acc_t = hkc_acc_type(in);
-  const char *acc = hkc_ctype(acc_t);
-  int lanes = hkc_reduce_lanes(hk_dtype_size(acc_t));
+  char cb[HKC_ACC_CTYPE_MAX];
+  const char *acc = hkc_acc_ctype(in, cb);
+  int lanes = hkc_reduce_lanes(hkc_acc_size(in));
   const hkc_src *srcs[] = {&k->map, &k->combine, &k->identity};
 
   hku_buf_printf(o, "HK_INLINE %s hk_part__%s(", acc, nm);
   hkc_put_params(o, in, "hk_p_", 1, 1);
   hku_buf_put(o, "size_t n, size_t hk_begin, size_t hk_end)\n{\n");
-  hkc_put_holders(o, in, srcs, 3, 4);
+  /* a struct's expressions are in its functions */
+  hkc_put_holders(o, in, srcs, is_struct(in) ? 0 : 3, 4);
   hkc_put_voids(o, in, HKC_ROLE_BIT(HK_ROLE_SCALAR), 4);
   hku_buf_printf(o, "    (void)n;\n    %s hk_lane[%d];\n", acc, lanes);
   hku_buf_printf(o, "    for (int hk_l = 0; hk_l < %d; ++hk_l)\n", lanes);
-  hku_buf_printf(o, "        hk_lane[hk_l] = (%s)", acc);
-  hkc_put_expr(o, &k->identity);
+  hku_buf_put(o, "        hk_lane[hk_l] = ");
+  hkc_put_identity_call(o, in);
   hku_buf_put(o, ";\n    size_t hk_i = hk_begin;\n");
   hku_buf_printf(o, "    for (; hk_end - hk_i >= %d; hk_i += %d) {\n", lanes,
                  lanes);
   hku_buf_printf(o, "        for (int hk_l = 0; hk_l < %d; ++hk_l) {\n", lanes);
   hku_buf_put(o, "            const size_t i = hk_i + (size_t)hk_l;\n");
   put_element_locals(o, in, 12);
-  hku_buf_printf(o, "            hk_lane[hk_l] = hk_combine__%s(hk_lane[hk_l], (%s)",
-                 nm, acc);
-  hkc_put_expr(o, &k->map);
+  hku_buf_printf(o, "            hk_lane[hk_l] = hk_combine__%s(hk_lane[hk_l], ",
+                 nm);
+  put_map_value(o, in);
   hku_buf_put(o, ");\n        }\n    }\n");
   for (int w = lanes / 2; w >= 1; w /= 2)
     hku_buf_printf(o,
@@ -266,17 +305,29 @@ static void emit_part(hku_buf *o, const hkc_instance *in) {
   hku_buf_put(o, "    for (; hk_i < hk_end; ++hk_i) {\n");
   hku_buf_put(o, "        const size_t i = hk_i;\n");
   put_element_locals(o, in, 8);
-  hku_buf_printf(o, "        hk_acc = hk_combine__%s(hk_acc, (%s)", nm, acc);
-  hkc_put_expr(o, &k->map);
+  hku_buf_printf(o, "        hk_acc = hk_combine__%s(hk_acc, ", nm);
+  put_map_value(o, in);
   hku_buf_put(o, ");\n    }\n    return hk_acc;\n}\n\n");
 }
 
-/* "*(T *)hk_args[OUT] = hk_final__NAME(hk_acc, n, scalars...);" and the
- * function's end. */
+/* Finalizes hk_acc into the results taken from the argument array:
+ * "*(T *)hk_args[OUT] = hk_final__NAME(hk_acc, n, scalars...);" (or the
+ * struct form's call), and the function's end. */
 static void put_store_final(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
-  hku_buf_printf(o, "    *(%s *)hk_args[%d] = hk_final__%s(hk_acc, n",
-                 hkc_ctype(hkc_acc_type(in)), out_index(k), in->name);
+  if (is_struct(in)) {
+    hku_buf_printf(o, "    hk_final__%s(hk_acc, n", in->name);
+    for (int i = 0; i < k->nparams; i++)
+      if (hkc_is_result(&k->params[i]))
+        hku_buf_printf(o, ", (%s *)hk_args[%d]", ct(in, &k->params[i]), i);
+  } else {
+    int r = hkc_result_index(k);
+    const char *out = ct(in, &k->params[r]);
+    hku_buf_printf(o, "    *(%s *)hk_args[%d] = hk_final__%s(hk_acc, n", out, r,
+                   in->name);
+    if (k->params[r].role == HK_ROLE_INOUT)
+      hku_buf_printf(o, ", *(const %s *)hk_args[%d]", out, r);
+  }
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_SCALAR) {
       hku_buf_put(o, ", ");
@@ -285,18 +336,26 @@ static void put_store_final(hku_buf *o, const hkc_instance *in) {
   hku_buf_put(o, ");\n}\n\n");
 }
 
+/* The number of parameters the block reducer takes (all but results). */
+static int part_nparams(const hkc_kernel *k) {
+  int n = 0;
+  for (int i = 0; i < k->nparams; i++) n += !hkc_is_result(&k->params[i]);
+  return n;
+}
+
 /* The entry points: range (a whole reduction, or one block's partial) and
  * merge (partials left to right, then finalize). */
 static void emit_reduce_entries(hku_buf *o, const hkc_instance *in,
                                 hkc_emit_mode mode) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
-  const char *acc = hkc_ctype(hkc_acc_type(in));
+  char cb[HKC_ACC_CTYPE_MAX];
+  const char *acc = hkc_acc_ctype(in, cb);
 
   put_range_head(o, in, mode);
   hku_buf_printf(o, "    %s hk_acc = hk_part__%s(", acc, nm);
   put_args_call(o, in, 1);
-  hku_buf_printf(o, "%sn, hk_begin, hk_end);\n", k->nparams > 1 ? ", " : "");
+  hku_buf_printf(o, "%sn, hk_begin, hk_end);\n", part_nparams(k) ? ", " : "");
   hku_buf_printf(o,
                  "    if (hk_partial) {\n        *(%s *)hk_partial = hk_acc;\n"
                  "        return;\n    }\n",
@@ -320,27 +379,44 @@ static void emit_reduce_entries(hku_buf *o, const hkc_instance *in,
 static void emit_reduce_typed(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
+  char cb[HKC_ACC_CTYPE_MAX];
   put_typed_head(o, in);
   hku_buf_put(o, "\n{\n    if (n > HK_REDUCE_BLOCK) {\n");
   put_args_array(o, in, 8);
   hku_buf_printf(o,
                  "        hk__par_reduce(" HK_ABI_RANGE "%s, " HK_ABI_MERGE
                  "%s, sizeof(%s), hk_args, n, %uu);\n        return;\n    }\n",
-                 nm, nm, hkc_ctype(hkc_acc_type(in)), flags_of(k));
-  hku_buf_printf(o, "    *%s = hk_final__%s(hk_part__%s(",
-                 k->params[out_index(k)].name, nm, nm);
-  put_names(o, k, 1);
-  hku_buf_put(o, "n, 0, n), n");
+                 nm, nm, hkc_acc_ctype(in, cb), flags_of(k));
+  if (is_struct(in)) {
+    hku_buf_printf(o, "    hk_final__%s(hk_part__%s(", nm, nm);
+    put_names(o, k, 1);
+    hku_buf_put(o, "n, 0, n), n");
+    for (int i = 0; i < k->nparams; i++)
+      if (hkc_is_result(&k->params[i]))
+        hku_buf_printf(o, ", %s", k->params[i].name);
+  } else {
+    const hkc_param *r = &k->params[hkc_result_index(k)];
+    hku_buf_printf(o, "    *%s = hk_final__%s(hk_part__%s(", r->name, nm, nm);
+    put_names(o, k, 1);
+    hku_buf_put(o, "n, 0, n), n");
+    if (r->role == HK_ROLE_INOUT) hku_buf_printf(o, ", *%s", r->name);
+  }
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_SCALAR)
       hku_buf_printf(o, ", %s", k->params[i].name);
   hku_buf_put(o, ");\n}\n\n");
 }
 
-/* Reduction: combine, final, the block reducer, range and merge, and
- * (stdlib) the typed function. */
+/* Reduction: (a struct accumulator's type, identity and map), combine,
+ * final, the block reducer, range and merge, and (stdlib) the typed
+ * function. */
 static void emit_reduction(hku_buf *o, const hkc_instance *in,
                            hkc_emit_mode mode) {
+  if (is_struct(in)) {
+    hkc_put_acc_struct(o, in);
+    hkc_put_identity_fn(o, in, "HK_INLINE ");
+    hkc_put_map_fn(o, in, "HK_INLINE ");
+  }
   /* combine as a function: used by the lanes, the tail and merge */
   hkc_put_combine_fn(o, in, "HK_INLINE ");
   emit_final(o, in);
@@ -402,7 +478,7 @@ static void emit_lens(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
     hku_buf_printf(o, "    hk_lens[%d] = ", i);
     if (!is_buffer(p))
       hku_buf_put(o, "-1;\n");
-    else if (k->kind == HK_KIND_REDUCTION && p->role == HK_ROLE_OUT)
+    else if (k->kind == HK_KIND_REDUCTION && hkc_is_result(p))
       hku_buf_put(o, "1;\n");
     else if (p->len.text) {
       /* checked: overflow, division by zero or a negative count fail */
@@ -458,8 +534,6 @@ static void put_table_entry(hku_buf *o, const hkc_file *f,
                             const hkc_instance *in, void *arg) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
-  hk_dtype_t acc_t =
-      k->kind == HK_KIND_REDUCTION ? hkc_acc_type(in) : HK_DTYPE_INVALID;
   hku_buf_printf(o, "    {{\"%s\", ", nm);
   hkc_emit_c_string(o, k->doc);
   hku_buf_printf(o, ", HK_KIND_%s, %uu, %d, hk_params__%s, \"stdlib\", ",
@@ -474,7 +548,7 @@ static void put_table_entry(hku_buf *o, const hkc_file *f,
   else
     hku_buf_put(o, "NULL, ");
   hku_buf_printf(o, HK_ABI_LENS "%s, %zu, %uu, (void (*)(void))hk_%s},\n", nm,
-                 hk_dtype_size(acc_t), flags_of(k), nm);
+                 hkc_acc_size(in), flags_of(k), nm);
   (*(size_t *)arg)++;
 }
 

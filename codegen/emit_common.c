@@ -1,9 +1,11 @@
 /* emit_common.c — what the C and CUDA emitters share: line maps, author code,
  * parameter lists, the raw kernel function, and the files → kernels →
  * instances walk (emit.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "emit.h"
 #include "internal.h"
 
@@ -158,7 +160,7 @@ void hkc_put_params(hku_buf *o, const hkc_instance *in,
                     const char *ptr_prefix, int const_scalar, int skip_out) {
   const hkc_kernel *k = in->k;
   for (int i = 0; i < k->nparams; i++) {
-    if (skip_out && k->params[i].role == HK_ROLE_OUT) continue;
+    if (skip_out && hkc_is_result(&k->params[i])) continue;
     hkc_put_param(o, in, &k->params[i], ptr_prefix, const_scalar);
     hku_buf_put(o, ", ");
   }
@@ -174,15 +176,178 @@ void hkc_put_voids(hku_buf *o, const hkc_instance *in, unsigned roles,
 
 /* ---- Reductions ------------------------------------------------------------- */
 
+const char *hkc_acc_ctype(const hkc_instance *in, char buf[HKC_ACC_CTYPE_MAX]) {
+  if (in->k->acc_form != HKC_ACC_STRUCT) return hkc_ctype(hkc_acc_type(in));
+  snprintf(buf, HKC_ACC_CTYPE_MAX, "hk_acc__%s", in->name);
+  return buf;
+}
+
+void hkc_put_acc_struct(hku_buf *o, const hkc_instance *in) {
+  const hkc_kernel *k = in->k;
+  if (k->acc_form != HKC_ACC_STRUCT) return;
+  hku_buf_printf(o, "typedef struct hk_acc__%s {\n", in->name);
+  for (int i = 0; i < k->nacc_fields; i++)
+    hku_buf_printf(o, "    %s %s;\n",
+                   hkc_ctype(hkc_acc_field_type(in, &k->acc_fields[i])),
+                   k->acc_fields[i].name);
+  /* the core sizes partials by hkc_acc_size(): the compiler must agree */
+  hku_buf_printf(o,
+                 "} hk_acc__%s;\n"
+                 "typedef char hk_acc_size__%s[sizeof(hk_acc__%s) == %zu ? 1 : "
+                 "-1];\n\n",
+                 in->name, in->name, in->name, hkc_acc_size(in));
+}
+
 void hkc_put_combine_fn(hku_buf *o, const hkc_instance *in, const char *qual) {
-  const char *acc = hkc_ctype(hkc_acc_type(in));
+  char cb[HKC_ACC_CTYPE_MAX];
+  const char *acc = hkc_acc_ctype(in, cb);
   const hkc_src *srcs[] = {&in->k->combine};
+  if (in->k->acc_form == HKC_ACC_STRUCT) {
+    /* statements that update a from b */
+    hku_buf_printf(o, "%s%s hk_combine__%s(%s a, const %s b)\n{\n", qual, acc,
+                   in->name, acc, acc);
+    hkc_put_holders(o, in, srcs, 1, 4);
+    hku_buf_put(o, "    (void)b;\n    {\n");
+    hkc_put_code(o, &in->k->combine, 8);
+    hku_buf_put(o, "    }\n    return a;\n}\n\n");
+    return;
+  }
   hku_buf_printf(o, "%s%s hk_combine__%s(const %s a, const %s b)\n{\n", qual,
                  acc, in->name, acc, acc);
   hkc_put_holders(o, in, srcs, 1, 4);
   hku_buf_printf(o, "    return (%s)", acc);
   hkc_put_expr(o, &in->k->combine);
   hku_buf_put(o, ";\n}\n\n");
+}
+
+/* "hk_r.v = (float)(EXPR);" for each field of a struct accumulator, with
+ * each field's identity (map 0) or map (map 1) expression. */
+static void put_field_values(hku_buf *o, const hkc_instance *in, int map) {
+  const hkc_kernel *k = in->k;
+  for (int i = 0; i < k->nacc_fields; i++) {
+    const hkc_acc_field *f = &k->acc_fields[i];
+    hku_buf_printf(o, "    hk_r.%s = (%s)", f->name,
+                   hkc_ctype(hkc_acc_field_type(in, f)));
+    hkc_put_expr(o, map ? &f->map : &f->identity);
+    hku_buf_put(o, ";\n");
+  }
+}
+
+/* typedefs of the placeholders that the fields' expressions use. */
+static void put_field_holders(hku_buf *o, const hkc_instance *in, int map) {
+  const hkc_kernel *k = in->k;
+  const hkc_src *srcs[HK_REDUCE_ACC_MAX];
+  int n = 0;
+  for (int i = 0; i < k->nacc_fields && n < (int)HK_REDUCE_ACC_MAX; i++)
+    srcs[n++] = map ? &k->acc_fields[i].map : &k->acc_fields[i].identity;
+  hkc_put_holders(o, in, srcs, n, 4);
+}
+
+void hkc_put_identity_fn(hku_buf *o, const hkc_instance *in, const char *qual) {
+  const hkc_kernel *k = in->k;
+  char cb[HKC_ACC_CTYPE_MAX];
+  const char *acc = hkc_acc_ctype(in, cb);
+  int first = 1;
+  hku_buf_printf(o, "%s%s hk_identity__%s(", qual, acc, in->name);
+  for (int i = 0; i < k->nparams; i++)
+    if (k->params[i].role == HK_ROLE_SCALAR) {
+      hku_buf_put(o, first ? "" : ", ");
+      hkc_put_param(o, in, &k->params[i], "", 1);
+      first = 0;
+    }
+  hku_buf_printf(o, "%s)\n{\n", first ? "void" : "");
+  put_field_holders(o, in, 0);
+  hkc_put_voids(o, in, HKC_ROLE_BIT(HK_ROLE_SCALAR), 4);
+  hku_buf_printf(o, "    %s hk_r;\n", acc);
+  put_field_values(o, in, 0);
+  hku_buf_put(o, "    return hk_r;\n}\n\n");
+}
+
+void hkc_put_identity_call(hku_buf *o, const hkc_instance *in) {
+  const hkc_kernel *k = in->k;
+  char cb[HKC_ACC_CTYPE_MAX];
+  if (k->acc_form != HKC_ACC_STRUCT) {
+    hku_buf_printf(o, "(%s)", hkc_acc_ctype(in, cb));
+    hkc_put_expr(o, &k->identity);
+    return;
+  }
+  int first = 1;
+  hku_buf_printf(o, "hk_identity__%s(", in->name);
+  for (int i = 0; i < k->nparams; i++)
+    if (k->params[i].role == HK_ROLE_SCALAR) {
+      hku_buf_printf(o, "%s%s", first ? "" : ", ", k->params[i].name);
+      first = 0;
+    }
+  hku_buf_put(o, ")");
+}
+
+void hkc_put_map_fn(hku_buf *o, const hkc_instance *in, const char *qual) {
+  const hkc_kernel *k = in->k;
+  char cb[HKC_ACC_CTYPE_MAX];
+  const char *acc = hkc_acc_ctype(in, cb);
+  const unsigned args = HKC_ROLE_BIT(HK_ROLE_IN) | HKC_ROLE_BIT(HK_ROLE_SCALAR);
+  hku_buf_printf(o, "%s%s hk_map__%s(", qual, acc, in->name);
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (args & HKC_ROLE_BIT(p->role))
+      hku_buf_printf(o, "const %s %s, ", hkc_param_ctype(in, p), p->name);
+  }
+  hku_buf_put(o, "const size_t i, const size_t n)\n{\n");
+  if (k->acc_form != HKC_ACC_STRUCT) {
+    const hkc_src *srcs[] = {&k->map};
+    hkc_put_holders(o, in, srcs, 1, 4);
+    hkc_put_voids(o, in, args, 4);
+    hku_buf_printf(o, "    (void)i;\n    (void)n;\n    return (%s)", acc);
+    hkc_put_expr(o, &k->map);
+    hku_buf_put(o, ";\n}\n\n");
+    return;
+  }
+  put_field_holders(o, in, 1);
+  hkc_put_voids(o, in, args, 4);
+  hku_buf_printf(o, "    (void)i;\n    (void)n;\n    %s hk_r;\n", acc);
+  put_field_values(o, in, 1);
+  hku_buf_put(o, "    return hk_r;\n}\n\n");
+}
+
+void hkc_put_map_call(hku_buf *o, const hkc_instance *in, const char *pre,
+                      const char *post, const char *at) {
+  const hkc_kernel *k = in->k;
+  hku_buf_printf(o, "hk_map__%s(", in->name);
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (p->role == HK_ROLE_SCALAR)
+      hku_buf_printf(o, "%s, ", p->name);
+    else if (p->role == HK_ROLE_IN)
+      hku_buf_printf(o, "%s%s%s, ", pre, p->name, post);
+  }
+  hku_buf_printf(o, "%s, n)", at);
+}
+
+void hkc_put_result_locals(hku_buf *o, const hkc_instance *in, const char *pre,
+                           const char *post, int ind) {
+  const hkc_kernel *k = in->k;
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (p->role == HK_ROLE_OUT)
+      hku_buf_printf(o, "%*s%s %s = 0;\n", ind, "", hkc_param_ctype(in, p),
+                     p->name);
+    else if (p->role == HK_ROLE_INOUT)
+      hku_buf_printf(o, "%*s%s %s = %s%s%s;\n", ind, "",
+                     hkc_param_ctype(in, p), p->name, pre, p->name, post);
+  }
+  hkc_put_voids(o, in, HKC_ROLE_BIT(HK_ROLE_OUT) | HKC_ROLE_BIT(HK_ROLE_INOUT),
+                ind);
+}
+
+void hkc_put_result_stores(hku_buf *o, const hkc_instance *in, const char *pre,
+                           const char *post, int ind) {
+  const hkc_kernel *k = in->k;
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (hkc_is_result(p))
+      hku_buf_printf(o, "%*s%s%s%s = %s;\n", ind, "", pre, p->name, post,
+                     p->name);
+  }
 }
 
 /* ---- Raw kernels ------------------------------------------------------------- */

@@ -180,42 +180,6 @@ static void emit_elementwise(hku_buf *o, const hkc_instance *in,
   hku_buf_put(o, "    }\n}\n\n");
 }
 
-/* "hk_map__NAME(x[AT], alpha, AT, n)": a reduction's map at element AT. */
-static void put_map_call(hku_buf *o, const hkc_kernel *k, const char *nm,
-                         const char *at) {
-  hku_buf_printf(o, "hk_map__%s(", nm);
-  for (int i = 0; i < k->nparams; i++) {
-    const hkc_param *p = &k->params[i];
-    if (p->role == HK_ROLE_SCALAR)
-      hku_buf_printf(o, "%s, ", p->name);
-    else if (p->role != HK_ROLE_OUT)
-      hku_buf_printf(o, "hk_p_%s[%s], ", p->name, at);
-  }
-  hku_buf_printf(o, "%s, n)", at);
-}
-
-/* hk_map__NAME: the value of element i, as a function, so that the part
- * kernel can take several elements at once. */
-static void emit_map_fn(hku_buf *o, const hkc_instance *in) {
-  const hkc_kernel *k = in->k;
-  const char *acc = hkc_ctype(hkc_acc_type(in));
-  const hkc_src *srcs[] = {&k->map};
-
-  hku_buf_printf(o, "static __device__ __forceinline__ %s hk_map__%s(", acc,
-                 in->name);
-  for (int i = 0; i < k->nparams; i++) {
-    const hkc_param *p = &k->params[i];
-    if (p->role == HK_ROLE_OUT) continue;
-    hku_buf_printf(o, "const %s %s, ", ct(in, p), p->name);
-  }
-  hku_buf_put(o, "const size_t i, const size_t n)\n{\n");
-  hkc_put_holders(o, in, srcs, 1, 4);
-  hkc_put_voids(o, in, HKC_ROLES_ALL & ~HKC_ROLE_BIT(HK_ROLE_OUT), 4);
-  hku_buf_printf(o, "    (void)i;\n    (void)n;\n    return (%s)", acc);
-  hkc_put_expr(o, &k->map);
-  hku_buf_put(o, ";\n}\n\n");
-}
-
 /* The tree over the block's hk_s[] (shared memory, one slot a thread),
  * which leaves the block's combination in hk_s[0]. */
 static void put_block_tree(hku_buf *o, const char *nm) {
@@ -232,22 +196,31 @@ static void put_block_tree(hku_buf *o, const char *nm) {
       nm);
 }
 
+/* "hk_map__NAME(hk_p_x[AT], alpha, AT, n)": a reduction's map at element
+ * AT. */
+static void put_map_call(hku_buf *o, const hkc_instance *in, const char *at) {
+  char post[48];
+  snprintf(post, sizeof post, "[%s]", at);
+  hkc_put_map_call(o, in, "hk_p_", post, at);
+}
+
 /* hk_cuda_part__NAME: one partial per block. Each thread keeps four
  * accumulators over a grid-stride share, four independent loads in
  * flight. */
 static void emit_part_kernel(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
-  const char *acc = hkc_ctype(hkc_acc_type(in));
+  char cb[HKC_ACC_CTYPE_MAX];
+  const char *acc = hkc_acc_ctype(in, cb);
   const hkc_src *srcs[] = {&k->identity};
 
   hku_buf_printf(o, "extern \"C\" __global__ void " HK_ABI_CUDA_PART "%s(", nm);
   hkc_put_params(o, in, "hk_p_", 1, 1);
   hku_buf_printf(o, "%s *hk_partials, size_t n)\n{\n", acc);
   hkc_put_holders(o, in, srcs, 1, 4);
-  hku_buf_printf(o, "    __shared__ %s hk_s[%d];\n    const %s hk_id = (%s)",
-                 acc, HK_ABI_CUDA_BLOCK, acc, acc);
-  hkc_put_expr(o, &k->identity);
+  hku_buf_printf(o, "    __shared__ %s hk_s[%d];\n    const %s hk_id = ", acc,
+                 HK_ABI_CUDA_BLOCK, acc);
+  hkc_put_identity_call(o, in);
   hku_buf_printf(o,
                  ";\n"
                  "    %s hk_a0 = hk_id, hk_a1 = hk_id, hk_a2 = hk_id, hk_a3 = "
@@ -260,7 +233,7 @@ static void emit_part_kernel(hku_buf *o, const hkc_instance *in) {
     char at[32];
     snprintf(at, sizeof at, "i + %d * hk_stride", u);
     hku_buf_printf(o, "        const %s hk_v%d = ", acc, u);
-    put_map_call(o, k, nm, at);
+    put_map_call(o, in, at);
     hku_buf_put(o, ";\n");
   }
   for (int u = 0; u < 4; u++)
@@ -269,7 +242,7 @@ static void emit_part_kernel(hku_buf *o, const hkc_instance *in) {
   hku_buf_printf(o, "    }\n    for (; i < n; i += hk_stride)\n"
                     "        hk_a0 = hk_combine__%s(hk_a0, ",
                  nm);
-  put_map_call(o, k, nm, "i");
+  put_map_call(o, in, "i");
   hku_buf_printf(o,
                  ");\n"
                  "    const %s hk_acc = hk_combine__%s(hk_combine__%s(hk_a0, "
@@ -280,21 +253,61 @@ static void emit_part_kernel(hku_buf *o, const hkc_instance *in) {
                  "        hk_partials[blockIdx.x] = hk_s[0];\n}\n\n");
 }
 
-/* hk_cuda_merge__NAME: one block over the partials, then finalize. */
+/* The finalize of thread 0 of the merge kernel: the result stored into
+ * element 0 of each result parameter. */
+static void put_merge_final(hku_buf *o, const hkc_instance *in,
+                            const char *acc) {
+  const hkc_kernel *k = in->k;
+  if (k->acc_form == HKC_ACC_STRUCT) {
+    hku_buf_printf(o,
+                   "    if (threadIdx.x == 0) {\n"
+                   "        const %s acc = hk_s[0];\n"
+                   "        (void)acc;\n",
+                   acc);
+    hkc_put_result_locals(o, in, "hk_p_", "[0]", 8);
+    hku_buf_put(o, "        {\n");
+    hkc_put_code(o, &k->finalize, 12);
+    hku_buf_put(o, "        }\n");
+    hkc_put_result_stores(o, in, "hk_p_", "[0]", 8);
+    hku_buf_put(o, "    }\n}\n\n");
+    return;
+  }
+  const hkc_param *r = &k->params[hkc_result_index(k)];
+  hku_buf_printf(o,
+                 "    if (threadIdx.x == 0) {\n"
+                 "        %s acc = hk_s[0];\n"
+                 "        (void)acc;\n",
+                 acc);
+  if (r->role == HK_ROLE_INOUT)
+    hku_buf_printf(o, "        const %s %s = hk_p_%s[0];\n        (void)%s;\n",
+                   ct(in, r), r->name, r->name, r->name);
+  hku_buf_printf(o, "        hk_p_%s[0] = (%s)", r->name, ct(in, r));
+  if (k->finalize.text)
+    hkc_put_expr(o, &k->finalize);
+  else
+    hku_buf_put(o, "acc");
+  hku_buf_put(o, ";\n    }\n}\n\n");
+}
+
+/* hk_cuda_merge__NAME: one block over the partials, then finalize: its
+ * parameters are the partials, their count, each result parameter (out or
+ * inout) in order, the scalars, n. */
 static void emit_merge_kernel(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
-  const char *acc = hkc_ctype(hkc_acc_type(in));
+  char cb[HKC_ACC_CTYPE_MAX];
+  const char *acc = hkc_acc_ctype(in, cb);
   const hkc_src *srcs[] = {&k->map, &k->combine, &k->identity, &k->finalize};
-  int oi = -1;
-  for (int i = 0; i < k->nparams; i++)
-    if (k->params[i].role == HK_ROLE_OUT) oi = i;
-  HK_ASSERT(oi >= 0);
+  HK_ASSERT(hkc_result_index(k) >= 0);
 
   hku_buf_printf(o,
                  "extern \"C\" __global__ void " HK_ABI_CUDA_MERGE
-                 "%s(const %s *hk_partials, size_t hk_count, %s *hk_p_%s",
-                 nm, acc, acc, k->params[oi].name);
+                 "%s(const %s *hk_partials, size_t hk_count",
+                 nm, acc);
+  for (int i = 0; i < k->nparams; i++)
+    if (hkc_is_result(&k->params[i]))
+      hku_buf_printf(o, ", %s *hk_p_%s", ct(in, &k->params[i]),
+                     k->params[i].name);
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_SCALAR) {
       hku_buf_put(o, ", ");
@@ -303,9 +316,9 @@ static void emit_merge_kernel(hku_buf *o, const hkc_instance *in) {
   hku_buf_put(o, ", size_t n)\n{\n");
   hkc_put_holders(o, in, srcs, 4, 4);
   hkc_put_voids(o, in, HKC_ROLE_BIT(HK_ROLE_SCALAR), 4);
-  hku_buf_printf(o, "    __shared__ %s hk_s[%d];\n    %s hk_acc = (%s)", acc,
-                 HK_ABI_CUDA_BLOCK, acc, acc);
-  hkc_put_expr(o, &k->identity);
+  hku_buf_printf(o, "    __shared__ %s hk_s[%d];\n    %s hk_acc = ", acc,
+                 HK_ABI_CUDA_BLOCK, acc);
+  hkc_put_identity_call(o, in);
   hku_buf_printf(
       o,
       ";\n"
@@ -313,25 +326,21 @@ static void emit_merge_kernel(hku_buf *o, const hkc_instance *in) {
       "        hk_acc = hk_combine__%s(hk_acc, hk_partials[hk_k]);\n",
       nm);
   put_block_tree(o, nm);
-  hku_buf_printf(o,
-                 "    if (threadIdx.x == 0) {\n"
-                 "        %s acc = hk_s[0];\n"
-                 "        (void)acc;\n"
-                 "        hk_p_%s[0] = (%s)",
-                 acc, k->params[oi].name, acc);
-  if (k->finalize.text)
-    hkc_put_expr(o, &k->finalize);
-  else
-    hku_buf_put(o, "acc");
-  hku_buf_put(o, ";\n    }\n}\n\n");
+  put_merge_final(o, in, acc);
 }
 
-/* Reduction: combine, map, then the part and merge kernels. */
+/* Reduction: (a struct accumulator's type and identity), combine, map,
+ * then the part and merge kernels. */
 static void emit_reduction(hku_buf *o, const hkc_instance *in,
                            hkc_emit_mode mode) {
   (void)mode;
-  hkc_put_combine_fn(o, in, "static __device__ __forceinline__ ");
-  emit_map_fn(o, in);
+  static const char *const dev = "static __device__ __forceinline__ ";
+  if (in->k->acc_form == HKC_ACC_STRUCT) {
+    hkc_put_acc_struct(o, in);
+    hkc_put_identity_fn(o, in, dev);
+  }
+  hkc_put_combine_fn(o, in, dev);
+  hkc_put_map_fn(o, in, dev);
   emit_part_kernel(o, in);
   emit_merge_kernel(o, in);
 }

@@ -67,6 +67,24 @@ typedef struct hkc_placeholder {
 
 struct hkc_kernel;
 
+/* A reduction's accumulator: the result's type (no "acc"), another type
+ * ("acc": "i64" or "T"), or a struct ("acc": {"v": "T", "idx": "i64"}). */
+typedef enum hkc_acc_form {
+  HKC_ACC_OUT,
+  HKC_ACC_TYPE,
+  HKC_ACC_STRUCT
+} hkc_acc_form;
+
+/* A field of a struct accumulator, with its entries of "identity" and
+ * "map" (expressions). */
+typedef struct hkc_acc_field {
+  char *name;
+  hk_dtype_t dtype; /* HK_DTYPE_INVALID when the type is a placeholder */
+  char placeholder; /* 'A'..'Z', or 0 */
+  hkc_src identity, map;
+  const hkj_node *node; /* its member of "acc" */
+} hkc_acc_field;
+
 /* One concrete kernel: a kernel with every placeholder bound to a type. */
 typedef struct hkc_instance {
   char *name; /* "add_f32"; the kernel's name when it has no placeholders */
@@ -86,6 +104,13 @@ typedef struct hkc_kernel {
   hkc_src body;                              /* elementwise */
   hkc_src map, combine, identity, finalize; /* reduction */
   hkc_src cpu, cuda;                         /* raw */
+  /* reduction accumulator (reduce.c): with HKC_ACC_STRUCT, map and
+   * identity are per field and combine and finalize are statements */
+  hkc_acc_form acc_form;
+  hk_dtype_t acc_dtype; /* HKC_ACC_TYPE: the type, or INVALID ... */
+  char acc_placeholder; /* ... with this placeholder */
+  hkc_acc_field *acc_fields; /* HKC_ACC_STRUCT, in file order */
+  int nacc_fields;
   hkc_instance *inst;
   int ninst;
   char *prefix; /* "" or "kernels[2]." for field names in messages */
@@ -113,8 +138,18 @@ void hkc_file_free(hkc_file *f);
 const char *hkc_param_given_name(const hkc_param *p);
 /* The concrete type of parameter p in instance in. */
 hk_dtype_t hkc_param_type(const hkc_instance *in, const hkc_param *p);
-/* The accumulator type of a reduction instance (its out parameter's). */
+/* The accumulator type of a reduction instance: its "acc" type, else its
+ * result parameter's; HK_DTYPE_INVALID for a struct accumulator. */
 hk_dtype_t hkc_acc_type(const hkc_instance *in);
+/* The type of field f of a struct accumulator in instance in. */
+hk_dtype_t hkc_acc_field_type(const hkc_instance *in, const hkc_acc_field *f);
+/* A reduction instance's accumulator size in bytes (a struct's as C lays
+ * it out: each field aligned to its size, the whole to its largest). */
+size_t hkc_acc_size(const hkc_instance *in);
+/* 1 when parameter p receives a reduction's result (out or inout). */
+int hkc_is_result(const hkc_param *p);
+/* The index of a reduction's first result parameter (out or inout). */
+int hkc_result_index(const hkc_kernel *k);
 /* The C type name of a dtype: "float", "int32_t", ... */
 const char *hkc_ctype(hk_dtype_t t);
 /* 1 when any of the instance's code calls a math function. */
@@ -139,7 +174,8 @@ typedef enum hkc_code_mode {
   HKC_CODE_BODY,     /* elementwise statements, run once per element */
   HKC_CODE_RAW_CPU,  /* a raw kernel's C function body */
   HKC_CODE_RAW_CUDA, /* a raw kernel's CUDA __global__ body */
-  HKC_CODE_EXPR      /* a reduction expression or a len */
+  HKC_CODE_EXPR,     /* a reduction expression or a len */
+  HKC_CODE_STMTS     /* a struct reduction's combine or finalize */
 } hkc_code_mode;
 
 /* Checks src against the rules of its mode: no preprocessor lines, asm,

@@ -492,6 +492,23 @@ static void check_tokens(checker *c, hkc_code_mode mode,
         continue;
       }
     }
+    if (mode == HKC_CODE_STMTS) {
+      if (!strcmp(name, "return") || !strcmp(name, "goto")) {
+        err(c, k->off,
+            "'%s' is not allowed here: these statements update variables "
+            "(a from b in combine, the result parameters in finalize)",
+            name);
+        continue;
+      }
+      if (!strcmp(name, "static") || !strcmp(name, "_Thread_local") ||
+          !strcmp(name, "__thread")) {
+        err(c, k->off,
+            "'%s' variables are not allowed in a reduction's code: it runs "
+            "in any order, on any thread",
+            name);
+        continue;
+      }
+    }
     int is_kw = in_list(c_keywords, s, k->len);
     if (mode != HKC_CODE_RAW_CUDA && !is_kw && next &&
         tok_is(c, next, "(") && !is_math_fn(s, k->len)) {
@@ -515,7 +532,8 @@ int hkc_check_code(const hkj_doc *doc, const hkc_src *src, hkc_code_mode mode,
                    unsigned targets, hku_diags *d) {
   checker c = {doc, src, d, 0, NULL, 0, 0, 0, NULL};
   c.cuda_shared = (targets & HK_TARGET_CUDA) &&
-                  (mode == HKC_CODE_BODY || mode == HKC_CODE_EXPR);
+                  (mode == HKC_CODE_BODY || mode == HKC_CODE_EXPR ||
+                   mode == HKC_CODE_STMTS);
   int rc = tokenize(&c);
   if (rc == HK_OK) rc = check_balance(&c);
   if (rc == HK_OK) rc = match_parens(&c);

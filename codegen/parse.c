@@ -254,27 +254,14 @@ static int check_body(hkc_parser *P, const hkc_kernel *k, const hkc_src *src,
                                    P->d));
 }
 
-/* Checks expression s (when given) against the names it may use: the
- * parameters with roles, extra, the placeholders. HK_OK or HK_ENOMEM. */
-static int check_expr(hkc_parser *P, hkc_kernel *k, hkc_src *s, unsigned roles,
-                      const char *const *extra, const char *what) {
-  if (!s->text) return HK_OK;
-  const char **names = hkc_names_for(k, roles, extra);
-  if (!names) return HK_ENOMEM;
-  int rc =
-      hkc_check_code(P->doc, s, HKC_CODE_EXPR, names, what, k->targets, P->d);
-  free(names);
-  return counted(P, rc);
-}
-
 /* Reports each field of obj that belongs to another kind than k's. */
 static void refuse_other_kinds(hkc_parser *P, const hkj_node *obj,
                                const char *prefix, const hkc_kernel *k) {
-  static const char *const all[] = {"body",     "map", "combine", "identity",
-                                    "finalize", "cpu", "cuda",    NULL};
+  static const char *const all[] = {"body", "map",  "combine", "identity",
+                                    "finalize", "acc", "cpu", "cuda", NULL};
   static const char *const ew[] = {"body", NULL};
-  static const char *const red[] = {"map", "combine", "identity", "finalize",
-                                    NULL};
+  static const char *const red[] = {"map",      "combine", "identity",
+                                    "finalize", "acc",     NULL};
   static const char *const raw[] = {"cpu", "cuda", "body", NULL};
   const char *const *mine = k->kind == HK_KIND_ELEMENTWISE ? ew
                             : k->kind == HK_KIND_REDUCTION ? red
@@ -296,24 +283,6 @@ static void refuse_other_kinds(hkc_parser *P, const hkj_node *obj,
   }
 }
 
-/* A reduction's map, combine, identity and finalize. HK_OK or HK_ENOMEM. */
-static int take_reduction(hkc_parser *P, const hkj_node *obj,
-                          const char *prefix, hkc_kernel *k) {
-  static const char *const req[] = {"map", "combine", "identity"};
-  static const char *const what[] = {"the value of element i",
-                                     "how two partial values a and b combine",
-                                     "the neutral value"};
-  hkc_src *dst[] = {&k->map, &k->combine, &k->identity};
-  for (int i = 0; i < 3; i++) {
-    if (take_code(P, obj, req[i], prefix, dst[i]) != HK_OK) return HK_ENOMEM;
-    if (!hkj_get(obj, req[i]))
-      hkc_err(P, obj, hkc_obj_name(prefix),
-              "missing required field \"%s\" (an expression: %s)", req[i],
-              what[i]);
-  }
-  return take_code(P, obj, "finalize", prefix, &k->finalize);
-}
-
 /* Reads the fields of the kernel's kind and refuses those of other kinds.
  * HK_OK or HK_ENOMEM; problems are reported. */
 static int parse_kind_fields(hkc_parser *P, const hkj_node *obj,
@@ -330,7 +299,8 @@ static int parse_kind_fields(hkc_parser *P, const hkj_node *obj,
               "is empty: expected C code");
     return HK_OK;
   }
-  if (k->kind == HK_KIND_REDUCTION) return take_reduction(P, obj, prefix, k);
+  if (k->kind == HK_KIND_REDUCTION)
+    return hkc_parse_reduction(P, obj, prefix, k);
   if (take_code(P, obj, "cpu", prefix, &k->cpu) != HK_OK) return HK_ENOMEM;
   if (hkj_get(obj, "body")) {
     if (hkj_get(obj, "cpu"))
@@ -460,26 +430,12 @@ static int check_raw_code(hkc_parser *P, hkc_kernel *k) {
 /* Checks the author's code, now that every name is known. HK_OK or
  * HK_ENOMEM; problems are reported. */
 static int check_kernel_code(hkc_parser *P, hkc_kernel *k) {
-  static const char *const map_extra[] = {"i", "n", NULL};
-  static const char *const combine_extra[] = {"a", "b", NULL};
-  static const char *const finalize_extra[] = {"acc", "n", NULL};
-  const unsigned IN = HKC_ROLE_BIT(HK_ROLE_IN);
-  const unsigned SC = HKC_ROLE_BIT(HK_ROLE_SCALAR);
   switch (k->kind) {
     case HK_KIND_ELEMENTWISE:
       if (!k->body.text) return HK_OK;
       return counted(P, hkc_check_code(P->doc, &k->body, HKC_CODE_BODY, NULL,
                                        NULL, k->targets, P->d));
-    case HK_KIND_REDUCTION:
-      if (check_expr(P, k, &k->map, IN | SC, map_extra,
-                     "the kernel's in buffers and scalars, i and n") ||
-          check_expr(P, k, &k->combine, 0, combine_extra, "a and b") ||
-          check_expr(P, k, &k->identity, SC, NULL,
-                     "the kernel's scalars (or a constant)") ||
-          check_expr(P, k, &k->finalize, SC, finalize_extra,
-                     "acc, n and the kernel's scalars"))
-        return HK_ENOMEM;
-      return HK_OK;
+    case HK_KIND_REDUCTION: return hkc_check_reduction(P, k);
     case HK_KIND_RAW: return check_raw_code(P, k);
   }
   return HK_OK;
@@ -493,7 +449,7 @@ static int parse_kernel(hkc_parser *P, const hkj_node *obj, const char *prefix,
   static const char *const keys[] = {
       "schema_version", "name",     "doc",  "kind", "params",
       "targets",        "types",    "body", "map",  "combine",
-      "identity",       "finalize", "cpu",  "cuda", NULL};
+      "identity",       "finalize", "cpu",  "cuda", "acc", NULL};
   k->node = obj;
   k->prefix = hku_strdup(prefix);
   k->doc = hku_strdup("");
@@ -524,8 +480,10 @@ static int parse_kernel(hkc_parser *P, const hkj_node *obj, const char *prefix,
   /* a parameter whose role could not be read would mislead the role rules */
   if (P->errors == before_params) hkc_check_roles(P, obj, prefix, k);
   if (check_kernel_code(P, k) != HK_OK) return HK_ENOMEM;
-  if (P->errors == start_errors && k->name)
-    return hkc_make_instances(P, obj, prefix, k);
+  if (P->errors == start_errors && k->name) {
+    if (hkc_make_instances(P, obj, prefix, k) != HK_OK) return HK_ENOMEM;
+    hkc_check_acc_size(P, obj, prefix, k);
+  }
   return HK_OK;
 }
 
@@ -544,6 +502,7 @@ static void kernel_free(hkc_kernel *k) {
   hkc_src *srcs[] = {&k->body,     &k->map, &k->combine, &k->identity,
                      &k->finalize, &k->cpu, &k->cuda};
   for (size_t i = 0; i < sizeof srcs / sizeof *srcs; i++) src_free(srcs[i]);
+  hkc_reduction_free(k);
   for (int i = 0; i < k->ninst; i++) free(k->inst[i].name);
   free(k->inst);
 }

@@ -76,4 +76,21 @@ void hkc_parse_targets(hkc_parser *P, const hkj_node *obj,
 int hkc_make_instances(hkc_parser *P, const hkj_node *obj, const char *prefix,
                        hkc_kernel *k);
 
+/* ---- Reductions (reduce.c) ---- */
+
+/* Reads a reduction's "acc", "map", "combine", "identity" and "finalize"
+ * into k (placeholders and targets already read). HK_OK, or HK_ENOMEM;
+ * problems are reported. */
+int hkc_parse_reduction(hkc_parser *P, const hkj_node *obj, const char *prefix,
+                        hkc_kernel *k);
+/* Checks a reduction's code, once its parameters are known. HK_OK or
+ * HK_ENOMEM; problems are reported. */
+int hkc_check_reduction(hkc_parser *P, hkc_kernel *k);
+/* Reports a struct accumulator larger than HK_REDUCE_ACC_MAX in any of
+ * k's instances (made). */
+void hkc_check_acc_size(hkc_parser *P, const hkj_node *obj, const char *prefix,
+                        const hkc_kernel *k);
+/* Frees what hkc_parse_reduction added to k. */
+void hkc_reduction_free(hkc_kernel *k);
+
 #endif /* HKC_PARSE_H */

@@ -217,23 +217,21 @@ const char **hkc_names_for(const hkc_kernel *k, unsigned role_mask,
 void hkc_check_roles(hkc_parser *P, const hkj_node *obj, const char *prefix,
                      hkc_kernel *k) {
   const hkj_node *ps = hkj_get(obj, "params");
-  int outs = 0, writes = 0;
+  int writes = 0;
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     const hkj_node *po = ps->kids[i];
     const hkj_node *role = po->type == HKJ_OBJECT ? hkj_get(po, "role") : NULL;
     const hkj_node *len = po->type == HKJ_OBJECT ? hkj_get(po, "len") : NULL;
-    if (p->role == HK_ROLE_OUT) outs++;
     if (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT) writes++;
-    if (k->kind == HK_KIND_REDUCTION && p->role == HK_ROLE_INOUT && role)
+    /* a struct accumulator's finalize may assign several results */
+    if (k->kind == HK_KIND_REDUCTION && writes == 2 && role &&
+        (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT) &&
+        k->acc_form != HKC_ACC_STRUCT)
       hkc_err(P, role, hkc_fld(prefix, "params[%d].role", i),
-              "a reduction reads in buffers and writes one out; inout is not "
-              "allowed");
-    if (k->kind == HK_KIND_REDUCTION && p->role == HK_ROLE_OUT && outs == 2 &&
-        role)
-      hkc_err(P, role, hkc_fld(prefix, "params[%d].role", i),
-              "a reduction has exactly one out parameter (its result); this is "
-              "the second");
+              "a reduction has exactly one out or inout parameter (its "
+              "result); this is the second (several results need a struct "
+              "accumulator, \"acc\": {...}, whose finalize assigns each)");
     if (len && k->kind != HK_KIND_RAW)
       hkc_err_key(P, len, hkc_fld(prefix, "params[%d].len", i),
                   "only a raw kernel's buffers may give a len (%s kernels' "
@@ -243,10 +241,11 @@ void hkc_check_roles(hkc_parser *P, const hkj_node *obj, const char *prefix,
       hkc_err_key(P, len, hkc_fld(prefix, "params[%d].len", i),
                   "a scalar has no length");
   }
-  if (k->kind == HK_KIND_REDUCTION && outs == 0)
+  if (k->kind == HK_KIND_REDUCTION && writes == 0)
     hkc_err(P, ps, hkc_fld(prefix, "params"),
-            "a reduction needs exactly one out parameter (its result, of the "
-            "accumulator's type); there is none");
+            "a reduction needs exactly one out parameter (its result; or an "
+            "inout one to accumulate into; several with a struct "
+            "accumulator); there is none");
   if (k->kind == HK_KIND_ELEMENTWISE && writes == 0)
     hkc_err(
         P, ps, hkc_fld(prefix, "params"),
@@ -406,13 +405,6 @@ const char *hkc_param_given_name(const hkc_param *p) {
 
 hk_dtype_t hkc_param_type(const hkc_instance *in, const hkc_param *p) {
   return p->placeholder ? in->bind[p->placeholder - 'A'] : p->dtype;
-}
-
-hk_dtype_t hkc_acc_type(const hkc_instance *in) {
-  for (int i = 0; i < in->k->nparams; i++)
-    if (in->k->params[i].role == HK_ROLE_OUT)
-      return hkc_param_type(in, &in->k->params[i]);
-  return HK_DTYPE_INVALID;
 }
 
 const char *hkc_ctype(hk_dtype_t t) {

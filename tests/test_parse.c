@@ -829,8 +829,8 @@ static const pcase kind_cases[] = {
      REDHEAD "  \"params\": [" PX ", {\"name\": \"z\", \"type\": \"f32\", "
              "\"role\": \"inout\"}, " PO "],\n  \"map\": \"x\", \"combine\": "
              "\"a + b\", \"identity\": \"0\"\n}",
-     1, "\"inout\"", 0, 0, 0, "params[1].role: a reduction reads in buffers",
-     "inout is not allowed"},
+     1, "\"out\"", 2, 0, 0, "params[2].role: a reduction has exactly one out "
+     "or inout parameter", "struct accumulator"},
     {"reduction without map",
      REDHEAD "  \"params\": [" PX ", " PO "],\n  \"combine\": \"a + b\", "
              "\"identity\": \"0\"\n}",

@@ -52,9 +52,11 @@ int hk__cuda_entry_make(CUmodule mod, const hk_kernel_info_t *info,
   }
   if (info->kind != HK_KIND_REDUCTION)
     return entry_function(mod, HK_ABI_CUDA_KERNEL, info, &e->fn, d);
-  for (int i = 0; i < info->nparams; i++)
-    if (info->params[i].role == HK_ROLE_OUT) e->out_index = i;
-  HK_ASSERT(e->out_index >= 0); /* a reduction has its out parameter */
+  for (int i = 0; i < info->nparams && e->out_index < 0; i++)
+    if (info->params[i].role == HK_ROLE_OUT ||
+        info->params[i].role == HK_ROLE_INOUT)
+      e->out_index = i;
+  HK_ASSERT(e->out_index >= 0); /* a reduction has a result parameter */
   e->acc_size = (uint32_t)hk_dtype_size(info->params[e->out_index].dtype);
   int rc = entry_function(mod, HK_ABI_CUDA_PART, info, &e->fn, d);
   if (!rc) rc = entry_function(mod, HK_ABI_CUDA_MERGE, info, &e->merge, d);
@@ -79,20 +81,28 @@ static unsigned blocks_for(size_t work, unsigned cap) {
   return b > cap ? cap : (unsigned)b;
 }
 
+/* 1 when parameter i of a reduction receives its result (out, inout). */
+static int is_result(const hk_kernel_info_t *in, int i) {
+  return in->params[i].role == HK_ROLE_OUT ||
+         in->params[i].role == HK_ROLE_INOUT;
+}
+
 /* Puts the kernel argument of each parameter of in into kp from *np on
- * (skipping parameter skip, -1 for none): buffers by the address of their
- * device pointer in args, scalars by their value's pointer. */
+ * (with skip_results, skipping a reduction's out and inout parameters):
+ * buffers by the address of their device pointer in args, scalars by their
+ * value's pointer. */
 static void put_params(const hk_kernel_info_t *in, void *const *args,
-                       int skip, void **kp, int *np) {
+                       int skip_results, void **kp, int *np) {
   for (int i = 0; i < in->nparams; i++) {
-    if (i == skip) continue;
+    if (skip_results && is_result(in, i)) continue;
     kp[(*np)++] = in->params[i].role == HK_ROLE_SCALAR ? args[i]
                                                         : (void *)&args[i];
   }
 }
 
 /* Launches a reduction: the parts (ins and scalars, the partials, n), then
- * the merge (the partials, their count, out, the scalars, n). st->lock
+ * the merge (the partials, their count, each out and inout parameter, the
+ * scalars, n). st->lock
  * held: the partials buffer is the stream's, and the two launches must not
  * interleave with another reduction's. */
 static CUresult launch_reduction(const hk_cuda_entry_t *e,
@@ -104,7 +114,7 @@ static CUresult launch_reduction(const hk_cuda_entry_t *e,
   size_t parts = blocks_for(n, HK_CUDA_MAX_PARTS);
   void *kp[HK_CUDA_MAX_ARGS];
   int np = 0;
-  put_params(in, args, e->out_index, kp, &np);
+  put_params(in, args, 1, kp, &np);
   kp[np++] = &st->scratch;
   kp[np++] = &n;
   CUresult r = a->cuLaunchKernel(e->fn, (unsigned)parts, 1, 1,
@@ -113,7 +123,8 @@ static CUresult launch_reduction(const hk_cuda_entry_t *e,
   np = 0;
   kp[np++] = &st->scratch;
   kp[np++] = &parts;
-  kp[np++] = (void *)&args[e->out_index];
+  for (int i = 0; i < in->nparams; i++)
+    if (is_result(in, i)) kp[np++] = (void *)&args[i];
   for (int i = 0; i < in->nparams; i++)
     if (in->params[i].role == HK_ROLE_SCALAR) kp[np++] = args[i];
   kp[np++] = &n;
@@ -134,7 +145,7 @@ int hk__cuda_launch(const hk_cuda_entry_t *e, struct hk_stream *st, size_t n,
     const unsigned grid_cap = (unsigned)hk__cuda.info.sm_count * 16u;
     void *kp[HK_CUDA_MAX_ARGS];
     int np = 0;
-    put_params(e->info, args, -1, kp, &np);
+    put_params(e->info, args, 0, kp, &np);
     kp[np++] = &n;
     size_t work = e->kind == HK_KIND_ELEMENTWISE
                       ? (n + e->vec_lanes - 1) / e->vec_lanes
