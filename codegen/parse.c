@@ -449,7 +449,7 @@ static int parse_kernel(hkc_parser *P, const hkj_node *obj, const char *prefix,
   static const char *const keys[] = {
       "schema_version", "name",     "doc",  "kind", "params",
       "targets",        "types",    "body", "map",  "combine",
-      "identity",       "finalize", "cpu",  "cuda", "acc", NULL};
+      "identity",       "finalize", "acc",  "cpu",  "cuda", NULL};
   k->node = obj;
   k->prefix = hku_strdup(prefix);
   k->doc = hku_strdup("");

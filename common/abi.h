@@ -10,12 +10,14 @@
  *       whole element count.
  *       elementwise: processes elements [begin, end); partial is unused.
  *       reduction:   partial == NULL: reduces [begin, end), finalizes and
- *                    stores into the out buffer (only used with 0, n);
+ *                    stores element 0 of every out and inout parameter
+ *                    (an inout's current element 0 is read first);
  *                    partial != NULL: stores the accumulator of
  *                    [begin, end), not finalized, into *partial.
  *       raw:         runs the author's body once; begin and end must be 0, n.
  *   merge(args, n, partials, count)          reductions only
- *       combines count accumulators left to right, finalizes, stores out[0].
+ *       combines count accumulators left to right, finalizes, stores
+ *       element 0 of every out and inout parameter.
  *   lens(args, n, lens)
  *       writes each parameter's element count (-1 for scalars) into
  *       lens[0..nparams); returns 0, or -1 when a `len` expression is
@@ -80,8 +82,13 @@ static inline unsigned hk_abi_cuda_lanes(size_t widest) {
 #define HK_REDUCE_BLOCK 32768u
 /* Blocks grow (doubling) so that no reduction has more than this many. */
 #define HK_REDUCE_MAX_BLOCKS 1024u
-/* The largest accumulator the core keeps partials for, in bytes. */
-#define HK_REDUCE_ACC_MAX 16u
+/* The largest accumulator the core keeps partials for, in bytes (a struct
+ * accumulator of three doubles: Welford's count, mean and M2). Partials
+ * are kept at HK_REDUCE_ACC_ALIGN: every accumulator's alignment divides it
+ * (its fields are the hk types, at most 8 bytes), and its size is a
+ * multiple of its alignment, so partials[k] at k * acc_size is aligned. */
+#define HK_REDUCE_ACC_MAX 32u
+#define HK_REDUCE_ACC_ALIGN 16u
 
 /* Entry flags. */
 #define HK_ABI_HEAVY 1u /* the body calls math functions: split work sooner */

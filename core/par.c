@@ -135,7 +135,8 @@ HK_INTERNAL void hk__par_reduce(hk_range_fn range, hk_merge_fn merge,
     range(args, n, 0, n, NULL);
     return;
   }
-  _Alignas(16) unsigned char partials[HK_REDUCE_MAX_BLOCKS * HK_REDUCE_ACC_MAX];
+  _Alignas(HK_REDUCE_ACC_ALIGN) unsigned char
+      partials[HK_REDUCE_MAX_BLOCKS * HK_REDUCE_ACC_MAX];
   red_job j = {range, args, n, block, nblocks, nblocks, acc_size, partials};
   int threads;
   if (n >= hk__par_min[(flags & HK_ABI_HEAVY) != 0] &&
