@@ -11,7 +11,9 @@
  *                accumulators (vector registers after SLP vectorization),
  *                combined in a fixed tree, then the block's tail in order;
  *                blocks are merged left to right. The order never depends
- *                on the compiler or the thread count.
+ *                on the compiler or the thread count. A struct
+ *                accumulator (reduce.c) takes the same path, its identity,
+ *                map and combine as functions over the struct.
  *   raw          the author's body as the body of a static function.
  * Integer overflow wraps and floating point is not contracted: generated
  * code is built with -fwrapv -ffp-contract=off everywhere (tcc behaves so),

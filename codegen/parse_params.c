@@ -428,5 +428,9 @@ int hkc_is_heavy(const hkc_kernel *k) {
                            &k->cpu};
   for (size_t i = 0; i < sizeof srcs / sizeof *srcs; i++)
     if (srcs[i]->text && hkc_code_calls_math(srcs[i])) return 1;
+  for (int i = 0; i < k->nacc_fields; i++) /* a struct accumulator's map */
+    if (k->acc_fields[i].map.text &&
+        hkc_code_calls_math(&k->acc_fields[i].map))
+      return 1;
   return 0;
 }
