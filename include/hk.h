@@ -512,6 +512,8 @@ HK_API int hk_kernel_prepare(hk_kernel_t *k, hk_backend_t b);
  * When every array is contiguous and of the same shape, hk_call_arrays()
  * is hk_call() after a few checks.
  *
+ *     hk_context_t *ctx;
+ *     if (hk_context_create(&ctx, NULL) != HK_OK) return 1;
  *     float x[2][3] = {{1, 2, 3}, {4, 5, 6}}, b[3] = {10, 20, 30}, y[2][3];
  *     hk_array_t args[3];
  *     hk_array_init(&args[0], x, HK_F32, 2, (int64_t[]){2, 3});
@@ -520,6 +522,15 @@ HK_API int hk_kernel_prepare(hk_kernel_t *k, hk_backend_t b);
  *     hk_kernel_t *add;
  *     hk_kernel_select(ctx, "add", args, 3, &add);   // add_f32
  *     hk_call_arrays(add, args, NULL);               // y = x + b, per row
+ *     float sums[2];                                  // y summed per row
+ *     hk_array_t r[2] = {args[2]};
+ *     hk_array_init(&r[1], sums, HK_F32, 1, (int64_t[]){2});
+ *     hk_call_opts_t last = {.axes = (int[]){-1}, .naxes = 1};
+ *     hk_kernel_t *sum;
+ *     hk_kernel_select(ctx, "sum", r, 2, &sum);       // sum_f32
+ *     hk_call_arrays(sum, r, &last);                  // sums = {66, 75}
+ *     hk_context_destroy(ctx);
+ *     if (y[1][2] != 36 || sums[0] != 66 || sums[1] != 75) return 1;
  */
 
 #define HK_MAX_DIMS 8
