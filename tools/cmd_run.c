@@ -518,9 +518,10 @@ static int write_outputs(const run_call *c) {
     size_t shape[HK_NPY_MAXDIM];
     int ndim = 1;
     shape[0] = p->count;
-    if (c->arr && (p->ndim > 0 || k->kind != HK_KIND_REDUCTION)) {
-      /* the array path: its own shape (a whole reduction's result stays
-       * 1 element, as on the flat path) */
+    if (c->arr && (p->ndim > 0 || k->kind != HK_KIND_REDUCTION ||
+                   c->opts.axes || c->opts.keepdims)) {
+      /* the array path: its own shape (a whole reduction without --axis
+       * gives 1 element, as on the flat path) */
       ndim = p->ndim;
       memcpy(shape, p->shape, sizeof(size_t) * (size_t)ndim);
     } else if (!c->arr && c->first >= 0 && p->count == c->n &&
