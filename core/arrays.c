@@ -535,7 +535,10 @@ static void copy_block(unsigned char *dense, unsigned char *op_at, int64_t so,
       T *col = x + (int64_t)c * si;                                       \
       /* the next block's line of this column: a miss each, which no     \
        * hardware prefetcher foresees across the column stride */         \
-      __builtin_prefetch(col + 2 * (int64_t)nr * so, !to_dense);          \
+      if (to_dense)                                                       \
+        __builtin_prefetch(col + 2 * (int64_t)nr * so, 0);                \
+      else                                                                \
+        __builtin_prefetch(col + 2 * (int64_t)nr * so, 1);                \
       if (to_dense)                                                       \
         for (size_t r = 0; r < nr; r++) d[r * nc + c] = col[(int64_t)r * so]; \
       else                                                                \
