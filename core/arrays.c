@@ -164,9 +164,9 @@ static int check_array(const call *c, int i) {
     if (len != 0 && count > lim / len)
       return fail_param(c, i, "too many elements");
     count *= len;
-    int64_t span = len ? (len - 1) * (st < 0 ? -st : st) : 0;
     if (len && st && (len - 1) > lim / (st < 0 ? -st : st))
       return fail_param(c, i, "axis %d reaches too far", d);
+    int64_t span = len ? (len - 1) * (st < 0 ? -st : st) : 0;
     if (reach > lim - span) return fail_param(c, i, "strides reach too far");
     reach += span;
   }
@@ -990,6 +990,7 @@ static int call_reduction(const call *c, const hk_call_opts_t *o) {
     if (ins >> i & 1 && P->nr == 1 && P->rops[i].st[0] != 1 && m > 1)
       P->contiguous = 0;
   if (P->nr > 1) P->contiguous = 0;
+  if (m == 0) P->contiguous = 1; /* nothing is read */
   if (npos == 0) {
     free(P);
     return HK_OK;
