@@ -266,6 +266,9 @@ static void test_reductions(void) {
       red_case(ks[q], 3, (int64_t[]){4, 0, 6}, how, (int[]){2}, 1, 0, 1);
       red_case(ks[q], 3, (int64_t[]){4, 0, 6}, how, (int[]){1}, 1, 0, 1);
       red_case(ks[q], 2, (int64_t[]){1, 9}, how, (int[]){0}, 1, 0, 1);
+      /* an empty reduced axis beside another, not contiguous (fuzz_arrays
+       * found a division by zero here) */
+      red_case(ks[q], 3, (int64_t[]){3, 0, 5}, how, (int[]){1, 2}, 2, 0, 1);
     }
   /* many rows on the thread pool; rows longer than a reduction block (so a
    * row is blocks and a merge) */
