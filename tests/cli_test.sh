@@ -256,7 +256,7 @@ run 1 "$HK" run add_f32 "x=$T/d.npy" "y=$T/y.npy"
 err_has "parameter x of add_f32 has type f32, but the file holds float64 ('<f8')"
 run 0 "$HK" run arange_f32 start=0 step=1 --n 5 --out "out=$T/five.npy"
 run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/five.npy"
-err_has "has 5 elements, but add_f32 needs n = 6 (the element count of x)"
+err_has "shapes do not broadcast: parameter 'x' (6,) and parameter 'y' (5,)"
 run 1 "$HK" run softmax_f32 "x=$T/x.npy" rows=2 cols=2
 err_has "needs rows * cols = 4"
 run 1 "$HK" run softmax_f32 "x=$T/x.npy" rows=-2 cols=3
