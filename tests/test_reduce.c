@@ -591,6 +591,101 @@ static void check_forms(void) {
   }
 }
 
+/* ---- 1. Over axes (hk_call_arrays) ---------------------------------------------------- */
+
+/* argmax, minmax, var and an inout accumulation over the rows and the
+ * columns of an (R, C) array: each output element as the flat reduction of
+ * its row or column, the same bits on 1 and 2 threads and on tier jit. */
+static void check_axes(void) {
+  enum { R = 300, C = 1031 };
+  hk_context_t *ctx = g_ctx[C_JIT];
+  fill(PAT_TIES_NAN, (size_t)R * C);
+  for (size_t i = 0; i < (size_t)R * C; i++) /* a NaN in some rows only */
+    if (g_f64[i] != g_f64[i] && i % 3) g_f64[i] = g_f32[i] = 7;
+  static const int last[] = {-1}, first[] = {0};
+  for (int ax = 0; ax < 2; ax++) {
+    hk_call_opts_t o = {.axes = ax ? first : last, .naxes = 1};
+    size_t nout = ax ? C : R, len = ax ? R : C;
+    int64_t kept[1] = {(int64_t)nout};
+    double *col = malloc(len * sizeof *col);
+    int64_t *idx = malloc(nout * 8 * 2);
+    double *lo = malloc(nout * 8 * 4), *hi = lo + nout, *lo2 = hi + nout,
+           *hi2 = lo2 + nout;
+    float *db = malloc(nout * 4 * 2), *db2 = db + nout;
+    if (!col || !idx || !lo || !db) return;
+    hk_array_t a[3];
+    hk_array_init(&a[0], g_f32, HK_F32, 2, (int64_t[]){R, C});
+    for (int th = 1; th <= 2; th++) {
+      hk_set_threads(th);
+      int64_t *ix = idx + (th - 1) * nout;
+      hk_kernel_t *k = NULL;
+      hk_array_init(&a[1], ix, HK_I64, 1, kept);
+      CHECK_INT_EQ(hk_kernel_select(ctx, "argmax", a, 2, &k), HK_OK);
+      if (k) CHECK_MSG(hk_call_arrays(k, a, &o) == HK_OK, "argmax: %s",
+                       hk_last_error());
+      hk_array_t m[3];
+      hk_array_init(&m[0], g_f64, HK_F64, 2, (int64_t[]){R, C});
+      double *l = th == 1 ? lo : lo2, *h = th == 1 ? hi : hi2;
+      hk_array_init(&m[1], l, HK_F64, 1, kept);
+      hk_array_init(&m[2], h, HK_F64, 1, kept);
+      k = find(ctx, "minmax_f64");
+      if (k) CHECK_MSG(hk_call_arrays(k, m, &o) == HK_OK, "minmax: %s",
+                       hk_last_error());
+      /* dbias += the sums: twice, from 1 */
+      float *d = th == 1 ? db : db2;
+      for (size_t j = 0; j < nout; j++) d[j] = 1;
+      hk_array_t b[2] = {a[0]};
+      hk_array_init(&b[1], d, HK_F32, 1, kept);
+      k = find(ctx, "bias_grad_f32");
+      for (int rep = 0; k && rep < 2; rep++)
+        CHECK_MSG(hk_call_arrays(k, b, &o) == HK_OK, "bias_grad: %s",
+                  hk_last_error());
+    }
+    hk_set_threads(0);
+    CHECK(!memcmp(idx, idx + nout, nout * 8));
+    CHECK(!memcmp(lo, lo2, nout * 8) && !memcmp(hi, hi2, nout * 8));
+    CHECK(!memcmp(db, db2, nout * 4));
+    for (size_t j = 0; j < nout; j++) {
+      double s = 0, mn = INFINITY, mx = -INFINITY;
+      int nan = 0;
+      for (size_t e = 0; e < len; e++) {
+        double v = g_f64[ax ? e * C + j : j * C + e];
+        col[e] = v;
+        nan |= v != v;
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+        s += v;
+      }
+      if (nan) mn = mx = NAN;
+      int64_t want = ref_arg(col, len, 1);
+      CHECK_MSG(idx[j] == want, "argmax axis %d, %zu: %lld, expected %lld", ax,
+                j, (long long)idx[j], (long long)want);
+      CHECK_MSG(check_close(lo[j], mn, 0, 0) && check_close(hi[j], mx, 0, 0),
+                "minmax axis %d, %zu", ax, j);
+      CHECK_MSG(check_close(db[j], (float)(1 + 2 * s), 0, 0),
+                "bias_grad axis %d, %zu: %g, expected %g", ax, j, db[j],
+                1 + 2 * s);
+    }
+    free(col);
+    free(idx);
+    free(lo);
+    free(db);
+  }
+  /* dispatch by dtype finds the integer sum (a second kernel named sum) */
+  int8_t x8[5] = {100, 100, 100, -1, 1};
+  int64_t s8 = 0;
+  hk_array_t a[2];
+  hk_array_init(&a[0], x8, HK_I8, 1, (int64_t[]){5});
+  hk_array_init(&a[1], &s8, HK_I64, 0, NULL);
+  hk_kernel_t *k = NULL;
+  CHECK_INT_EQ(hk_kernel_select(ctx, "sum", a, 2, &k), HK_OK);
+  if (k) {
+    CHECK_STR_EQ(hk_kernel_info(k)->name, "sum_i8");
+    CHECK_INT_EQ(hk_call_arrays(k, a, NULL), HK_OK);
+    CHECK_INT_EQ(s8, 300);
+  }
+}
+
 /* hk_kernel_lens gives 1 for every result of a reduction. */
 static void check_lens(void) {
   hk_kernel_t *k = find(g_ctx[C_JIT], "r_sumsq_into");
@@ -779,6 +874,7 @@ int main(void) {
     PART("integer kernels", check_int_kernels());
     PART("forms", check_forms());
     PART("lens", check_lens());
+    PART("axes", check_axes());
   }
   PART("bad files", check_bad_files());
   for (int c = 0; c < C_COUNT; c++) hk_context_destroy(g_ctx[c]);
