@@ -343,8 +343,10 @@ static void emit_raw(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
                        &in->k->cuda);
 }
 
-static const hkc_emitter cuda_emitter = {HK_TARGET_CUDA, 0, emit_elementwise,
-                                         emit_reduction, emit_raw, NULL};
+static const hkc_emitter cuda_emitter = {HK_TARGET_CUDA,   0,
+                                         emit_elementwise, emit_reduction,
+                                         emit_raw,         NULL,
+                                         hkc_emit_rows_cuda};
 
 int hkc_emit_cuda_mapped(hkc_file *const *files, int nfiles,
                          hkc_emit_mode mode, hku_buf *o, hkc_linemap *map) {

@@ -193,6 +193,12 @@ HK_INTERNAL int hk__check_perms(hk_context_t *ctx, const char *path,
 /* ---- context.c: calls ---- */
 /* hk_call on the CPU (no check of where the buffers are). */
 HK_INTERNAL int hk__call_cpu(const hk_kernel_t *k, size_t n, void *const *args);
+/* Runs rows kernel k on rows rows of n elements each (args as for
+ * hk_call; each buffer holds rows * n elements, rows for a "one" buffer, n
+ * for a "shared" one), whole rows per thread-pool task. HK_OK, HK_EINVAL
+ * (k is not a rows kernel), or hk__call_failure's codes. */
+HK_INTERNAL int hk__call_rows_cpu(const hk_kernel_t *k, size_t rows, size_t n,
+                                  void *const *args);
 /* Why k has no CPU implementation (unloaded, stale, no cpu target). */
 HK_INTERNAL int hk__call_failure(const hk_kernel_t *k);
 

@@ -265,6 +265,7 @@ static double scalar_value(const char *name, hk_dtype_t t) {
   if (!strcmp(name, "lo")) return f ? -0.5 : -1000;
   if (!strcmp(name, "hi")) return f ? 0.5 : 1000;
   if (!strcmp(name, "delta")) return 1;
+  if (!strcmp(name, "eps")) return 1e-5;
   return 1;
 }
 
@@ -470,6 +471,8 @@ static void run_case(hk_kernel_t *k, size_t nominal, unsigned flags) {
     put_val(in->params[icols].dtype, &c.sc[icols], (double)cols);
     c.n = (size_t)(rows * cols);
     c.cols = cols;
+  } else if (in->kind == HK_KIND_ROWS) {
+    c.cols = (int64_t)c.n; /* a flat call: one row of n elements */
   }
   void *args[MAXP];
   args_of(&c, NULL, c.dev, args); /* scalars set; buffers NULL */
