@@ -76,14 +76,25 @@ for dt, sfx in ((np.float32, "f32"), (np.float64, "f64")):
     if not np.isclose(got, want, rtol=1e-4 if sfx == "f32" else 1e-12):
         fails += 1
         print(f"FAIL dot_{sfx}: {got} vs {want}")
-    # softmax over rows of the 2-D array
-    run(f"softmax_{sfx}", "x=a.npy", "rows=37", "cols=29", "--out", "y=o.npy")
-    e = np.exp(a - a.max(axis=1, keepdims=True))
-    check(f"softmax_{sfx}", np.load("o.npy"), (e / e.sum(axis=1, keepdims=True)).astype(dt), rtol=2e-6)
-    run(f"log_softmax_{sfx}", "x=a.npy", "rows=37", "cols=29", "--out", "y=o.npy")
-    lse = np.log(np.exp(a - a.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True))
+    # rows kernels run flat are one row: row 5 of the 2-D array
+    r = np.ascontiguousarray(a[5])
+    np.save("r.npy", r)
+    run(f"softmax_{sfx}", "x=r.npy", "--out", "y=o.npy")
+    e = np.exp(r - r.max())
+    check(f"softmax_{sfx}", np.load("o.npy"), (e / e.sum()).astype(dt), rtol=2e-6)
+    run(f"log_softmax_{sfx}", "x=r.npy", "--out", "y=o.npy")
+    lse = np.log(np.exp(r - r.max()).sum())
     check(f"log_softmax_{sfx}", np.load("o.npy"),
-          (a - a.max(axis=1, keepdims=True) - lse).astype(dt), rtol=2e-6, atol=2e-6)
+          (r - r.max() - lse).astype(dt), rtol=2e-6, atol=2e-6)
+    w = np.ascontiguousarray(a[6]); bb = np.ascontiguousarray(a[7])
+    np.save("w.npy", w); np.save("bb.npy", bb)
+    run(f"layernorm_{sfx}", "x=r.npy", "weight=w.npy", "bias=bb.npy", "eps=1e-5",
+        "--out", "y=o.npy", "--out", "mean=m.npy", "--out", "rstd=s.npy")
+    r64 = r.astype(np.float64)
+    mu = r64.mean(); rs = 1 / np.sqrt(r64.var() + 1e-5)
+    check(f"layernorm_{sfx}", np.load("o.npy"), ((r64 - mu) * rs * w + bb).astype(dt), rtol=1e-5, atol=1e-5)
+    check(f"layernorm_{sfx} mean", np.load("m.npy"), np.array([mu], dt), rtol=1e-5, atol=1e-6)
+    check(f"layernorm_{sfx} rstd", np.load("s.npy"), np.array([rs], dt), rtol=1e-5)
 
 for dt, sfx in ((np.int32, "i32"), (np.int64, "i64")):
     a = rng.integers(-1000, 1000, 1001).astype(dt)
