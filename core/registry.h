@@ -206,6 +206,13 @@ HK_INTERNAL int hk__call_failure(const hk_kernel_t *k);
 /* hk_call once the CUDA backend has started: by where the buffers are. */
 HK_INTERNAL int hk__call_auto(const hk_kernel_t *k, size_t n,
                               void *const *args);
+/* Runs rows kernel k on the GPU over rows rows of n elements each (args:
+ * device buffers, as hk__call_rows_cpu), one GPU thread per row, on stream
+ * s; s NULL: the default stream, and waits for the kernel. HK_OK, HK_EINVAL
+ * (not a rows kernel, or a buffer in host memory), or the GPU call's
+ * errors (HK_EUNSUPPORTED, HK_EDEVICE ...). */
+HK_INTERNAL int hk__call_rows_cuda(const hk_kernel_t *k, hk_stream_t *s,
+                                   size_t rows, size_t n, void *const *args);
 /* Frees a module's GPU code (hk__module_free). */
 HK_INTERNAL void hk__cuda_module_free(hk_module_t *m);
 /* Makes m->cuda: the module's GPU code. ctx->load_lock held. HK_OK, or an
