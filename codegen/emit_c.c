@@ -13,6 +13,7 @@
  *                blocks are merged left to right. The order never depends
  *                on the compiler or the thread count.
  *   raw          the author's body as the body of a static function.
+ *   rows         emit_rows.c: the body as a function of one row.
  * Integer overflow wraps and floating point is not contracted: generated
  * code is built with -fwrapv -ffp-contract=off everywhere (tcc behaves so),
  * so jit, opt and stdlib results agree.
@@ -558,7 +559,8 @@ int hkc_emit_stdlib_header(hkc_file *const *files, int nfiles, hku_buf *o) {
               " from the kernel files in stdlib_kernels/; do not edit.\n"
               " * Include <hk.h>, which includes this header. Each function\n"
               " * takes its kernel's parameters in order (buffers as pointers,\n"
-              " * scalars by value), then the element count n. */\n"
+              " * scalars by value), then the element count n; a rows\n"
+              " * kernel's takes the row count, then the row length n. */\n"
               "#ifndef HK_STDLIB_H\n#define HK_STDLIB_H\n\n"
               "#include \"hk.h\"\n\n"
               "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");

@@ -11,7 +11,9 @@
  *                count, out, scalars..., n), one block, combines the partials,
  *                finalizes and stores out[0];
  *   raw          hk_cuda__NAME(params..., n): the author's CUDA body, which
- *                decides itself which elements each thread takes.
+ *                decides itself which elements each thread takes;
+ *   rows         hk_cuda__NAME(params..., n, rows): emit_rows.c, one thread
+ *                per row.
  */
 #include <stdio.h>
 #include <stdlib.h>
