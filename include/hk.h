@@ -330,7 +330,8 @@ HK_API int hk_kernel_wait_opt(hk_kernel_t *k);
  * launch or run it. */
 HK_API int hk_call(const hk_kernel_t *k, size_t n, void *const *args);
 /* The element count each parameter needs for a call with these scalars
- * and n (-1 for scalars): lens[0..nparams). Returns HK_OK, HK_EINVAL when
+ * and n (-1 for scalars): lens[0..nparams). A rows kernel's are those of
+ * one row of n elements (1 for its "one" buffers). Returns HK_OK, HK_EINVAL when
  * a len expression is negative, or as hk_call. Scalars must be set in
  * args; buffer pointers may be NULL. */
 HK_API int hk_kernel_lens(const hk_kernel_t *k, size_t n, void *const *args,
