@@ -494,6 +494,123 @@ HK_API unsigned hk_kernel_backends(const hk_kernel_t *k);
  * without a device or a cuda target). */
 HK_API int hk_kernel_prepare(hk_kernel_t *k, hk_backend_t b);
 
+/* ---- Arrays: shapes, strides, broadcasting, axes -------------------------
+ *
+ * hk_call() sees flat buffers of n elements. hk_call_arrays() takes one
+ * array descriptor per parameter instead, NumPy style:
+ *
+ *   elementwise  the in and inout arrays broadcast together by NumPy's
+ *                rules ((3,4) + (4,), (B,T,C) * (C,), (N,1) - (1,M)); every
+ *                out and inout array must have the broadcast shape. Any in
+ *                parameter may be given a 0-d array (one value for all).
+ *                Inside the body, i is the element's index in C order over
+ *                the broadcast shape and n the broadcast shape's size.
+ *   reduction    the in arrays broadcast together; opts->axes (NULL: all)
+ *                are reduced, the others kept; out and inout arrays have
+ *                the kept shape (with the reduced axes as 1 when
+ *                opts->keepdims). In map, i is the index within the
+ *                reduced elements (C order over the reduced axes) and n in
+ *                finalize their count. Each output element is reduced by
+ *                one fixed tree that depends on the shape alone: results
+ *                are identical for every thread count, and equal the flat
+ *                hk_call() on a contiguous copy of that row.
+ *   rows         the last axis is the row: rows = the product of the other
+ *                axes; "full" params have the shape (..., n), "one" params
+ *                (...) or (..., 1), "shared" params (n).
+ *   raw          every buffer contiguous; n as for hk_call().
+ * Scalars are 0-d arrays whose data points to the value. Strides count
+ * ELEMENTS (as DLPack's do; NumPy's count bytes): they may be 0 (a
+ * broadcast axis) or negative (a reversed view). Non-contiguous arrays give
+ * the same results as their contiguous copies. An out or inout array may
+ * not overlap another parameter's array unless it is exactly the same
+ * array (in place). Every array's dtype must be its parameter's type: no
+ * conversion happens (hk_kernel_select() picks the instance for the
+ * arrays' dtypes).
+ *
+ * When every array is contiguous and of the same shape, hk_call_arrays()
+ * is hk_call() after a few checks.
+ *
+ *     hk_context_t *ctx;
+ *     if (hk_context_create(&ctx, NULL) != HK_OK) return 1;
+ *     float x[2][3] = {{1, 2, 3}, {4, 5, 6}}, b[3] = {10, 20, 30}, y[2][3];
+ *     hk_array_t args[3];
+ *     hk_array_init(&args[0], x, HK_F32, 2, (int64_t[]){2, 3});
+ *     hk_array_init(&args[1], b, HK_F32, 1, (int64_t[]){3});
+ *     hk_array_init(&args[2], y, HK_F32, 2, (int64_t[]){2, 3});
+ *     hk_kernel_t *add;
+ *     hk_kernel_select(ctx, "add", args, 3, &add);   // add_f32
+ *     hk_call_arrays(add, args, NULL);               // y = x + b, per row
+ *     float sums[2];                                  // y summed per row
+ *     hk_array_t r[2] = {args[2]};
+ *     hk_array_init(&r[1], sums, HK_F32, 1, (int64_t[]){2});
+ *     hk_call_opts_t last = {.axes = (int[]){-1}, .naxes = 1};
+ *     hk_kernel_t *sum;
+ *     hk_kernel_select(ctx, "sum", r, 2, &sum);       // sum_f32
+ *     hk_call_arrays(sum, r, &last);                  // sums = {66, 75}
+ *     hk_context_destroy(ctx);
+ *     if (y[1][2] != 36 || sums[0] != 66 || sums[1] != 75) return 1;
+ */
+
+#define HK_MAX_DIMS 8
+
+typedef struct hk_array {
+  void *data;       /* the element at index (0, ..., 0) */
+  hk_dtype_t dtype;
+  int ndim;         /* 0 (one value) to HK_MAX_DIMS */
+  int64_t shape[HK_MAX_DIMS];
+  int64_t strides[HK_MAX_DIMS]; /* in elements, per axis */
+  /* Optional bounds: when nbytes is not 0, every element the shape and
+   * strides reach must lie in [base, base + nbytes), else the call is
+   * refused (HK_EINVAL). hk_array_init sets them. */
+  const void *base;
+  size_t nbytes;
+} hk_array_t;
+
+/* Fills a: a C-contiguous array of ndim axes (shape may be NULL when ndim
+ * is 0), with its bounds. HK_EINVAL for ndim outside [0, HK_MAX_DIMS], a
+ * negative length, an invalid dtype or a size that overflows. */
+HK_API int hk_array_init(hk_array_t *a, void *data, hk_dtype_t dtype,
+                         int ndim, const int64_t *shape);
+/* Number of elements (the product of the shape; 1 for 0-d). */
+HK_API int64_t hk_array_size(const hk_array_t *a);
+
+typedef struct hk_call_opts {
+  /* Reductions: the axes reduced (negative ones count from the end), each
+   * at most once; NULL (or naxes 0 with axes NULL) reduces every axis. */
+  const int *axes;
+  int naxes;
+  int keepdims; /* keep reduced axes as length 1 in the outputs' shape */
+  hk_backend_t backend; /* as hk_call_on(); HK_BACKEND_AUTO by default */
+} hk_call_opts_t;
+
+/* Runs k over arrays: args holds one descriptor per parameter, in
+ * parameter order; opts may be NULL. HK_OK, or HK_EINVAL (with
+ * hk_last_error() naming the parameter: a dtype that is not the
+ * parameter's, shapes that do not broadcast, a bad axis, an out array of
+ * the wrong shape, an array reaching outside its bounds, an out array
+ * overlapping another), or as hk_call(). On the GPU only calls whose
+ * arrays are all contiguous and of one shape (and whole reductions) are
+ * supported yet: others are HK_EUNSUPPORTED. */
+HK_API int hk_call_arrays(const hk_kernel_t *k, const hk_array_t *args,
+                          const hk_call_opts_t *opts);
+/* The shape parameter `param` (an out or inout) must have for a call of k
+ * with these arrays (only the in arrays and scalars are looked at) and
+ * opts: *ndim and shape[0..*ndim). HK_OK or HK_EINVAL as
+ * hk_call_arrays(). */
+HK_API int hk_call_out_shape(const hk_kernel_t *k, const hk_array_t *args,
+                             const hk_call_opts_t *opts, int param, int *ndim,
+                             int64_t *shape);
+
+/* Dispatch by dtype: the kernel named name, or the instance of the kernel
+ * named name (registered as name_TYPE...) whose parameter types are the
+ * dtypes of args[0..nargs) (one per parameter; scalars too). Elements are
+ * never converted: mixed dtypes that no instance takes are HK_EINVAL
+ * naming the parameter and the instances there are; an unknown name is
+ * HK_ENOTFOUND. */
+HK_API int hk_kernel_select(hk_context_t *ctx, const char *name,
+                            const hk_array_t *args, int nargs,
+                            hk_kernel_t **out);
+
 /* ---- CPU threads ------------------------------------------------------- */
 
 /* Elementwise and reduction kernels over large arrays run on a pool of

@@ -111,12 +111,70 @@ check("0-d", np.load("o.npy"), np.array(-2.5, dtype=np.float32))
 np.save("f.npy", np.asfortranarray(np.arange(5, dtype=np.float32)))
 run("neg_f32", "x=f.npy", "--out", "out=o.npy")
 check("fortran 1-d", np.load("o.npy"), -np.arange(5, dtype=np.float32))
-# a Fortran-ordered 2-D array is refused with a message
-np.save("f2.npy", np.asfortranarray(np.ones((3, 4), dtype=np.float32)))
-p = subprocess.run([hk, "run", "neg_f32", "x=f2.npy"], capture_output=True, text=True)
-if p.returncode != 1 or "Fortran order" not in p.stderr:
-    fails += 1
-    print("FAIL fortran 2-d not refused:", p.returncode, p.stderr)
+# a Fortran-ordered 2-D array gives what its C-order copy gives
+f2 = np.asfortranarray(rng.standard_normal((3, 4)).astype(np.float32))
+np.save("f2.npy", f2)
+run("neg_f32", "x=f2.npy", "--out", "out=o.npy")
+check("fortran 2-d", np.load("o.npy"), -f2)
+
+# ---- arrays: broadcasting, strides, axis reductions, dtype dispatch ----
+def fails_with(args, text):
+    global fails
+    p = subprocess.run([hk, "run", *args], capture_output=True, text=True)
+    if p.returncode != 1 or text not in p.stderr:
+        fails += 1
+        print(f"FAIL hk run {' '.join(args)}: exit {p.returncode}, wanted 1 "
+              f"with '{text}': {p.stderr}")
+
+for sx, sy in (((3, 4), (4,)), ((4, 6, 8), (8,)), ((37, 1), (1, 29)),
+               ((0, 4), (4,)), ((5, 1, 3), (1, 2, 1)), ((), (2, 3))):
+    x = rng.standard_normal(sx).astype(np.float32)
+    y = rng.standard_normal(sy).astype(np.float32)
+    np.save("x.npy", x); np.save("y.npy", y)
+    for op, ref in (("add", x + y), ("sub", x - y), ("mul", x * y)):
+        run(op, "x=x.npy", "y=y.npy", "--out", "out=o.npy")
+        check(f"{op} {sx} {sy}", np.load("o.npy"), ref)
+# transposed (Fortran order) input broadcast against a row
+x = np.asfortranarray(rng.standard_normal((50, 70)))
+y = rng.standard_normal(70)
+np.save("x.npy", x); np.save("y.npy", y)
+run("add", "x=x.npy", "y=y.npy", "--out", "out=o.npy")
+check("add fortran+row f64", np.load("o.npy"), x + y)
+fails_with(["add", "x=x.npy", "y=x.npy", "--out", "out=o.npy", "--axis", "0"],
+           "only reductions take axes")
+# axis reductions against NumPy, keepdims, negative and several axes
+x = rng.standard_normal((6, 7, 8)).astype(np.float32)
+np.save("x.npy", x)
+for axes in ((0,), (1,), (2,), (-1,), (0, 2), (0, 1, 2), (-3, -2)):
+    spec = ",".join(map(str, axes))
+    for kd in (False, True):
+        extra = ["--keepdims"] if kd else []
+        for op, f in (("sum", np.sum), ("max", np.max), ("min", np.min),
+                      ("mean", np.mean)):
+            run(op, "x=x.npy", "--axis", spec, *extra, "--out", "out=o.npy")
+            want = f(x.astype(np.float64), axis=axes, keepdims=kd).astype(np.float32)
+            check(f"{op} axis={spec} keepdims={kd}", np.load("o.npy"), want,
+                  rtol=1e-5, atol=1e-5)
+# per-row max printed as nested lists (keepdims: shape (6, 7, 1))
+out = json.loads(run("max_f32", "x=x.npy", "--axis", "-1", "--keepdims"))
+check("max printed", np.array(out["out"], dtype=np.float32),
+      x.max(axis=-1, keepdims=True))
+# a 0-sized axis: sum is 0, max is -inf
+z = np.zeros((3, 0), dtype=np.float32)
+np.save("z.npy", z)
+run("sum", "x=z.npy", "--axis", "1", "--out", "out=o.npy")
+check("sum over empty axis", np.load("o.npy"), z.sum(axis=1))
+fails_with(["sum", "x=x.npy", "--axis", "3"], "axis 3 is out of range")
+fails_with(["sum", "x=x.npy", "--axis", "1,-2"], "given twice")
+fails_with(["sum", "x=x.npy", "--axis", "x"], "--axis: expected axes")
+# the instance from the files' dtypes; mixed dtypes are refused, naming one
+a = rng.standard_normal(10).astype(np.float32)
+np.save("a32.npy", a); np.save("a64.npy", a.astype(np.float64))
+np.save("a16.npy", a.astype(np.int16))
+run("neg", "x=a64.npy", "--out", "out=o.npy")
+check("neg picks f64", np.load("o.npy"), -a.astype(np.float64))
+fails_with(["add", "x=a32.npy", "y=a64.npy"], "no instance takes the files' dtypes together")
+fails_with(["neg", "x=a16.npy"], "x=a16.npy holds i16; no instance of neg takes it")
 
 if fails:
     raise SystemExit(f"{fails} comparisons with NumPy failed")

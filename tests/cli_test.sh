@@ -260,11 +260,9 @@ run 1 "$HK" run add_f32 "x=$T/d.npy" "y=$T/y.npy"
 err_has "parameter x of add_f32 has type f32, but the file holds float64 ('<f8')"
 run 0 "$HK" run arange_f32 start=0 step=1 --n 5 --out "out=$T/five.npy"
 run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/five.npy"
-err_has "has 5 elements, but add_f32 needs n = 6 (the element count of x)"
+err_has "shapes do not broadcast: parameter 'x' (6,) and parameter 'y' (5,)"
 run 1 "$HK" run softmax_f32 "x=$T/x.npy" rows=2
 err_has "softmax_f32 has no parameter 'rows'"
-run 1 "$HK" run layernorm_f32 "x=$T/x.npy" "weight=$T/x.npy" "bias=$T/five.npy" eps=1e-5
-err_has "has 5 elements, but layernorm_f32 needs n = 6"
 run 1 "$HK" run scale_f32 "x=$T/x.npy" alpha=abc
 err_has "alpha=abc: the value is not a number"
 run 1 "$HK" run scale_f32 "x=$T/x.npy" alpha=1e39

@@ -23,19 +23,28 @@ static const char *const help =
     "usage: hk run KERNEL [PARAM=VALUE ...] [--out PARAM=FILE.npy ...]\n"
     "              [--n N] [--backend cpu|cuda|auto] [--tier "
     "inline|jit|opt|auto]\n"
+    "              [--axis A[,A...]] [--keepdims]\n"
     "              [--threads N] [--plugins DIR]...\n\n"
     "Runs one kernel. KERNEL is a kernel name (stdlib, or from the plugin\n"
     "folders: --plugins DIR, else HK_PLUGIN_PATH), or a kernel file\n"
     "(FILE.json, or FILE.json:NAME when it defines several kernels).\n"
     "  PARAM=FILE.npy   a buffer parameter (in or inout): a NumPy .npy file,\n"
-    "                   little-endian, C order, any shape, whose dtype is the\n"
-    "                   parameter's type (f32 = float32, i64 = int64, ...)\n"
+    "                   little-endian, C or Fortran order, any shape, whose\n"
+    "                   dtype is the parameter's type (f32 = float32, i64 =\n"
+    "                   int64, ...). Elementwise inputs broadcast by NumPy's\n"
+    "                   rules. KERNEL may name a kernel with placeholders\n"
+    "                   (saxpy for saxpy_f32 and saxpy_f64): the instance\n"
+    "                   is picked from the files' dtypes\n"
     "  PARAM=NUMBER     a scalar parameter\n"
-    "  --out PARAM=FILE write out/inout PARAM to FILE.npy (shape of the first\n"
-    "                   in/inout buffer; 1 element for a reduction's result);\n"
-    "                   outputs not named are printed to stdout as one JSON\n"
-    "                   object {\"param\": [values...]} (NaN and Infinity as\n"
-    "                   in Python's json module)\n"
+    "  --out PARAM=FILE write out/inout PARAM to FILE.npy (the broadcast\n"
+    "                   shape of the inputs; a reduction's kept axes, or 1\n"
+    "                   element for a whole reduction); outputs not named\n"
+    "                   are printed to stdout as one JSON object {\"param\":\n"
+    "                   [values...]}, nested lists for 2 axes or more (NaN\n"
+    "                   and Infinity as in Python's json module)\n"
+    "  --axis A[,A...]  reductions: the axes reduced (negative ones count\n"
+    "                   from the end; default: all); repeatable\n"
+    "  --keepdims       reductions: keep the reduced axes, with length 1\n"
     "  --n N            the element count, for a kernel with no in/inout\n"
     "                   buffer (otherwise n is the first one's element count)\n"
     "  --backend B      cpu, cuda or auto (the default; .npy data is host\n"
@@ -85,6 +94,25 @@ static void print_values(const void *data, hk_dtype_t t, size_t count) {
   putchar(']');
 }
 
+/* Values as nested lists, one level per axis (as ndarray.tolist()); a 0-d
+ * or 1-d array as one flat list. */
+static void print_nested(const void *data, hk_dtype_t t, int ndim,
+                         const size_t *shape) {
+  if (ndim <= 1) {
+    print_values(data, t, ndim ? shape[0] : 1);
+    return;
+  }
+  size_t inner = 1;
+  for (int d = 1; d < ndim; d++) inner *= shape[d];
+  putchar('[');
+  for (size_t j = 0; j < shape[0]; j++) {
+    if (j) fputs(", ", stdout);
+    print_nested((const unsigned char *)data + j * inner * hk_dtype_size(t), t,
+                 ndim - 1, shape + 1);
+  }
+  putchar(']');
+}
+
 /* ---- The command ------------------------------------------------------------ */
 
 typedef struct run_opts {
@@ -98,6 +126,8 @@ typedef struct run_opts {
   int nassigns;
   const char **outs; /* PARAM=FILE */
   int nouts;
+  int axes[HK_MAX_DIMS];
+  int naxes, keepdims;
 } run_opts;
 
 enum {
@@ -108,7 +138,9 @@ enum {
   OPT_THREADS,
   OPT_PLUGINS,
   OPT_UNSAFE,
-  OPT_NO_CACHE
+  OPT_NO_CACHE,
+  OPT_AXIS,
+  OPT_KEEPDIMS
 };
 static const hk_cli_opt options[] = {
     [OPT_OUT] = {"out", 0, "PARAM=FILE.npy"},
@@ -119,7 +151,29 @@ static const hk_cli_opt options[] = {
     [OPT_PLUGINS] = {"plugins", 0, "a folder"},
     [OPT_UNSAFE] = {"allow-unsafe-plugins", 0, NULL},
     [OPT_NO_CACHE] = {"no-cache", 0, NULL},
+    [OPT_AXIS] = {"axis", 0, "a list of axes"},
+    [OPT_KEEPDIMS] = {"keepdims", 0, NULL},
 };
+
+/* --axis A[,A...]: appends to o->axes. */
+static int parse_axes(run_opts *o, const char *text) {
+  const char *s = text;
+  for (;;) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || errno || v < -HK_MAX_DIMS || v >= HK_MAX_DIMS ||
+        (*end && *end != ','))
+      return hk_cli_usage("run", "--axis: expected axes like 1 or 0,-1 "
+                                 "(from %d to %d), got '%s'",
+                          -HK_MAX_DIMS, HK_MAX_DIMS - 1, text);
+    if (o->naxes == HK_MAX_DIMS)
+      return hk_cli_usage("run", "--axis: more than %d axes", HK_MAX_DIMS);
+    o->axes[o->naxes++] = (int)v;
+    if (!*end) return 0;
+    s = end + 1;
+  }
+}
 
 /* Options may come anywhere, before, between or after the operands
  * (getopt_long's permutation): a parameter is one argument, PARAM=VALUE,
@@ -141,6 +195,12 @@ static int parse_args(int argc, char **argv, run_opts *o, int *help_shown) {
       case OPT_PLUGINS: o->plugins[o->nplugins++] = p.value; break;
       case OPT_UNSAFE: o->allow_unsafe = 1; break;
       case OPT_NO_CACHE: o->no_cache = 1; break;
+      case OPT_AXIS: {
+        int rc = parse_axes(o, p.value);
+        if (rc) return rc;
+        break;
+      }
+      case OPT_KEEPDIMS: o->keepdims = 1; break;
       default: /* an operand: the kernel, then PARAM=VALUE */
         if (!o->kernel)
           o->kernel = p.value;
@@ -190,9 +250,123 @@ static int list_file_kernels(hk_kernel_t *k, void *user) {
   return 0;
 }
 
+/* ---- Dispatch by dtype ------------------------------------------------------ */
+
+typedef struct pick_ctx {
+  const char *name;
+  size_t len;
+  const hk_kernel_info_t *cand[64];
+  hk_kernel_t *kh[64];
+  int n;
+} pick_ctx;
+
+/* 1 when s is TYPE or TYPE_TYPE... */
+static int type_suffix(const char *s) {
+  while (*s) {
+    const char *u = strchr(s, '_');
+    size_t l = u ? (size_t)(u - s) : strlen(s);
+    char t[16];
+    if (!l || l >= sizeof t) return 0;
+    memcpy(t, s, l);
+    t[l] = 0;
+    if (hk_dtype_from_name(t) == HK_DTYPE_INVALID) return 0;
+    s += l + (u != NULL);
+    if (u && !*s) return 0;
+  }
+  return 1;
+}
+
+static int pick_fn(hk_kernel_t *k, void *user) {
+  pick_ctx *p = user;
+  const hk_kernel_info_t *in = hk_kernel_info(k);
+  if (p->n < 64 && !strncmp(in->name, p->name, p->len) &&
+      in->name[p->len] == '_' && type_suffix(in->name + p->len + 1)) {
+    p->cand[p->n] = in;
+    p->kh[p->n++] = k;
+  }
+  return 0;
+}
+
+/* KERNEL names a kernel with placeholders (saxpy for saxpy_f32, ...): picks
+ * the instance whose buffer types are the dtypes of the .npy files given.
+ * 1 and *out, 0 when name has no instances, -1 after printing why none
+ * fits. */
+static int pick_instance(hk_context_t *ctx, const run_opts *o,
+                         hk_kernel_t **out) {
+  pick_ctx pc = {.name = o->kernel, .len = strlen(o->kernel)};
+  hk_kernel_foreach(ctx, pick_fn, &pc);
+  if (!pc.n) return 0;
+  const hk_kernel_info_t *k0 = pc.cand[0];
+  hk_dtype_t given[256];
+  const char *file[256];
+  int unread = 0;
+  int np = k0->nparams < 256 ? k0->nparams : 256;
+  for (int i = 0; i < np; i++) {
+    given[i] = HK_DTYPE_INVALID;
+    file[i] = NULL;
+    if (k0->params[i].role == HK_ROLE_SCALAR) continue;
+    size_t l = strlen(k0->params[i].name);
+    for (int a = 0; a < o->nassigns; a++)
+      if (!strncmp(o->assigns[a], k0->params[i].name, l) &&
+          o->assigns[a][l] == '=') {
+        hk_npy_t f;
+        hku_diags d = HKU_DIAGS_INIT;
+        file[i] = o->assigns[a] + l + 1;
+        if (hk_npy_read(file[i], &f, &d) == HK_OK)
+          given[i] = f.dtype;
+        else
+          file[i] = NULL, unread = 1; /* its own error comes later */
+        hk_npy_free(&f);
+        hku_diags_free(&d);
+      }
+  }
+  int hit = -1, nhit = 0;
+  for (int c = 0; c < pc.n; c++) {
+    int ok = pc.cand[c]->nparams == k0->nparams;
+    for (int i = 0; ok && i < np; i++)
+      ok = !file[i] || pc.cand[c]->params[i].dtype == given[i];
+    if (ok && nhit++ == 0) hit = c;
+  }
+  hku_buf names = HKU_BUF_INIT;
+  for (int c = 0; c < pc.n; c++)
+    hku_buf_printf(&names, "%s%s", c ? ", " : "", pc.cand[c]->name);
+  int rc = -1;
+  if (nhit == 1 || (nhit > 1 && unread)) {
+    *out = pc.kh[hit];
+    rc = 1;
+  } else if (nhit > 1) {
+    hk_cli_error("run", "%s: the files' dtypes fit several instances (%s): "
+                        "name one",
+                 o->kernel, hku_buf_str(&names));
+  } else {
+    /* the first parameter whose file's dtype no instance takes */
+    int bad = -1;
+    for (int i = 0; i < np && bad < 0; i++) {
+      if (!file[i]) continue;
+      int any = 0;
+      for (int c = 0; c < pc.n; c++)
+        any |= pc.cand[c]->params[i].dtype == given[i];
+      if (!any) bad = i;
+    }
+    if (bad >= 0)
+      hk_cli_error("run", "%s=%s holds %s; no instance of %s takes it for "
+                          "%s (instances: %s; arrays are never converted)",
+                   k0->params[bad].name, file[bad],
+                   given[bad] ? hk_dtype_name(given[bad]) : "no hk type",
+                   o->kernel, k0->params[bad].name, hku_buf_str(&names));
+    else
+      hk_cli_error("run", "%s: no instance takes the files' dtypes together "
+                          "(instances: %s; arrays are never converted)",
+                   o->kernel, hku_buf_str(&names));
+  }
+  hku_buf_free(&names);
+  return rc;
+}
+
 /* Finds the kernel KERNEL names in ctx: a name, or a kernel file to load
  * (FILE.json or FILE.json:NAME). NULL after printing why. */
-static hk_kernel_t *find_kernel(hk_context_t *ctx, const char *name) {
+static hk_kernel_t *find_kernel(hk_context_t *ctx, const run_opts *o) {
+  const char *name = o->kernel;
   hk_kernel_t *k;
   if (is_kernel_file(name)) {
     char *path = strdup(name);
@@ -232,6 +406,9 @@ static hk_kernel_t *find_kernel(hk_context_t *ctx, const char *name) {
     return k;
   }
   if (hk_kernel_find(ctx, name, &k) == HK_OK) return k;
+  int picked = pick_instance(ctx, o, &k);
+  if (picked == 1) return k;
+  if (picked < 0) return NULL;
   struct {
     const char *name;
     const char *best;
@@ -338,15 +515,21 @@ static int write_outputs(const run_call *c) {
     if (p->info->role != HK_ROLE_OUT && p->info->role != HK_ROLE_INOUT)
       continue;
     const void *data = c->args[i];
+    size_t shape[HK_NPY_MAXDIM];
+    int ndim = 1;
+    shape[0] = p->count;
+    if (c->arr && (p->ndim > 0 || k->kind != HK_KIND_REDUCTION ||
+                   c->opts.axes || c->opts.keepdims)) {
+      /* the array path: its own shape (a whole reduction without --axis
+       * gives 1 element, as on the flat path) */
+      ndim = p->ndim;
+      memcpy(shape, p->shape, sizeof(size_t) * (size_t)ndim);
+    } else if (!c->arr && c->first >= 0 && p->count == c->n &&
+               k->kind != HK_KIND_REDUCTION) {
+      ndim = c->ps[c->first].npy.ndim;
+      memcpy(shape, c->ps[c->first].npy.shape, sizeof shape);
+    }
     if (p->out_path) {
-      size_t shape[HK_NPY_MAXDIM];
-      int ndim = 1;
-      shape[0] = p->count;
-      if (c->first >= 0 && p->count == c->n &&
-          k->kind != HK_KIND_REDUCTION) {
-        ndim = c->ps[c->first].npy.ndim;
-        memcpy(shape, c->ps[c->first].npy.shape, sizeof shape);
-      }
       hku_diags d = HKU_DIAGS_INIT;
       hku_buf err = HKU_BUF_INIT;
       int rc = HK_EXIT_OK;
@@ -358,13 +541,39 @@ static int write_outputs(const run_call *c) {
       if (rc) return rc;
     } else {
       printf(printed ? ", \"%s\": " : "{\"%s\": ", p->info->name);
-      print_values(data, p->info->dtype, p->count);
+      print_nested(data, p->info->dtype, ndim, shape);
       printed = 1;
     }
   }
   if (printed) puts("}");
   if (fflush(stdout) != 0)
     return hk_cli_internal("run", "cannot write to standard output");
+  return HK_EXIT_OK;
+}
+
+/* The array path (N-D, broadcasting, axes) serves elementwise, reduction
+ * and rows kernels that take an in/inout buffer, on the CPU; raw kernels,
+ * kernels that only write (their n comes from --n) and --backend cuda take
+ * the flat path (every buffer n elements, C order). */
+static int choose_path(const run_call *c, const run_opts *o,
+                       const char *backend, int *arrays) {
+  const hk_kernel_info_t *k = c->k;
+  int has_in = 0;
+  for (int i = 0; i < k->nparams; i++)
+    has_in |= k->params[i].role == HK_ROLE_IN ||
+              k->params[i].role == HK_ROLE_INOUT;
+  *arrays = k->kind != HK_KIND_RAW && has_in && strcmp(backend, "cuda") &&
+            !o->n_text;
+  if ((o->naxes || o->keepdims) && k->kind != HK_KIND_REDUCTION)
+    return hk_cli_error("run", "--%s: %s is %s kernel; only reductions take "
+                               "axes",
+                        o->naxes ? "axis" : "keepdims", k->name,
+                        k->kind == HK_KIND_ELEMENTWISE ? "an elementwise"
+                                                       : "a raw");
+  if ((o->naxes || o->keepdims) && !*arrays)
+    return hk_cli_error("run", "--%s: not with --backend cuda (axis "
+                               "reductions run on the CPU only, for now)",
+                        o->naxes ? "axis" : "keepdims");
   return HK_EXIT_OK;
 }
 
@@ -383,18 +592,28 @@ static int run_kernel(hk_context_t *ctx, const run_opts *o) {
     return hk_cli_usage("run", "--tier: unknown tier '%s' (inline, jit, opt "
                                "or auto)",
                         tier);
-  hk_kernel_t *kh = find_kernel(ctx, o->kernel);
+  hk_kernel_t *kh = find_kernel(ctx, o);
   if (!kh) return HK_EXIT_USER;
   int rc = check_modes(kh, o, backend, tier);
   if (rc) return rc;
   run_call c;
   rc = run_call_init(&c, kh);
   if (!rc) rc = run_call_bind(&c, o->assigns, o->nassigns, o->outs, o->nouts);
-  if (!rc) rc = run_call_prepare(&c, o->n_text);
-  if (!rc && !strcmp(backend, "cuda"))
-    rc = run_on_gpu(kh, c.ps, c.args, c.n);
-  else if (!rc && hk_call(kh, c.n, (void *const *)c.args) != HK_OK)
-    rc = hk_cli_internal("run", "%s", hk_last_error());
+  int arrays = 0;
+  if (!rc) rc = choose_path(&c, o, backend, &arrays);
+  hk_call_opts_t co = {.axes = o->naxes ? o->axes : NULL,
+                       .naxes = o->naxes,
+                       .keepdims = o->keepdims};
+  if (!rc && arrays) {
+    rc = run_call_prepare_arrays(&c, &co);
+    if (!rc) rc = run_call_arrays(&c);
+  } else if (!rc) {
+    rc = run_call_prepare(&c, o->n_text);
+    if (!rc && !strcmp(backend, "cuda"))
+      rc = run_on_gpu(kh, c.ps, c.args, c.n);
+    else if (!rc && hk_call(kh, c.n, (void *const *)c.args) != HK_OK)
+      rc = hk_cli_internal("run", "%s", hk_last_error());
+  }
   if (!rc) rc = write_outputs(&c);
   run_call_free(&c);
   return rc;

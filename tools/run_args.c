@@ -192,7 +192,8 @@ int run_call_bind(run_call *c, const char *const *assigns, int nassigns,
 /* ---- Inputs --------------------------------------------------------------- */
 
 /* Loads a buffer parameter's .npy and checks its dtype and layout. */
-static int load_buffer(const hk_kernel_info_t *k, run_param *p) {
+static int load_buffer(const hk_kernel_info_t *k, run_param *p,
+                       int any_order) {
   char what[128];
   hku_diags diags = HKU_DIAGS_INIT;
   hku_buf err = HKU_BUF_INIT;
@@ -210,7 +211,7 @@ static int load_buffer(const hk_kernel_info_t *k, run_param *p) {
         p->info->name, p->value, p->info->name, k->name,
         hk_dtype_name(p->info->dtype),
         hk_npy_describe(&p->npy, what, sizeof what), p->npy.descr);
-  if (p->npy.fortran_order) {
+  if (p->npy.fortran_order && !any_order) {
     int big = 0;
     for (int d = 0; d < p->npy.ndim; d++) big += p->npy.shape[d] > 1;
     if (big > 1)
@@ -225,7 +226,7 @@ static int load_buffer(const hk_kernel_info_t *k, run_param *p) {
 
 /* Parses the scalars and loads the in/inout buffers into c->args; notes
  * the first buffer in c->first. */
-static int load_inputs(run_call *c) {
+static int load_inputs(run_call *c, int any_order) {
   c->first = -1;
   for (int i = 0; i < c->k->nparams; i++) {
     run_param *p = &c->ps[i];
@@ -234,7 +235,7 @@ static int load_inputs(run_call *c) {
       if ((rc = parse_scalar(p))) return rc;
       c->args[i] = &p->s;
     } else if (p->info->role != HK_ROLE_OUT) {
-      if ((rc = load_buffer(c->k, p))) return rc;
+      if ((rc = load_buffer(c->k, p, any_order))) return rc;
       c->args[i] = p->npy.data ? p->npy.data : empty_buffer;
       if (c->first < 0) c->first = i;
     }
@@ -337,11 +338,121 @@ static int settle_buffers(run_call *c) {
 }
 
 int run_call_prepare(run_call *c, const char *n_text) {
-  int rc = load_inputs(c);
+  int rc = load_inputs(c, 0);
   if (!rc) rc = settle_n(c, n_text);
   if (!rc) rc = compute_lens(c);
   if (!rc) rc = settle_buffers(c);
   return rc;
+}
+
+/* ---- The array path ------------------------------------------------------- */
+
+/* Rewrites a Fortran-order array's data in C order (in place, through a
+ * copy): element (i0, ..., ik) moves from sum i_d * F_d to sum i_d * C_d. */
+static int to_c_order(hk_npy_t *a) {
+  if (!a->fortran_order || a->count < 2) {
+    a->fortran_order = 0;
+    return HK_EXIT_OK;
+  }
+  size_t es = a->itemsize;
+  unsigned char *c = malloc(a->count * es);
+  if (!c) return hk_cli_internal("run", "out of memory");
+  for (size_t k = 0; k < a->count; k++) { /* k: the C-order index */
+    size_t rem = k, f = 0, fst = 1;
+    size_t idx[HK_NPY_MAXDIM];
+    for (int d = a->ndim - 1; d >= 0; d--) {
+      idx[d] = rem % a->shape[d];
+      rem /= a->shape[d];
+    }
+    for (int d = 0; d < a->ndim; d++) {
+      f += idx[d] * fst;
+      fst *= a->shape[d];
+    }
+    memcpy(c + k * es, (unsigned char *)a->data + f * es, es);
+  }
+  memcpy(a->data, c, a->count * es);
+  free(c);
+  a->fortran_order = 0;
+  return HK_EXIT_OK;
+}
+
+/* The descriptor of a loaded .npy (C or Fortran order). */
+static int npy_array(const run_param *p, hk_array_t *a) {
+  const hk_npy_t *f = &p->npy;
+  if (f->ndim > HK_MAX_DIMS)
+    return hk_cli_error("run", "%s=%s: %d axes; hk takes at most %d",
+                        p->info->name, p->value, f->ndim, HK_MAX_DIMS);
+  memset(a, 0, sizeof *a);
+  a->data = f->data ? f->data : empty_buffer;
+  a->dtype = p->info->dtype;
+  a->ndim = f->ndim;
+  int64_t st = 1;
+  for (int d = 0; d < f->ndim; d++) a->shape[d] = (int64_t)f->shape[d];
+  if (f->fortran_order)
+    for (int d = 0; d < f->ndim; d++) {
+      a->strides[d] = st;
+      st *= a->shape[d];
+    }
+  else
+    for (int d = f->ndim - 1; d >= 0; d--) {
+      a->strides[d] = st;
+      st *= a->shape[d];
+    }
+  a->base = a->data;
+  a->nbytes = f->count * f->itemsize;
+  return HK_EXIT_OK;
+}
+
+/* A message from the library (hk_last_error) as hk run's error: bad
+ * shapes, axes or dtypes are the user's. */
+static int lib_error(int code) {
+  if (code == HK_EINVAL || code == HK_EUNSUPPORTED || code == HK_ENOTFOUND)
+    return hk_cli_error("run", "%s", hk_last_error());
+  return hk_cli_internal("run", "%s", hk_last_error());
+}
+
+int run_call_prepare_arrays(run_call *c, const hk_call_opts_t *opts) {
+  const hk_kernel_info_t *k = c->k;
+  c->arr = calloc((size_t)k->nparams + 1, sizeof *c->arr);
+  if (!c->arr) return hk_cli_internal("run", "out of memory");
+  if (opts) c->opts = *opts;
+  int rc = load_inputs(c, 1);
+  for (int i = 0; i < k->nparams && !rc; i++) {
+    run_param *p = &c->ps[i];
+    if (p->info->role == HK_ROLE_SCALAR) {
+      hk_array_init(&c->arr[i], &p->s, p->info->dtype, 0, NULL);
+    } else if (p->info->role != HK_ROLE_OUT) {
+      if (p->info->role == HK_ROLE_INOUT && (rc = to_c_order(&p->npy))) break;
+      rc = npy_array(p, &c->arr[i]);
+      c->args[i] = c->arr[i].data;
+      p->ndim = p->npy.ndim;
+      memcpy(p->shape, p->npy.shape, sizeof(size_t) * (size_t)p->ndim);
+    }
+  }
+  for (int i = 0; i < k->nparams && !rc; i++) {
+    run_param *p = &c->ps[i];
+    if (p->info->role != HK_ROLE_OUT) continue;
+    int nd;
+    int64_t shape[HK_MAX_DIMS];
+    int lrc = hk_call_out_shape(c->kh, c->arr, &c->opts, i, &nd, shape);
+    if (lrc) return lib_error(lrc);
+    size_t count = 1;
+    for (int d = 0; d < nd; d++) {
+      if (shape[d] && count > SIZE_MAX / (size_t)shape[d])
+        return hk_cli_error("run", "%s: too many elements", p->info->name);
+      count *= (size_t)shape[d];
+      p->shape[d] = (size_t)shape[d];
+    }
+    p->ndim = nd;
+    if ((rc = alloc_out(c, i, count))) return rc;
+    hk_array_init(&c->arr[i], c->args[i], p->info->dtype, nd, shape);
+  }
+  return rc;
+}
+
+int run_call_arrays(run_call *c) {
+  int rc = hk_call_arrays(c->kh, c->arr, &c->opts);
+  return rc ? lib_error(rc) : HK_EXIT_OK;
 }
 
 /* ---- The call ------------------------------------------------------------- */
@@ -368,6 +479,7 @@ void run_call_free(run_call *c) {
       free(c->ps[i].owned);
     }
   free(c->ps);
+  free(c->arr);
   free(c->args);
   free(c->lens);
   memset(c, 0, sizeof *c);

@@ -30,6 +30,9 @@ typedef struct run_param {
   void *owned;          /* out: the buffer hk allocated */
   size_t count;         /* buffers: element count */
   run_scalar s;
+  /* out/inout: the shape the output has (hk run writes and prints it) */
+  int ndim;
+  size_t shape[HK_MAX_DIMS];
 } run_param;
 
 /* The call being prepared. */
@@ -41,6 +44,10 @@ typedef struct run_call {
   int64_t *lens;  /* hk_kernel_lens's */
   int first;      /* the first in/inout buffer, -1 when there is none */
   size_t n;       /* the element count, once prepared */
+  /* The array path (run_call_prepare_arrays): one descriptor per
+   * parameter, for hk_call_arrays; NULL on the flat path. */
+  hk_array_t *arr;
+  hk_call_opts_t opts;
 } run_call;
 
 /* Sets up c for kernel kh (nothing bound yet). On failure (no memory) c
@@ -59,5 +66,14 @@ int run_call_bind(run_call *c, const char *const *assigns, int nassigns,
  * none), checks every buffer's element count against n or its len
  * expression, and allocates the out buffers (zeroed). */
 int run_call_prepare(run_call *c, const char *n_text);
+/* The array path, for elementwise, reduction and rows kernels with an
+ * in/inout buffer: after run_call_bind, loads the inputs as N-D arrays (C
+ * or Fortran order; inout files are made C order), reads opts (axes,
+ * keepdims) into c->opts, and allocates every out buffer in the shape
+ * hk_call_out_shape gives (zeroed). c->arr is then ready for
+ * hk_call_arrays. */
+int run_call_prepare_arrays(run_call *c, const hk_call_opts_t *opts);
+/* Runs the prepared array call. */
+int run_call_arrays(run_call *c);
 
 #endif /* HK_TOOLS_RUN_ARGS_H */

@@ -1,0 +1,1141 @@
+/* arrays.c — hk_call_arrays: kernels over N-D arrays with shapes, strides,
+ * broadcasting and axis reductions, on top of the flat entry points.
+ *
+ * Nothing here is generated per kernel. Every kind already exports
+ * range(args, n, begin, end, partial) over flat element indices; an array
+ * call is cut into runs of elements that are contiguous in every operand
+ * (after broadcasting and merging axes), and each run is one range() call
+ * whose pointers are shifted so that the kernel's own index i lands on the
+ * run. An operand whose run is not contiguous (a transposed, reversed or
+ * broadcast inner axis) is copied through a small buffer on the stack:
+ * gathered before the call, scattered after it for outputs (NumPy's
+ * buffered nditer does the same). So every tier — the stdlib, jit, opt and
+ * prebuilt plugins — gets arrays without new code, and the inner loops
+ * stay the vectorised ones.
+ *
+ * Reductions over axes: each output element reduces its m elements with
+ * the tree hk__reduce_blocks fixes for m (blocks reduced into partials,
+ * merged in order), whoever computes it; so results never depend on the
+ * thread count and equal a flat call on a contiguous copy of the row.
+ */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "abi.h"
+#include "cuda.h"
+#include "dispatch.h"
+#include "hk.h"
+#include "internal.h"
+#include "registry.h"
+#include "threadpool.h"
+
+/* Operands a call may have. */
+#define ARR_MAX_ARGS 64
+/* Elementwise runs: at least this many elements per task. */
+#define ARR_TASK_MIN 2048
+#define ARR_TASKS_PER_THREAD 4
+/* The stack buffer that non-contiguous runs are copied through. */
+#define ARR_SCRATCH_BYTES 32768
+
+/* ---- descriptors ------------------------------------------------------- */
+
+HK_API int hk_array_init(hk_array_t *a, void *data, hk_dtype_t dtype, int ndim,
+                         const int64_t *shape) {
+  if (!a) return HK_EINVAL;
+  memset(a, 0, sizeof *a);
+  size_t es = hk_dtype_size(dtype);
+  if (es == 0 || ndim < 0 || ndim > HK_MAX_DIMS || (ndim > 0 && !shape))
+    return HK_EINVAL;
+  int64_t count = 1;
+  for (int d = ndim - 1; d >= 0; d--) {
+    if (shape[d] < 0) return HK_EINVAL;
+    a->shape[d] = shape[d];
+    a->strides[d] = count;
+    if (shape[d] != 0 && count > INT64_MAX / shape[d]) return HK_EINVAL;
+    count *= shape[d];
+  }
+  if ((uint64_t)count > SIZE_MAX / es) return HK_EINVAL;
+  a->data = data;
+  a->dtype = dtype;
+  a->ndim = ndim;
+  a->base = data;
+  a->nbytes = (size_t)count * es;
+  return HK_OK;
+}
+
+HK_API int64_t hk_array_size(const hk_array_t *a) {
+  int64_t n = 1;
+  for (int d = 0; d < a->ndim; d++) n *= a->shape[d];
+  return n;
+}
+
+/* ---- checks ------------------------------------------------------------ */
+
+typedef struct call {
+  const hk_kernel_t *k;
+  const hk_kernel_info_t *info;
+  const hk_entry_t *e;
+  const hk_array_t *a;
+  int nargs;
+} call;
+
+static const char *pname(const call *c, int i) {
+  return c->info->params[i].name;
+}
+
+/* "(3, 4)" into buf. */
+static const char *shape_text(int nd, const int64_t *shape, char *buf,
+                              size_t len) {
+  size_t o = 0;
+  o += (size_t)snprintf(buf + o, len - o, "(");
+  for (int d = 0; d < nd && o < len; d++)
+    o += (size_t)snprintf(buf + o, len - o, d ? ", %lld" : "%lld",
+                          (long long)shape[d]);
+  if (o < len) snprintf(buf + o, len - o, nd == 1 ? ",)" : ")");
+  return buf;
+}
+
+static int fail_param(const call *c, int i, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail_param(const call *c, int i, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return hk__fail(HK_EINVAL, "%s: parameter '%s': %s", c->info->name,
+                  pname(c, i), msg);
+}
+
+/* The lowest and one past the highest byte an array's elements occupy
+ * (lo == hi for an empty array). */
+static void extent(const hk_array_t *a, uintptr_t *lo, uintptr_t *hi) {
+  size_t es = hk_dtype_size(a->dtype);
+  intptr_t min = 0, max = 0;
+  for (int d = 0; d < a->ndim; d++) {
+    if (a->shape[d] == 0) {
+      *lo = *hi = (uintptr_t)a->data;
+      return;
+    }
+    intptr_t span = (intptr_t)(a->shape[d] - 1) * (intptr_t)a->strides[d];
+    if (span < 0) min += span;
+    else max += span;
+  }
+  *lo = (uintptr_t)a->data + (uintptr_t)(min * (intptr_t)es);
+  *hi = (uintptr_t)a->data + (uintptr_t)(max * (intptr_t)es) + es;
+}
+
+/* Checks one array against its parameter: dtype, rank, lengths, strides
+ * that stay in bounds (and in the address space). */
+static int check_array(const call *c, int i) {
+  const hk_array_t *a = &c->a[i];
+  const hk_param_info_t *p = &c->info->params[i];
+  if (a->dtype != p->dtype)
+    return fail_param(c, i, "the kernel takes %s; the array is %s",
+                      hk_dtype_name(p->dtype), hk_dtype_name(a->dtype));
+  if (a->ndim < 0 || a->ndim > HK_MAX_DIMS)
+    return fail_param(c, i, "ndim %d is outside [0, %d]", a->ndim,
+                      HK_MAX_DIMS);
+  if (!a->data && hk_array_size(a) != 0)
+    return fail_param(c, i, "data is NULL");
+  int64_t count = 1, reach = 0;
+  const int64_t lim = INT64_MAX / 16;
+  for (int d = 0; d < a->ndim; d++) {
+    int64_t len = a->shape[d], st = a->strides[d];
+    if (len < 0)
+      return fail_param(c, i, "axis %d has a negative length %lld", d,
+                        (long long)len);
+    if (st > lim || st < -lim)
+      return fail_param(c, i, "axis %d has an impossible stride %lld", d,
+                        (long long)st);
+    if (len != 0 && count > lim / len)
+      return fail_param(c, i, "too many elements");
+    count *= len;
+    int64_t span = len ? (len - 1) * (st < 0 ? -st : st) : 0;
+    if (len && st && (len - 1) > lim / (st < 0 ? -st : st))
+      return fail_param(c, i, "axis %d reaches too far", d);
+    if (reach > lim - span) return fail_param(c, i, "strides reach too far");
+    reach += span;
+  }
+  if (p->role == HK_ROLE_SCALAR) {
+    if (count != 1)
+      return fail_param(c, i, "a scalar takes one value; the array has %lld",
+                        (long long)count);
+    return HK_OK;
+  }
+  if (a->nbytes && count) {
+    uintptr_t lo, hi, b = (uintptr_t)a->base;
+    extent(a, &lo, &hi);
+    if (lo < b || hi > b + a->nbytes || hi < lo)
+      return fail_param(c, i,
+                        "its strides reach outside its buffer (%zu bytes)",
+                        a->nbytes);
+  }
+  return HK_OK;
+}
+
+/* 1 when a written array's elements are all distinct addresses (axes
+ * sorted by stride, each stride beyond the reach of the smaller ones: a
+ * sufficient test). */
+static int no_self_overlap(const hk_array_t *a) {
+  int64_t len[HK_MAX_DIMS], st[HK_MAX_DIMS];
+  int nd = 0;
+  for (int d = 0; d < a->ndim; d++) {
+    if (a->shape[d] == 0) return 1;
+    if (a->shape[d] == 1) continue;
+    len[nd] = a->shape[d];
+    st[nd++] = a->strides[d] < 0 ? -a->strides[d] : a->strides[d];
+  }
+  for (int x = 1; x < nd; x++) /* insertion sort by stride */
+    for (int y = x; y > 0 && st[y] < st[y - 1]; y--) {
+      int64_t t = st[y]; st[y] = st[y - 1]; st[y - 1] = t;
+      t = len[y]; len[y] = len[y - 1]; len[y - 1] = t;
+    }
+  int64_t reach = 0;
+  for (int d = 0; d < nd; d++) {
+    if (st[d] <= reach) return 0;
+    reach += (len[d] - 1) * st[d];
+  }
+  return 1;
+}
+
+static int same_array(const hk_array_t *x, const hk_array_t *y) {
+  if (x->data != y->data || x->ndim != y->ndim || x->dtype != y->dtype)
+    return 0;
+  for (int d = 0; d < x->ndim; d++)
+    if (x->shape[d] != y->shape[d] ||
+        (x->shape[d] > 1 && x->strides[d] != y->strides[d]))
+      return 0;
+  return 1;
+}
+
+static int is_buffer(const call *c, int i) {
+  return c->info->params[i].role != HK_ROLE_SCALAR;
+}
+static int is_written(const call *c, int i) {
+  hk_role_t r = c->info->params[i].role;
+  return r == HK_ROLE_OUT || r == HK_ROLE_INOUT;
+}
+
+/* Written arrays may not overlap themselves or any other array, except an
+ * in array they equal exactly (in place; elementwise kernels only). */
+static int check_overlaps(const call *c, int allow_in_place) {
+  for (int w = 0; w < c->nargs; w++) {
+    if (!is_written(c, w)) continue;
+    const hk_array_t *wa = &c->a[w];
+    if (!no_self_overlap(wa))
+      return fail_param(c, w, "its elements overlap each other (a 0 or "
+                              "repeating stride): it cannot be written");
+    uintptr_t wlo, whi;
+    extent(wa, &wlo, &whi);
+    if (wlo == whi) continue;
+    for (int j = 0; j < c->nargs; j++) {
+      if (j == w || !is_buffer(c, j)) continue;
+      if (is_written(c, j) && j < w) continue; /* pair seen already */
+      uintptr_t lo, hi;
+      extent(&c->a[j], &lo, &hi);
+      if (lo == hi || hi <= wlo || whi <= lo) continue;
+      if (allow_in_place && !is_written(c, j) && same_array(wa, &c->a[j]))
+        continue;
+      return hk__fail(HK_EINVAL,
+                      "%s: parameter '%s' overlaps parameter '%s' in memory "
+                      "(only the very same array may be written in place)",
+                      c->info->name, pname(c, w), pname(c, j));
+    }
+  }
+  return HK_OK;
+}
+
+/* Broadcasts the shapes of the arrays of the parameters in mask (one bit
+ * per parameter) into shape; HK_EINVAL naming two parameters that do not
+ * broadcast. */
+static int broadcast(const call *c, uint64_t mask, int *nd, int64_t *shape) {
+  int D = 0, who[HK_MAX_DIMS];
+  for (int i = 0; i < c->nargs; i++)
+    if (mask >> i & 1 && c->a[i].ndim > D) D = c->a[i].ndim;
+  for (int d = 0; d < D; d++) {
+    shape[d] = 1;
+    who[d] = -1;
+  }
+  for (int i = 0; i < c->nargs; i++) {
+    if (!(mask >> i & 1)) continue;
+    const hk_array_t *a = &c->a[i];
+    for (int d = 0; d < a->ndim; d++) {
+      int o = D - a->ndim + d;
+      int64_t len = a->shape[d];
+      if (len == 1 || len == shape[o]) continue;
+      if (shape[o] == 1) {
+        shape[o] = len;
+        who[o] = i;
+        continue;
+      }
+      char s1[160], s2[160];
+      const hk_array_t *b = &c->a[who[o]];
+      return hk__fail(HK_EINVAL,
+                      "%s: shapes do not broadcast: parameter '%s' %s and "
+                      "parameter '%s' %s (axis %d: %lld vs %lld)",
+                      c->info->name, pname(c, who[o]),
+                      shape_text(b->ndim, b->shape, s1, sizeof s1),
+                      pname(c, i), shape_text(a->ndim, a->shape, s2, sizeof s2),
+                      o - D, (long long)shape[o], (long long)len);
+    }
+  }
+  *nd = D;
+  return HK_OK;
+}
+
+/* The strides of array a seen over a broadcast shape of D axes: 0 where it
+ * is broadcast. */
+static void strides_over(const hk_array_t *a, int D, const int64_t *shape,
+                         int64_t *st) {
+  for (int d = 0; d < D; d++) {
+    int s = d - (D - a->ndim);
+    st[d] = (s < 0 || (a->shape[s] == 1 && shape[d] != 1)) ? 0 : a->strides[s];
+  }
+}
+
+static int check_shape(const call *c, int i, int nd, const int64_t *shape) {
+  const hk_array_t *a = &c->a[i];
+  int ok = a->ndim == nd;
+  for (int d = 0; ok && d < nd; d++) ok = a->shape[d] == shape[d];
+  if (ok) return HK_OK;
+  char s1[160], s2[160];
+  return fail_param(c, i, "the array's shape is %s; the call needs %s",
+                    shape_text(a->ndim, a->shape, s1, sizeof s1),
+                    shape_text(nd, shape, s2, sizeof s2));
+}
+
+static int is_contiguous(const hk_array_t *a) {
+  int64_t want = 1;
+  for (int d = a->ndim - 1; d >= 0; d--) {
+    if (a->shape[d] != 1 && a->strides[d] != want) return 0;
+    want *= a->shape[d];
+  }
+  return 1;
+}
+
+/* ---- copying runs ------------------------------------------------------ */
+
+static void gather(void *dst, const unsigned char *src, int64_t st, size_t es,
+                   size_t len) {
+  switch (es) {
+#define G(T)                                                              \
+  {                                                                       \
+    T *d = dst;                                                           \
+    const T *s = (const T *)src;                                          \
+    for (size_t j = 0; j < len; j++) d[j] = s[(int64_t)j * st];           \
+    return;                                                               \
+  }
+    case 1: G(uint8_t)
+    case 2: G(uint16_t)
+    case 4: G(uint32_t)
+    case 8: G(uint64_t)
+#undef G
+    default:
+      for (size_t j = 0; j < len; j++)
+        memcpy((unsigned char *)dst + j * es, src + (int64_t)j * st * (int64_t)es,
+               es);
+  }
+}
+
+static void scatter(unsigned char *dst, int64_t st, const void *src, size_t es,
+                    size_t len) {
+  switch (es) {
+#define S(T)                                                              \
+  {                                                                       \
+    T *d = (T *)dst;                                                      \
+    const T *s = src;                                                     \
+    for (size_t j = 0; j < len; j++) d[(int64_t)j * st] = s[j];           \
+    return;                                                               \
+  }
+    case 1: S(uint8_t)
+    case 2: S(uint16_t)
+    case 4: S(uint32_t)
+    case 8: S(uint64_t)
+#undef S
+    default:
+      for (size_t j = 0; j < len; j++)
+        memcpy(dst + (int64_t)j * st * (int64_t)es,
+               (const unsigned char *)src + j * es, es);
+  }
+}
+
+/* A pointer p shifted back by `by` elements of es bytes: what a kernel
+ * indexing [by, ...) must be given to reach p. Integer arithmetic: the
+ * shifted pointer may lie outside any object; the kernel only ever adds
+ * the index back. */
+static void *shift_back(const void *p, size_t by, size_t es) {
+  return (void *)((uintptr_t)p - (uintptr_t)(by * es));
+}
+
+/* ---- iteration over merged axes ---------------------------------------- */
+
+typedef struct op {
+  unsigned char *base; /* the element at index 0 */
+  size_t es;
+  int64_t st[HK_MAX_DIMS]; /* per iteration axis, in elements */
+  int written, read;
+} op;
+
+/* Drops axes of length 1 and merges neighbours that are contiguous in
+ * every operand of mask; returns the new rank (at least 1). */
+static int merge_axes(int nd, int64_t *shape, op *ops, int nops,
+                      uint64_t mask) {
+  int m = 0;
+  for (int d = 0; d < nd; d++) {
+    if (shape[d] == 1) continue;
+    if (m > 0) {
+      int ok = 1;
+      for (int o = 0; ok && o < nops; o++)
+        if (mask >> o & 1)
+          ok = ops[o].st[m - 1] == ops[o].st[d] * shape[d];
+      if (ok) {
+        shape[m - 1] *= shape[d];
+        for (int o = 0; o < nops; o++)
+          if (mask >> o & 1) ops[o].st[m - 1] = ops[o].st[d];
+        continue;
+      }
+    }
+    shape[m] = shape[d];
+    for (int o = 0; o < nops; o++)
+      if (mask >> o & 1) ops[o].st[m] = ops[o].st[d];
+    m++;
+  }
+  if (m == 0) {
+    shape[0] = 1;
+    for (int o = 0; o < nops; o++)
+      if (mask >> o & 1) ops[o].st[0] = 0;
+    m = 1;
+  }
+  return m;
+}
+
+/* ---- elementwise ------------------------------------------------------- */
+
+typedef struct ew_plan {
+  const hk_entry_t *e;
+  int nargs;
+  int nd;
+  int64_t shape[HK_MAX_DIMS];
+  size_t n, chunk;
+  uint64_t buffers;  /* parameters that are arrays */
+  uint64_t buffered; /* ... whose inner runs are copied */
+  size_t run_max;    /* elements per copied run */
+  op ops[ARR_MAX_ARGS];
+  void *scalars[ARR_MAX_ARGS];
+} ew_plan;
+
+/* Runs flat output elements [a, b) of the plan. */
+static void ew_span(const ew_plan *P, size_t a, size_t b) {
+  int64_t idx[HK_MAX_DIMS];
+  size_t rem = a;
+  for (int d = P->nd - 1; d >= 0; d--) {
+    idx[d] = (int64_t)(rem % (size_t)P->shape[d]);
+    rem /= (size_t)P->shape[d];
+  }
+  void *args[ARR_MAX_ARGS];
+  _Alignas(64) unsigned char scratch[ARR_SCRATCH_BYTES];
+  unsigned char *buf[ARR_MAX_ARGS];
+  if (P->buffered) {
+    size_t off = 0;
+    for (int o = 0; o < P->nargs; o++)
+      if (P->buffered >> o & 1) {
+        buf[o] = scratch + off;
+        off += (P->run_max * P->ops[o].es + 63) & ~(size_t)63;
+      }
+  }
+  const int in = P->nd - 1;
+  const size_t L = (size_t)P->shape[in];
+  unsigned char *ptr[ARR_MAX_ARGS];
+  for (int o = 0; o < P->nargs; o++) args[o] = P->scalars[o];
+  while (a < b) {
+    size_t col = (size_t)idx[in];
+    size_t seg = L - col < b - a ? L - col : b - a;
+    for (int o = 0; o < P->nargs; o++) {
+      if (!(P->buffers >> o & 1)) continue;
+      const op *q = &P->ops[o];
+      int64_t off = 0;
+      for (int d = 0; d < P->nd; d++) off += idx[d] * q->st[d];
+      ptr[o] = q->base + off * (int64_t)q->es;
+    }
+    size_t step = P->buffered ? P->run_max : seg;
+    for (size_t c0 = 0; c0 < seg; c0 += step) {
+      size_t len = seg - c0 < step ? seg - c0 : step, at = a + c0;
+      for (int o = 0; o < P->nargs; o++) {
+        if (!(P->buffers >> o & 1)) continue;
+        const op *q = &P->ops[o];
+        const unsigned char *src = ptr[o] + (int64_t)c0 * q->st[in] * (int64_t)q->es;
+        if (P->buffered >> o & 1) {
+          if (q->read) gather(buf[o], src, q->st[in], q->es, len);
+          args[o] = shift_back(buf[o], at, q->es);
+        } else {
+          args[o] = shift_back(src, at, q->es);
+        }
+      }
+      P->e->range(args, P->n, at, at + len, NULL);
+      for (int o = 0; o < P->nargs; o++)
+        if ((P->buffered >> o & 1) && P->ops[o].written)
+          scatter(ptr[o] + (int64_t)c0 * P->ops[o].st[in] * (int64_t)P->ops[o].es,
+                  P->ops[o].st[in], buf[o], P->ops[o].es, len);
+    }
+    a += seg;
+    idx[in] += (int64_t)seg;
+    for (int d = in; d > 0 && idx[d] >= P->shape[d]; d--) {
+      idx[d] = 0;
+      idx[d - 1]++;
+    }
+  }
+}
+
+static void ew_task(void *ctx, size_t t) {
+  const ew_plan *P = ctx;
+  size_t a = t * P->chunk;
+  size_t b = P->n - a > P->chunk ? a + P->chunk : P->n;
+  ew_span(P, a, b);
+}
+
+static int call_elementwise(const call *c, int nd, const int64_t *shape,
+                            size_t n) {
+  ew_plan *P = malloc(sizeof *P);
+  if (!P) return hk__fail(HK_ENOMEM, "%s: out of memory", c->info->name);
+  memset(P, 0, offsetof(ew_plan, ops));
+  P->e = c->e;
+  P->nargs = c->nargs;
+  P->n = n;
+  P->nd = nd;
+  memcpy(P->shape, shape, sizeof(int64_t) * (size_t)nd);
+  for (int i = 0; i < c->nargs; i++) {
+    const hk_array_t *a = &c->a[i];
+    op *q = &P->ops[i];
+    if (!is_buffer(c, i)) {
+      P->scalars[i] = a->data;
+      continue;
+    }
+    P->buffers |= (uint64_t)1 << i;
+    P->scalars[i] = NULL;
+    q->base = a->data;
+    q->es = hk_dtype_size(a->dtype);
+    q->written = is_written(c, i);
+    q->read = c->info->params[i].role != HK_ROLE_OUT;
+    strides_over(a, nd, shape, q->st);
+  }
+  P->nd = merge_axes(nd, P->shape, P->ops, c->nargs, P->buffers);
+  size_t per_elem = 0;
+  for (int i = 0; i < c->nargs; i++)
+    if ((P->buffers >> i & 1) && P->ops[i].st[P->nd - 1] != 1) {
+      P->buffered |= (uint64_t)1 << i;
+      per_elem += P->ops[i].es;
+    }
+  if (P->buffered) {
+    /* Each copied operand's run rounded up to 64 bytes must fit. */
+    size_t nb = (size_t)__builtin_popcountll(P->buffered);
+    P->run_max = (ARR_SCRATCH_BYTES - nb * 64) / per_elem;
+    if (P->run_max > 1024) P->run_max = 1024;
+  }
+  int threads = hk__tpool_threads();
+  if (threads > 1 && n >= hk__par_min[(c->e->flags & HK_ABI_HEAVY) != 0] &&
+      n > ARR_TASK_MIN) {
+    size_t ntask = (size_t)threads * ARR_TASKS_PER_THREAD;
+    size_t chunk = (n + ntask - 1) / ntask;
+    chunk = (chunk + 63) & ~(size_t)63;
+    if (chunk < ARR_TASK_MIN) chunk = ARR_TASK_MIN;
+    P->chunk = chunk;
+    hk__tpool_run(ew_task, P, (n + chunk - 1) / chunk);
+  } else {
+    ew_span(P, 0, n);
+  }
+  free(P);
+  return HK_OK;
+}
+
+/* ---- reductions -------------------------------------------------------- */
+
+typedef struct red_plan {
+  const hk_entry_t *e;
+  int nargs;
+  uint64_t ins, outs;
+  /* kept axes (output positions) and reduced axes, merged */
+  int nk, nr;
+  int64_t kshape[HK_MAX_DIMS], rshape[HK_MAX_DIMS];
+  op kops[ARR_MAX_ARGS]; /* strides over kept axes (ins and outs) */
+  op rops[ARR_MAX_ARGS]; /* strides over reduced axes (ins) */
+  size_t npos, m, group;
+  size_t block, nblocks;
+  int contiguous; /* every in's reduced run has stride 1 */
+  void *scalars[ARR_MAX_ARGS];
+} red_plan;
+
+/* Pointers of every in operand to block [b0, b1) of the reduced elements
+ * at input offsets base[]: direct when contiguous, else gathered into buf. */
+static void red_block(const red_plan *P, unsigned char *const *base,
+                      unsigned char *const *buf, size_t b0, size_t b1,
+                      void **args) {
+  for (int o = 0; o < P->nargs; o++) {
+    if (!(P->ins >> o & 1)) continue;
+    const op *q = &P->rops[o];
+    if (P->contiguous) {
+      args[o] = shift_back(base[o], 0, q->es);
+      continue;
+    }
+    /* walk the reduced multi-index from b0, one run of the inner axis at
+     * a time */
+    int64_t idx[HK_MAX_DIMS];
+    size_t rem = b0;
+    for (int d = P->nr - 1; d >= 0; d--) {
+      idx[d] = (int64_t)(rem % (size_t)P->rshape[d]);
+      rem /= (size_t)P->rshape[d];
+    }
+    const int in = P->nr - 1;
+    size_t at = b0;
+    while (at < b1) {
+      int64_t off = 0;
+      for (int d = 0; d < P->nr; d++) off += idx[d] * q->st[d];
+      size_t seg = (size_t)(P->rshape[in] - idx[in]);
+      if (seg > b1 - at) seg = b1 - at;
+      gather(buf[o] + (at - b0) * q->es, base[o] + off * (int64_t)q->es,
+             q->st[in], q->es, seg);
+      at += seg;
+      idx[in] += (int64_t)seg;
+      for (int d = in; d > 0 && idx[d] >= P->rshape[d]; d--) {
+        idx[d] = 0;
+        idx[d - 1]++;
+      }
+    }
+    args[o] = shift_back(buf[o], b0, q->es);
+  }
+}
+
+/* Reduces the output positions [p0, p1). bufs: per in operand, room for
+ * one block (when not contiguous). */
+static void red_span(const red_plan *P, size_t p0, size_t p1,
+                     unsigned char *const *bufs) {
+  int64_t idx[HK_MAX_DIMS];
+  size_t rem = p0;
+  for (int d = P->nk - 1; d >= 0; d--) {
+    idx[d] = (int64_t)(rem % (size_t)P->kshape[d]);
+    rem /= (size_t)P->kshape[d];
+  }
+  void *args[ARR_MAX_ARGS];
+  unsigned char *base[ARR_MAX_ARGS];
+  _Alignas(32) unsigned char partials[HK_REDUCE_MAX_BLOCKS * HK_REDUCE_ACC_MAX];
+  for (int o = 0; o < P->nargs; o++) args[o] = P->scalars[o];
+  for (size_t p = p0; p < p1; p++) {
+    for (int o = 0; o < P->nargs; o++) {
+      if (!((P->ins | P->outs) >> o & 1)) continue;
+      const op *q = &P->kops[o];
+      int64_t off = 0;
+      for (int d = 0; d < P->nk; d++) off += idx[d] * q->st[d];
+      base[o] = q->base + off * (int64_t)q->es;
+      if (P->outs >> o & 1) args[o] = base[o];
+    }
+    if (P->nblocks == 1) {
+      red_block(P, base, bufs, 0, P->m, args);
+      P->e->range(args, P->m, 0, P->m, NULL);
+    } else if (P->contiguous && p1 - p0 == 1 && P->npos == 1) {
+      red_block(P, base, bufs, 0, P->m, args);
+      hk__par_reduce(P->e->range, P->e->merge, P->e->acc_size, args, P->m,
+                     P->e->flags);
+    } else {
+      for (size_t k = 0; k < P->nblocks; k++) {
+        size_t b0 = k * P->block;
+        size_t b1 = P->m - b0 > P->block ? b0 + P->block : P->m;
+        red_block(P, base, bufs, b0, b1, args);
+        P->e->range(args, P->m, b0, b1, partials + k * P->e->acc_size);
+      }
+      P->e->merge(args, P->m, partials, P->nblocks);
+    }
+    for (int d = P->nk - 1; d >= 0; d--) {
+      if (++idx[d] < P->kshape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+static int red_bufs(const red_plan *P, unsigned char **bufs, void **mem) {
+  *mem = NULL;
+  if (P->contiguous) return HK_OK;
+  size_t len = P->nblocks == 1 ? P->m : P->block, total = 0;
+  for (int o = 0; o < P->nargs; o++)
+    if (P->ins >> o & 1) total += (len * P->rops[o].es + 63) & ~(size_t)63;
+  unsigned char *m = malloc(total ? total : 1);
+  if (!m) return HK_ENOMEM;
+  size_t off = 0;
+  for (int o = 0; o < P->nargs; o++)
+    if (P->ins >> o & 1) {
+      bufs[o] = m + off;
+      off += (len * P->rops[o].es + 63) & ~(size_t)63;
+    }
+  *mem = m;
+  return HK_OK;
+}
+
+typedef struct red_job {
+  const red_plan *P;
+  _Atomic int failed;
+} red_job;
+
+static void red_task(void *ctx, size_t t) {
+  red_job *j = ctx;
+  const red_plan *P = j->P;
+  unsigned char *bufs[ARR_MAX_ARGS];
+  void *mem;
+  if (red_bufs(P, bufs, &mem) != HK_OK) {
+    atomic_store(&j->failed, 1);
+    return;
+  }
+  size_t p0 = t * P->group;
+  size_t p1 = P->npos - p0 > P->group ? p0 + P->group : P->npos;
+  red_span(P, p0, p1, bufs);
+  free(mem);
+}
+
+/* Normalises opts' axes for an input of D axes into a mask. */
+static int axes_mask(const call *c, const hk_call_opts_t *o, int D,
+                     unsigned *mask) {
+  if (!o || (!o->axes && o->naxes == 0)) {
+    *mask = D ? (1u << D) - 1 : 0;
+    return HK_OK;
+  }
+  if (o->naxes < 0 || (o->naxes > 0 && !o->axes))
+    return hk__fail(HK_EINVAL, "%s: bad axes (naxes %d)", c->info->name,
+                    o->naxes);
+  *mask = 0;
+  for (int x = 0; x < o->naxes; x++) {
+    int ax = o->axes[x], a = ax < 0 ? ax + D : ax;
+    if (a < 0 || a >= D)
+      return hk__fail(HK_EINVAL,
+                      "%s: axis %d is out of range for an input of %d "
+                      "axes (allowed: %d to %d)",
+                      c->info->name, ax, D, -D, D - 1);
+    if (*mask >> a & 1)
+      return hk__fail(HK_EINVAL, "%s: axis %d is given twice", c->info->name,
+                      ax);
+    *mask |= 1u << a;
+  }
+  return HK_OK;
+}
+
+static uint64_t role_mask(const call *c, unsigned roles) {
+  uint64_t m = 0;
+  for (int i = 0; i < c->nargs; i++)
+    if (roles >> c->info->params[i].role & 1) m |= (uint64_t)1 << i;
+  return m;
+}
+
+#define BIT(r) (1u << (r))
+
+/* The input shape and reduced-axes mask, and the outputs' shape. */
+static int red_shapes(const call *c, const hk_call_opts_t *o, int *D,
+                      int64_t *ishape, unsigned *rmask, int *ond,
+                      int64_t *oshape) {
+  int rc = broadcast(c, role_mask(c, BIT(HK_ROLE_IN)), D, ishape);
+  if (rc) return rc;
+  if ((rc = axes_mask(c, o, *D, rmask))) return rc;
+  int keep = o && o->keepdims;
+  *ond = 0;
+  for (int d = 0; d < *D; d++)
+    if (!(*rmask >> d & 1)) oshape[(*ond)++] = ishape[d];
+    else if (keep) oshape[(*ond)++] = 1;
+  return HK_OK;
+}
+
+static int call_reduction(const call *c, const hk_call_opts_t *o) {
+  int D, ond;
+  int64_t ishape[HK_MAX_DIMS], oshape[HK_MAX_DIMS];
+  unsigned rmask;
+  int rc = red_shapes(c, o, &D, ishape, &rmask, &ond, oshape);
+  if (rc) return rc;
+  uint64_t ins = role_mask(c, BIT(HK_ROLE_IN));
+  uint64_t outs = role_mask(c, BIT(HK_ROLE_OUT) | BIT(HK_ROLE_INOUT));
+  for (int i = 0; i < c->nargs; i++)
+    if (outs >> i & 1 && (rc = check_shape(c, i, ond, oshape))) return rc;
+  if ((rc = check_overlaps(c, 0))) return rc;
+
+  red_plan *P = calloc(1, sizeof *P);
+  if (!P) return hk__fail(HK_ENOMEM, "%s: out of memory", c->info->name);
+  P->e = c->e;
+  P->nargs = c->nargs;
+  P->ins = ins;
+  P->outs = outs;
+  int keep = o && o->keepdims;
+  size_t m = 1, npos = 1;
+  for (int d = 0; d < D; d++) {
+    if (rmask >> d & 1) {
+      P->rshape[P->nr++] = ishape[d];
+      m *= (size_t)ishape[d];
+    } else {
+      P->kshape[P->nk++] = ishape[d];
+      npos *= (size_t)ishape[d];
+    }
+  }
+  for (int i = 0; i < c->nargs; i++) {
+    const hk_array_t *a = &c->a[i];
+    if (!is_buffer(c, i)) {
+      P->scalars[i] = a->data;
+      continue;
+    }
+    op *kq = &P->kops[i], *rq = &P->rops[i];
+    kq->base = rq->base = a->data;
+    kq->es = rq->es = hk_dtype_size(a->dtype);
+    if (ins >> i & 1) {
+      int64_t st[HK_MAX_DIMS];
+      strides_over(a, D, ishape, st);
+      int nk = 0, nr = 0;
+      for (int d = 0; d < D; d++)
+        if (rmask >> d & 1) rq->st[nr++] = st[d];
+        else kq->st[nk++] = st[d];
+    } else { /* an output: its axes are the kept ones (and 1s) */
+      int nk = 0, od = 0;
+      for (int d = 0; d < D; d++) {
+        if (!(rmask >> d & 1)) kq->st[nk++] = a->strides[od++];
+        else if (keep) od++;
+      }
+    }
+  }
+  P->nk = merge_axes(P->nk, P->kshape, P->kops, c->nargs, ins | outs);
+  P->nr = merge_axes(P->nr, P->rshape, P->rops, c->nargs, ins);
+  P->npos = npos;
+  P->m = m;
+  P->nblocks = hk__reduce_blocks(m, &P->block);
+  P->contiguous = 1;
+  for (int i = 0; i < c->nargs; i++)
+    if (ins >> i & 1 && P->nr == 1 && P->rops[i].st[0] != 1 && m > 1)
+      P->contiguous = 0;
+  if (P->nr > 1) P->contiguous = 0;
+  if (npos == 0) {
+    free(P);
+    return HK_OK;
+  }
+  int threads = hk__tpool_threads();
+  size_t total = npos * (m ? m : 1);
+  red_job job = {P, 0};
+  if (npos > 1 && threads > 1 &&
+      total >= hk__par_min[(c->e->flags & HK_ABI_HEAVY) != 0]) {
+    size_t ntask = (size_t)threads * ARR_TASKS_PER_THREAD;
+    size_t group = (npos + ntask - 1) / ntask;
+    size_t minp = ARR_TASK_MIN / (m ? m : 1);
+    if (group < minp) group = minp;
+    if (group < 1) group = 1;
+    P->group = group;
+    hk__tpool_run(red_task, &job, (npos + group - 1) / group);
+  } else {
+    P->group = npos;
+    red_task(&job, 0);
+  }
+  free(P);
+  if (atomic_load(&job.failed))
+    return hk__fail(HK_ENOMEM, "%s: out of memory", c->info->name);
+  return HK_OK;
+}
+
+/* ---- the call ---------------------------------------------------------- */
+
+/* Kinds that take contiguous arrays as hk_call would (raw): n is the first
+ * in/inout buffer's size, and every buffer must hold what lens says. */
+static int call_flat(const call *c, const hk_call_opts_t *o, void **ptrs) {
+  size_t n = 0;
+  int have = 0;
+  for (int i = 0; i < c->nargs; i++) {
+    if (!is_buffer(c, i)) continue;
+    if (!is_contiguous(&c->a[i]))
+      return fail_param(c, i, "%s kernels take contiguous (C order) arrays "
+                              "only",
+                        hk_kind_name(c->info->kind));
+    if (!have && c->info->params[i].role != HK_ROLE_OUT) {
+      n = (size_t)hk_array_size(&c->a[i]);
+      have = 1;
+    }
+  }
+  int64_t lens[ARR_MAX_ARGS];
+  int rc = hk_kernel_lens(c->k, n, ptrs, lens);
+  if (rc) return rc;
+  for (int i = 0; i < c->nargs; i++)
+    if (is_buffer(c, i) && hk_array_size(&c->a[i]) != lens[i])
+      return fail_param(c, i, "the array has %lld elements; the kernel "
+                              "needs %lld for n = %zu",
+                        (long long)hk_array_size(&c->a[i]),
+                        (long long)lens[i], n);
+  if ((rc = check_overlaps(c, 0))) return rc;
+  return hk_call_on(c->k, o ? o->backend : HK_BACKEND_AUTO, n, ptrs);
+}
+
+static int on_gpu(const call *c, const hk_call_opts_t *o) {
+  if (o && o->backend == HK_BACKEND_CUDA) return 1;
+  if (o && o->backend == HK_BACKEND_CPU) return 0;
+  if (!atomic_load_explicit(&hk__cuda_started, memory_order_relaxed)) return 0;
+  for (int i = 0; i < c->nargs; i++)
+    if (is_buffer(c, i) && hk_mem_where(c->a[i].data) == HK_MEM_DEVICE)
+      return 1;
+  return 0;
+}
+
+static int setup(call *c, const hk_kernel_t *k, const hk_array_t *args) {
+  if (!k || !args) return hk__fail(HK_EINVAL, "hk_call_arrays: NULL argument");
+  const hk_impl_t *im = atomic_load_explicit(&k->impl, memory_order_acquire);
+  c->k = k;
+  c->info = atomic_load(&k->info);
+  c->e = im ? &im->e : NULL;
+  c->a = args;
+  c->nargs = c->info->nparams;
+  if (c->nargs > ARR_MAX_ARGS)
+    return hk__fail(HK_EUNSUPPORTED, "%s: more than %d parameters",
+                    c->info->name, ARR_MAX_ARGS);
+  for (int i = 0; i < c->nargs; i++) {
+    int rc = check_array(c, i);
+    if (rc) return rc;
+  }
+  return HK_OK;
+}
+
+HK_API int hk_call_arrays(const hk_kernel_t *k, const hk_array_t *args,
+                          const hk_call_opts_t *opts) {
+  call c;
+  int rc = setup(&c, k, args);
+  if (rc) return rc;
+  void *ptrs[ARR_MAX_ARGS];
+  for (int i = 0; i < c.nargs; i++) ptrs[i] = args[i].data;
+  hk_kind_t kind = c.info->kind;
+  hk_backend_t backend = opts ? opts->backend : HK_BACKEND_AUTO;
+
+  if (kind == HK_KIND_RAW) return call_flat(&c, opts, ptrs);
+
+  /* The fast path: every buffer contiguous and of one shape (and, for a
+   * reduction, every axis reduced): one flat call. */
+  int fast = 1, first = -1;
+  for (int i = 0; fast && i < c.nargs; i++) {
+    if (!is_buffer(&c, i)) continue;
+    const hk_array_t *a = &args[i];
+    if (kind == HK_KIND_REDUCTION && is_written(&c, i)) continue;
+    if (first < 0) first = i;
+    fast = is_contiguous(a) && a->ndim == args[first].ndim &&
+           !memcmp(a->shape, args[first].shape,
+                   sizeof(int64_t) * (size_t)a->ndim);
+  }
+  if (kind == HK_KIND_REDUCTION && opts && opts->axes && first >= 0) {
+    unsigned mask;
+    if ((rc = axes_mask(&c, opts, args[first].ndim, &mask))) return rc;
+    fast = fast && mask == (args[first].ndim ? (1u << args[first].ndim) - 1
+                                             : 0u);
+  }
+  if (kind == HK_KIND_REDUCTION && fast) {
+    int D, ond;
+    int64_t ishape[HK_MAX_DIMS], oshape[HK_MAX_DIMS];
+    unsigned rmask;
+    if ((rc = red_shapes(&c, opts, &D, ishape, &rmask, &ond, oshape)))
+      return rc;
+    for (int i = 0; i < c.nargs; i++)
+      if (is_written(&c, i) && (rc = check_shape(&c, i, ond, oshape)))
+        return rc;
+  }
+  if (fast && first >= 0) {
+    if (kind == HK_KIND_ELEMENTWISE)
+      for (int i = 0; i < c.nargs; i++)
+        if (is_buffer(&c, i) && (rc = check_shape(&c, i, args[first].ndim,
+                                                   args[first].shape)))
+          return rc;
+    if ((rc = check_overlaps(&c, kind == HK_KIND_ELEMENTWISE))) return rc;
+    return hk_call_on(k, backend, (size_t)hk_array_size(&args[first]), ptrs);
+  }
+  if (on_gpu(&c, opts))
+    return hk__fail(HK_EUNSUPPORTED,
+                    "%s: on the GPU, arrays must be contiguous and of one "
+                    "shape (strided, broadcast and axis calls run on the "
+                    "CPU only, for now)",
+                    c.info->name);
+  if (!c.e) return hk__call_failure(k);
+  if (kind == HK_KIND_REDUCTION) return call_reduction(&c, opts);
+
+  /* elementwise */
+  int nd;
+  int64_t shape[HK_MAX_DIMS];
+  /* the shape comes from what is read; a kernel that only writes (fill)
+   * takes its outputs' */
+  uint64_t from = role_mask(&c, BIT(HK_ROLE_IN) | BIT(HK_ROLE_INOUT));
+  if (!from) from = role_mask(&c, BIT(HK_ROLE_OUT));
+  if ((rc = broadcast(&c, from, &nd, shape))) return rc;
+  size_t n = 1;
+  for (int d = 0; d < nd; d++) n *= (size_t)shape[d];
+  for (int i = 0; i < c.nargs; i++)
+    if (is_written(&c, i) && (rc = check_shape(&c, i, nd, shape))) return rc;
+  if ((rc = check_overlaps(&c, 1))) return rc;
+  if (n == 0) return HK_OK;
+  return call_elementwise(&c, nd, shape, n);
+}
+
+HK_API int hk_call_out_shape(const hk_kernel_t *k, const hk_array_t *args,
+                             const hk_call_opts_t *opts, int param, int *ndim,
+                             int64_t *shape) {
+  call c;
+  if (!k || !args || !ndim || !shape)
+    return hk__fail(HK_EINVAL, "hk_call_out_shape: NULL argument");
+  c.k = k;
+  c.info = atomic_load(&k->info);
+  c.a = args;
+  c.nargs = c.info->nparams;
+  c.e = NULL;
+  if (param < 0 || param >= c.nargs || !is_written(&c, param))
+    return hk__fail(HK_EINVAL, "%s: parameter %d is not an out or inout",
+                    c.info->name, param);
+  if (c.nargs > ARR_MAX_ARGS)
+    return hk__fail(HK_EUNSUPPORTED, "%s: more than %d parameters",
+                    c.info->name, ARR_MAX_ARGS);
+  for (int i = 0; i < c.nargs; i++) {
+    if (is_written(&c, i)) continue;
+    int rc = check_array(&c, i);
+    if (rc) return rc;
+  }
+  switch (c.info->kind) {
+    case HK_KIND_REDUCTION: {
+      int D;
+      int64_t ishape[HK_MAX_DIMS];
+      unsigned rmask;
+      return red_shapes(&c, opts, &D, ishape, &rmask, ndim, shape);
+    }
+    case HK_KIND_ELEMENTWISE:
+      return broadcast(&c, role_mask(&c, BIT(HK_ROLE_IN) | BIT(HK_ROLE_INOUT)),
+                       ndim, shape);
+    default: {
+      /* raw: the len of the parameter for n = the first in's size */
+      size_t n = 0;
+      void *ptrs[ARR_MAX_ARGS];
+      for (int i = 0; i < c.nargs; i++) {
+        ptrs[i] = args[i].data;
+        if (!n && c.info->params[i].role == HK_ROLE_IN)
+          n = (size_t)hk_array_size(&args[i]);
+      }
+      int64_t lens[ARR_MAX_ARGS];
+      int rc = hk_kernel_lens(k, n, ptrs, lens);
+      if (rc) return rc;
+      *ndim = 1;
+      shape[0] = lens[param];
+      return HK_OK;
+    }
+  }
+}
+
+/* ---- dispatch by dtype ------------------------------------------------- */
+
+typedef struct select_ctx {
+  const char *name;
+  size_t len;
+  const hk_array_t *args;
+  int nargs;
+  hk_kernel_t *hit;
+  int ncand;
+  const hk_kernel_info_t *cand[64];
+  char cands[512];
+} select_ctx;
+
+/* 1 when s is "TYPE" or "TYPE_TYPE..." of dtype names. */
+static int is_type_suffix(const char *s) {
+  while (*s) {
+    const char *u = strchr(s, '_');
+    size_t l = u ? (size_t)(u - s) : strlen(s);
+    char t[16];
+    if (l == 0 || l >= sizeof t) return 0;
+    memcpy(t, s, l);
+    t[l] = 0;
+    if (hk_dtype_from_name(t) == HK_DTYPE_INVALID) return 0;
+    s += l + (u != NULL);
+    if (u && !*s) return 0;
+  }
+  return 1;
+}
+
+static int select_fn(hk_kernel_t *k, void *user) {
+  select_ctx *s = user;
+  const hk_kernel_info_t *in = hk_kernel_info(k);
+  if (strncmp(in->name, s->name, s->len) || in->name[s->len] != '_' ||
+      !is_type_suffix(in->name + s->len + 1))
+    return 0;
+  size_t used = strlen(s->cands);
+  if (used + strlen(in->name) + 3 < sizeof s->cands)
+    snprintf(s->cands + used, sizeof s->cands - used, "%s%s",
+             s->ncand ? ", " : "", in->name);
+  if (s->ncand < 64) s->cand[s->ncand] = in;
+  s->ncand++;
+  if (in->nparams != s->nargs) return 0;
+  for (int i = 0; i < in->nparams; i++)
+    if (in->params[i].dtype != s->args[i].dtype) return 0;
+  if (!s->hit) s->hit = k;
+  return 0;
+}
+
+HK_API int hk_kernel_select(hk_context_t *ctx, const char *name,
+                            const hk_array_t *args, int nargs,
+                            hk_kernel_t **out) {
+  if (!ctx || !name || !out || (nargs > 0 && !args))
+    return hk__fail(HK_EINVAL, "hk_kernel_select: NULL argument");
+  *out = NULL;
+  hk_kernel_t *k;
+  if (hk_kernel_find(ctx, name, &k) == HK_OK) {
+    const hk_kernel_info_t *in = hk_kernel_info(k);
+    if (in->nparams != nargs)
+      return hk__fail(HK_EINVAL, "%s takes %d parameters; %d arrays given",
+                      name, in->nparams, nargs);
+    for (int i = 0; i < nargs; i++)
+      if (in->params[i].dtype != args[i].dtype)
+        return hk__fail(HK_EINVAL,
+                        "%s: parameter '%s' is %s; the array is %s", name,
+                        in->params[i].name, hk_dtype_name(in->params[i].dtype),
+                        hk_dtype_name(args[i].dtype));
+    *out = k;
+    return HK_OK;
+  }
+  select_ctx s = {.name = name, .len = strlen(name), .args = args, .nargs = nargs};
+  hk_kernel_foreach(ctx, select_fn, &s);
+  if (s.hit) {
+    *out = s.hit;
+    return HK_OK;
+  }
+  if (s.ncand == 0)
+    return hk__fail(HK_ENOTFOUND, "no kernel named %s (nor %s_TYPE)", name,
+                    name);
+  /* name the first parameter whose dtype no instance takes there */
+  int nc = s.ncand < 64 ? s.ncand : 64;
+  const hk_kernel_info_t *like = NULL;
+  for (int j = 0; j < nc && !like; j++)
+    if (s.cand[j]->nparams == nargs) like = s.cand[j];
+  if (!like)
+    return hk__fail(HK_EINVAL, "%s takes %d parameters; %d arrays given",
+                    name, s.cand[0]->nparams, nargs);
+  for (int i = 0; i < nargs; i++) {
+    char there[256] = "";
+    int any = 0;
+    for (int j = 0; j < nc; j++) {
+      const hk_kernel_info_t *in = s.cand[j];
+      if (in->nparams != nargs) continue;
+      if (in->params[i].dtype == args[i].dtype) {
+        any = 1;
+        break;
+      }
+      const char *t = hk_dtype_name(in->params[i].dtype);
+      if (!strstr(there, t)) {
+        size_t o = strlen(there);
+        snprintf(there + o, sizeof there - o, "%s%s", o ? ", " : "", t);
+      }
+    }
+    if (!any && there[0])
+      return hk__fail(HK_EINVAL,
+                      "%s: parameter '%s' is %s here; its instances take %s "
+                      "(instances: %s)",
+                      name, like->params[i].name,
+                      hk_dtype_name(args[i].dtype), there, s.cands);
+  }
+  char types[256] = "";
+  for (int i = 0; i < nargs; i++) {
+    size_t o = strlen(types);
+    snprintf(types + o, sizeof types - o, "%s%s", i ? ", " : "",
+             hk_dtype_name(args[i].dtype));
+  }
+  return hk__fail(HK_EINVAL,
+                  "%s: no instance takes the dtypes (%s) together (instances: "
+                  "%s); arrays are never converted: give every parameter a "
+                  "dtype one instance takes",
+                  name, types, s.cands);
+}
