@@ -199,6 +199,19 @@ HK_INTERNAL int hk__call_cpu(const hk_kernel_t *k, size_t n, void *const *args);
  * (k is not a rows kernel), or hk__call_failure's codes. */
 HK_INTERNAL int hk__call_rows_cpu(const hk_kernel_t *k, size_t rows, size_t n,
                                   void *const *args);
+/* ---- arrays_rows.c ---- */
+/* The most parameters an array call takes (arrays.c's ARR_MAX_ARGS). */
+#define HK__ARRAYS_MAX_ARGS 64
+/* hk_call_arrays on rows kernel k (its arrays already checked one by one
+ * against their parameters, as arrays.c's setup does): the last axis is
+ * the row (hk.h). HK_OK, HK_EINVAL (shapes, overlaps, axes given),
+ * HK_ENOMEM, or the rows call's errors. */
+HK_INTERNAL int hk__arrays_rows(const hk_kernel_t *k, const hk_array_t *a,
+                                const hk_call_opts_t *opts);
+/* hk_call_out_shape for rows kernel k's written parameter param. */
+HK_INTERNAL int hk__arrays_rows_shape(const hk_kernel_t *k,
+                                      const hk_array_t *a, int param,
+                                      int *ndim, int64_t *shape);
 /* Why k has no CPU implementation (unloaded, stale, no cpu target). */
 HK_INTERNAL int hk__call_failure(const hk_kernel_t *k);
 
