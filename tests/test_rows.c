@@ -326,6 +326,98 @@ static void test_info(hk_context_t *ctx) {
   CHECK_INT_EQ(hk__call_rows_cpu(k, 2, 3, args), HK_EINVAL);
 }
 
+/* ---- The array call ------------------------------------------------------------ */
+
+/* layernorm_f32 through hk_call_arrays on a (3, 5, 40) array and on its
+ * transposed view (strides, not C order): the typed function's bits on the
+ * contiguous data; mean and rstd as (3, 5) and as (3, 5, 1); the shapes
+ * hk_call_out_shape gives; and the shape errors. */
+static void test_arrays(hk_context_t *ctx) {
+  enum { A = 3, B = 5, C = 40, R = A * B };
+  static float x[R * C], xt[C * R], w[C], b[C], y[R * C], mean[R], rstd[R];
+  static float ty[R * C], tmean[R], trstd[R];
+  for (int i = 0; i < R * C; i++) x[i] = (float)uniform(-3, 3);
+  for (int j = 0; j < C; j++) w[j] = (float)uniform(0.5, 1.5), b[j] = (float)uniform(-1, 1);
+  /* xt holds x transposed (C, R): the view with strides (B, 1, R) over it
+   * is x again */
+  for (int r = 0; r < R; r++)
+    for (int j = 0; j < C; j++) xt[j * R + r] = x[r * C + j];
+  hk_layernorm_f32(x, w, b, ty, tmean, trstd, 1e-5f, R, C);
+
+  hk_kernel_t *k;
+  CHECK_INT_EQ(hk_kernel_find(ctx, "layernorm_f32", &k), HK_OK);
+  float eps = 1e-5f;
+  hk_array_t a[7];
+  const int64_t s3[] = {A, B, C}, s2[] = {A, B}, s21[] = {A, B, 1}, s1[] = {C};
+  hk_array_init(&a[0], x, HK_F32, 3, s3);
+  hk_array_init(&a[1], w, HK_F32, 1, s1);
+  hk_array_init(&a[2], b, HK_F32, 1, s1);
+  hk_array_init(&a[3], y, HK_F32, 3, s3);
+  hk_array_init(&a[4], mean, HK_F32, 2, s2);
+  hk_array_init(&a[5], rstd, HK_F32, 3, s21);
+  hk_array_init(&a[6], &eps, HK_F32, 0, NULL);
+  for (int view = 0; view < 2; view++) {
+    if (view) { /* x as a transposed view of xt */
+      a[0].data = xt;
+      a[0].base = xt;
+      a[0].strides[0] = B, a[0].strides[1] = 1, a[0].strides[2] = R;
+    }
+    memset(y, 0, sizeof y), memset(mean, 0, sizeof mean),
+        memset(rstd, 0, sizeof rstd);
+    int rc = hk_call_arrays(k, a, NULL);
+    CHECK_MSG(rc == HK_OK, "layernorm_f32 arrays (view %d): %s", view,
+              hk_last_error());
+    CHECK_MSG(!memcmp(y, ty, sizeof y) && !memcmp(mean, tmean, sizeof mean) &&
+                  !memcmp(rstd, trstd, sizeof rstd),
+              "layernorm_f32 arrays (view %d): not the typed function's bits",
+              view);
+  }
+  int nd;
+  int64_t shape[HK_MAX_DIMS];
+  CHECK_INT_EQ(hk_call_out_shape(k, a, NULL, 3, &nd, shape), HK_OK);
+  CHECK(nd == 3 && shape[0] == A && shape[1] == B && shape[2] == C);
+  CHECK_INT_EQ(hk_call_out_shape(k, a, NULL, 4, &nd, shape), HK_OK);
+  CHECK(nd == 2 && shape[0] == A && shape[1] == B);
+  /* errors: a weight of the wrong length, a mean of the wrong shape, axes */
+  hk_array_init(&a[0], x, HK_F32, 3, s3);
+  const int64_t bad1[] = {C - 1}, bad2[] = {B, A};
+  hk_array_t keep = a[1];
+  hk_array_init(&a[1], w, HK_F32, 1, bad1);
+  CHECK_INT_EQ(hk_call_arrays(k, a, NULL), HK_EINVAL);
+  CHECK_MSG(strstr(hk_last_error(), "parameter 'weight': the array's shape is "
+                                    "(39,); with parameter 'x' of shape (3, "
+                                    "5, 40) (rows of 40) it must be (40,)"),
+            "%s", hk_last_error());
+  a[1] = keep;
+  hk_array_init(&a[4], mean, HK_F32, 2, bad2);
+  CHECK_INT_EQ(hk_call_arrays(k, a, NULL), HK_EINVAL);
+  CHECK_MSG(strstr(hk_last_error(), "parameter 'mean': the array's shape is "
+                                    "(5, 3); with parameter 'x' of shape (3, "
+                                    "5, 40) (rows of 40) it must be (3, 5) or "
+                                    "(3, 5, 1)"),
+            "%s", hk_last_error());
+  hk_array_init(&a[4], mean, HK_F32, 2, s2);
+  hk_call_opts_t axes = {.axes = (int[]){0}, .naxes = 1};
+  CHECK_INT_EQ(hk_call_arrays(k, a, &axes), HK_EINVAL);
+  /* y may not overlap x unless it is x */
+  hk_array_t yx = a[0];
+  yx.data = x + 1;
+  yx.nbytes = 0; /* no bounds: the overlap is what is checked */
+  a[3] = yx;
+  CHECK_INT_EQ(hk_call_arrays(k, a, NULL), HK_EINVAL);
+  CHECK_MSG(strstr(hk_last_error(), "parameter 'y' overlaps parameter 'x'"),
+            "%s", hk_last_error());
+  /* softmax in place over a 3-D array: the typed function's bits */
+  CHECK_INT_EQ(hk_kernel_find(ctx, "softmax_f32", &k), HK_OK);
+  memcpy(y, x, sizeof y);
+  hk_softmax_f32(x, ty, R, C);
+  hk_array_t sa[2];
+  hk_array_init(&sa[0], y, HK_F32, 3, s3);
+  sa[1] = sa[0];
+  CHECK_INT_EQ(hk_call_arrays(k, sa, NULL), HK_OK);
+  CHECK_MSG(!memcmp(y, ty, sizeof y), "softmax_f32 in place, arrays");
+}
+
 /* ---- Plugins ------------------------------------------------------------------- */
 
 /* Exact results (small integers): y[i] = x[i] * s + c[i] + row + k, and
@@ -542,6 +634,7 @@ int main(void) {
                        shapes[s][1]);
   test_empty();
   test_info(ctx);
+  test_arrays(ctx);
   hk_context_destroy(ctx);
   test_plugins_tier(HK_TIER_JIT);
   test_plugins_tier(HK_TIER_OPT);
