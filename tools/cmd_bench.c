@@ -18,6 +18,7 @@
 #define BENCH_OPTIONS(X)                                                 \
   X("help", 'h', NULL)                                                   \
   X("quick", 0, NULL)                                                    \
+  X("arrays", 0, NULL)                                                   \
   X("json", 0, "a value")                                                \
   X("plot", 0, "a value")                                                \
   X("no-numpy", 0, NULL)                                                 \
@@ -34,9 +35,10 @@ static const hk_cli_opt options[] = {BENCH_OPTIONS(AS_OPT)};
 static const char *const spelling[] = {BENCH_OPTIONS(AS_SPELLING)};
 
 int hk_cmd_bench(int argc, char **argv) {
-  /* hk-bench --hk SELF, then each option as --NAME [VALUE] */
+  /* hk-bench --hk SELF, then each option as --NAME [VALUE]; --arrays runs
+   * hk-bench-arrays instead (bench/arrays_bench.c) */
   char **args = calloc(2 * (size_t)argc + 4, sizeof *args);
-  int nargs = 3;
+  int nargs = 3, arrays = 0;
   if (!args) return hk_cli_internal("bench", "out of memory");
   hk_cli_parser p;
   hk_cli_parser_init(&p, "bench", NULL, options,
@@ -46,6 +48,10 @@ int hk_cmd_bench(int argc, char **argv) {
       free(args);
       if (c == HK_CLI_EXIT) return p.status;
       return hk_cli_usage("bench", "unexpected argument '%s'", p.value);
+    }
+    if (!strcmp(spelling[c], "--arrays")) {
+      arrays = 1;
+      continue;
     }
     args[nargs++] = (char *)spelling[c];
     if (p.value) args[nargs++] = (char *)p.value;
@@ -59,7 +65,8 @@ int hk_cmd_bench(int argc, char **argv) {
   self[n] = '\0';
   char prog[PATH_MAX + 16];
   char *slash = strrchr(self, '/');
-  snprintf(prog, sizeof prog, "%.*s/hk-bench", (int)(slash - self), self);
+  snprintf(prog, sizeof prog, "%.*s/hk-bench%s", (int)(slash - self), self,
+           arrays ? "-arrays" : "");
   if (access(prog, X_OK) != 0) {
     free(args);
     return hk_cli_internal(

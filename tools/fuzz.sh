@@ -1,6 +1,7 @@
 #!/bin/sh
 # fuzz.sh TARGET SECONDS — fuzz one libFuzzer target of tests/fuzz (kernel,
-# npy, elf, body, or all of them one after the other) for SECONDS each.
+# npy, elf, body, arrays, or all of them one after the other) for SECONDS
+# each.
 #
 # Configures and builds a clang build tree with HK_FUZZ=ON (build-fuzz/,
 # AddressSanitizer + UBSan + libFuzzer's coverage), copies the target's
@@ -21,16 +22,16 @@ if [ "${1:-}" = smoke ]; then
   set -- smoke 0
 fi
 if [ $# -lt 2 ]; then
-  echo "usage: tools/fuzz.sh kernel|npy|elf|body|all SECONDS [LIBFUZZER-ARGS...]" >&2
+  echo "usage: tools/fuzz.sh kernel|npy|elf|body|arrays|all SECONDS [LIBFUZZER-ARGS...]" >&2
   exit 2
 fi
 target=$1
 secs=$2
 shift 2
 case $target in
-  all|smoke) targets="kernel npy elf body" ;;
-  kernel|npy|elf|body) targets=$target ;;
-  *) echo "fuzz.sh: unknown target '$target' (kernel, npy, elf, body, all)" >&2; exit 2 ;;
+  all|smoke) targets="kernel npy elf body arrays" ;;
+  kernel|npy|elf|body|arrays) targets=$target ;;
+  *) echo "fuzz.sh: unknown target '$target' (kernel, npy, elf, body, arrays, all)" >&2; exit 2 ;;
 esac
 skip=1
 [ "$target" = smoke ] && skip=77
