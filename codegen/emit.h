@@ -162,7 +162,12 @@ typedef struct hkc_emitter {
   int banner_names_file; /* each instance's banner names its kernel file */
   hkc_kind_fn elementwise, reduction, raw;
   hkc_kind_fn every; /* after the kind's code, for every instance; or NULL */
+  hkc_kind_fn rows;  /* rows kernels (emit_rows.c) */
 } hkc_emitter;
+/* The code of a rows instance, in C and in CUDA C (emit_rows.c). */
+void hkc_emit_rows_c(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode);
+void hkc_emit_rows_cuda(hku_buf *o, const hkc_instance *in,
+                        hkc_emit_mode mode);
 /* Appends, for each instance with e's target, a banner comment and e's
  * code for it. */
 void hkc_emit_instances(hkc_file *const *files, int nfiles,

@@ -15,6 +15,7 @@
  *                accumulator (reduce.c) takes the same path, its identity,
  *                map and combine as functions over the struct.
  *   raw          the author's body as the body of a static function.
+ *   rows         emit_rows.c: the body as a function of one row.
  * Integer overflow wraps and floating point is not contracted: generated
  * code is built with -fwrapv -ffp-contract=off everywhere (tcc behaves so),
  * so jit, opt and stdlib results agree.
@@ -72,7 +73,9 @@ static void put_args_call(hku_buf *o, const hkc_instance *in, unsigned skip_out)
 void hkc_emit_typed_proto(const hkc_instance *in, hku_buf *o) {
   hku_buf_printf(o, "HK_API void hk_%s(", in->name);
   hkc_put_params(o, in, "", 0, 0);
-  hku_buf_put(o, "size_t n)");
+  /* rows kernels: the row count, then the row length */
+  hku_buf_put(o, in->k->kind == HK_KIND_ROWS ? "size_t rows, size_t n)"
+                                              : "size_t n)");
 }
 
 /* The typed public function's declaration, then the head of its
@@ -482,6 +485,8 @@ static void emit_lens(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
       hku_buf_put(o, "-1;\n");
     else if (k->kind == HK_KIND_REDUCTION && hkc_is_result(p))
       hku_buf_put(o, "1;\n");
+    else if (k->kind == HK_KIND_ROWS && p->row == HK_ROW_ONE)
+      hku_buf_put(o, "1;\n"); /* one row's lens: one element */
     else if (p->len.text) {
       /* checked: overflow, division by zero or a negative count fail */
       int rc = hkc_emit_len(&p->len, in, o);
@@ -526,7 +531,10 @@ static void put_param_table(hku_buf *o, const hkc_file *f,
     }
     hku_buf_put(o, ", ");
     hkc_emit_c_string(o, pp->doc ? pp->doc : "");
-    hku_buf_put(o, "},\n");
+    hku_buf_printf(o, ", HK_ROW_%s},\n",
+                   pp->row == HK_ROW_ONE      ? "ONE"
+                   : pp->row == HK_ROW_SHARED ? "SHARED"
+                                              : "FULL");
   }
   hku_buf_put(o, "};\n");
 }
@@ -541,6 +549,7 @@ static void put_table_entry(hku_buf *o, const hkc_file *f,
   hku_buf_printf(o, ", HK_KIND_%s, %uu, %d, hk_params__%s, \"stdlib\", ",
                  k->kind == HK_KIND_ELEMENTWISE ? "ELEMENTWISE"
                  : k->kind == HK_KIND_REDUCTION ? "REDUCTION"
+                 : k->kind == HK_KIND_ROWS      ? "ROWS"
                                                 : "RAW",
                  k->targets, k->nparams, nm);
   hkc_emit_c_string(o, f->path);
@@ -563,8 +572,10 @@ static void emit_table(hku_buf *o, hkc_file *const *files, int nfiles) {
   hku_buf_printf(o, "};\n\nconst size_t hk__stdlib_count = %zu;\n", count);
 }
 
-static const hkc_emitter c_emitter = {HK_TARGET_CPU, 1, emit_elementwise,
-                                      emit_reduction, emit_raw, emit_lens};
+static const hkc_emitter c_emitter = {HK_TARGET_CPU,  1,
+                                      emit_elementwise, emit_reduction,
+                                      emit_raw,       emit_lens,
+                                      hkc_emit_rows_c};
 
 int hkc_emit_c_mapped(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
                       hku_buf *o, hkc_linemap *map) {
@@ -624,7 +635,8 @@ int hkc_emit_stdlib_header(hkc_file *const *files, int nfiles, hku_buf *o) {
               " from the kernel files in stdlib_kernels/; do not edit.\n"
               " * Include <hk.h>, which includes this header. Each function\n"
               " * takes its kernel's parameters in order (buffers as pointers,\n"
-              " * scalars by value), then the element count n. */\n"
+              " * scalars by value), then the element count n; a rows\n"
+              " * kernel's takes the row count, then the row length n. */\n"
               "#ifndef HK_STDLIB_H\n#define HK_STDLIB_H\n\n"
               "#include \"hk.h\"\n\n"
               "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");

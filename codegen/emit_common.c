@@ -399,6 +399,8 @@ static void emit_one(hku_buf *o, const hkc_file *f, const hkc_instance *in,
     w->e->elementwise(o, in, w->mode);
   else if (k->kind == HK_KIND_REDUCTION)
     w->e->reduction(o, in, w->mode);
+  else if (k->kind == HK_KIND_ROWS)
+    w->e->rows(o, in, w->mode);
   else
     w->e->raw(o, in, w->mode);
   if (w->e->every) w->e->every(o, in, w->mode);

@@ -11,7 +11,9 @@
  *                count, out, scalars..., n), one block, combines the partials,
  *                finalizes and stores out[0];
  *   raw          hk_cuda__NAME(params..., n): the author's CUDA body, which
- *                decides itself which elements each thread takes.
+ *                decides itself which elements each thread takes;
+ *   rows         hk_cuda__NAME(params..., n, rows): emit_rows.c, one thread
+ *                per row.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -352,8 +354,10 @@ static void emit_raw(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
                        &in->k->cuda);
 }
 
-static const hkc_emitter cuda_emitter = {HK_TARGET_CUDA, 0, emit_elementwise,
-                                         emit_reduction, emit_raw, NULL};
+static const hkc_emitter cuda_emitter = {HK_TARGET_CUDA,   0,
+                                         emit_elementwise, emit_reduction,
+                                         emit_raw,         NULL,
+                                         hkc_emit_rows_cuda};
 
 int hkc_emit_cuda_mapped(hkc_file *const *files, int nfiles,
                          hkc_emit_mode mode, hku_buf *o, hkc_linemap *map) {

@@ -56,6 +56,7 @@ hk_kernel_info_t *hkc_instance_info_new(const hkc_instance *in,
       params[i].role = p->role;
       params[i].len = lens[i] ? put(&at, lens[i]) : NULL;
       params[i].doc = put(&at, p->doc ? p->doc : "");
+      params[i].row = p->row;
     }
   }
   for (int i = 0; i < k->nparams; i++) free(lens[i]);

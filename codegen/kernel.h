@@ -43,6 +43,7 @@ typedef struct hkc_param {
   char placeholder; /* 'A'..'Z', or 0 */
   hk_role_t role;
   hkc_src len; /* raw kernels: the element count expression, if given */
+  hk_row_t row; /* rows kernels: how the buffer steps per row */
   char *doc;
   const hkj_node *node;
   /* 1 when its name, type or role was refused (reported), or its name
@@ -101,7 +102,7 @@ typedef struct hkc_kernel {
   int nparams;
   hkc_placeholder holders[26]; /* in declaration order */
   int nholders;
-  hkc_src body;                              /* elementwise */
+  hkc_src body;                              /* elementwise, rows */
   hkc_src map, combine, identity, finalize; /* reduction */
   hkc_src cpu, cuda;                         /* raw */
   /* reduction accumulator (reduce.c): with HKC_ACC_STRUCT, map and
@@ -175,7 +176,9 @@ typedef enum hkc_code_mode {
   HKC_CODE_RAW_CPU,  /* a raw kernel's C function body */
   HKC_CODE_RAW_CUDA, /* a raw kernel's CUDA __global__ body */
   HKC_CODE_EXPR,     /* a reduction expression or a len */
-  HKC_CODE_STMTS     /* a struct reduction's combine or finalize */
+  HKC_CODE_STMTS,    /* a struct reduction's combine or finalize */
+  HKC_CODE_ROWS      /* a rows kernel's body: raw cpu rules, and shared with
+                        CUDA when the kernel targets cuda */
 } hkc_code_mode;
 
 /* Checks src against the rules of its mode: no preprocessor lines, asm,

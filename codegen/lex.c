@@ -533,7 +533,8 @@ int hkc_check_code(const hkj_doc *doc, const hkc_src *src, hkc_code_mode mode,
   checker c = {doc, src, d, 0, NULL, 0, 0, 0, NULL};
   c.cuda_shared = (targets & HK_TARGET_CUDA) &&
                   (mode == HKC_CODE_BODY || mode == HKC_CODE_EXPR ||
-                   mode == HKC_CODE_STMTS);
+                   mode == HKC_CODE_STMTS ||
+                   mode == HKC_CODE_ROWS);
   int rc = tokenize(&c);
   if (rc == HK_OK) rc = check_balance(&c);
   if (rc == HK_OK) rc = match_parens(&c);

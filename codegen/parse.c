@@ -264,6 +264,7 @@ static void refuse_other_kinds(hkc_parser *P, const hkj_node *obj,
                                     "finalize", "acc",     NULL};
   static const char *const raw[] = {"cpu", "cuda", "body", NULL};
   const char *const *mine = k->kind == HK_KIND_ELEMENTWISE ? ew
+                            : k->kind == HK_KIND_ROWS      ? ew
                             : k->kind == HK_KIND_REDUCTION ? red
                                                            : raw;
   for (const char *const *f = all; *f; f++) {
@@ -271,7 +272,7 @@ static void refuse_other_kinds(hkc_parser *P, const hkj_node *obj,
     for (const char *const *m = mine; *m; m++) ok |= !strcmp(*m, *f);
     const hkj_node *v = hkj_get(obj, *f);
     if (v && !ok) {
-      const char *owner = !strcmp(*f, "body") ? "elementwise and raw"
+      const char *owner = !strcmp(*f, "body") ? "elementwise, rows and raw"
                           : (!strcmp(*f, "cpu") || !strcmp(*f, "cuda"))
                               ? "raw"
                               : "reduction";
@@ -301,6 +302,18 @@ static int parse_kind_fields(hkc_parser *P, const hkj_node *obj,
   }
   if (k->kind == HK_KIND_REDUCTION)
     return hkc_parse_reduction(P, obj, prefix, k);
+  if (k->kind == HK_KIND_ROWS) {
+    if (take_code(P, obj, "body", prefix, &k->body) != HK_OK) return HK_ENOMEM;
+    if (!hkj_get(obj, "body"))
+      hkc_err(P, obj, hkc_obj_name(prefix),
+              "missing required field \"body\" (C statements run for each "
+              "row: buffers are pointers to the row, n its length, row its "
+              "index)");
+    else if (k->body.text && blank(&k->body))
+      hkc_err(P, src_node(&k->body), k->body.field,
+              "is empty: expected C code");
+    return HK_OK;
+  }
   if (take_code(P, obj, "cpu", prefix, &k->cpu) != HK_OK) return HK_ENOMEM;
   if (hkj_get(obj, "body")) {
     if (hkj_get(obj, "cpu"))
@@ -390,17 +403,18 @@ static int parse_kind(hkc_parser *P, const hkj_node *obj, const char *prefix,
                       hkc_kernel *k) {
   static const char *const names[] = {[HK_KIND_ELEMENTWISE] = "elementwise",
                                       [HK_KIND_REDUCTION] = "reduction",
-                                      [HK_KIND_RAW] = "raw"};
+                                      [HK_KIND_RAW] = "raw",
+                                      [HK_KIND_ROWS] = "rows"};
   const hkj_node *v = hkj_get(obj, "kind");
   if (!v) {
     hkc_err(P, obj, hkc_obj_name(prefix),
-            "missing required field \"kind\" (\"elementwise\", \"reduction\" "
-            "or \"raw\")");
+            "missing required field \"kind\" (\"elementwise\", \"reduction\", "
+            "\"raw\" or \"rows\")");
     return 0;
   }
   const char *f = hkc_fld(prefix, "kind");
   const char *s =
-      hkc_want_string(P, v, f, "\"elementwise\", \"reduction\" or \"raw\"");
+      hkc_want_string(P, v, f, "\"elementwise\", \"reduction\", \"raw\" or \"rows\"");
   if (!s) return 0;
   for (size_t i = 0; i < HK_COUNT(names); i++)
     if (!strcmp(s, names[i])) {
@@ -408,8 +422,8 @@ static int parse_kind(hkc_parser *P, const hkj_node *obj, const char *prefix,
       return 1;
     }
   hkc_err(P, v, f,
-          "unknown kind \"%s\"; expected \"elementwise\", \"reduction\" or "
-          "\"raw\"",
+          "unknown kind \"%s\"; expected \"elementwise\", \"reduction\", "
+          "\"raw\" or \"rows\"",
           s);
   return 0;
 }
@@ -437,6 +451,7 @@ static int check_kernel_code(hkc_parser *P, hkc_kernel *k) {
                                        NULL, k->targets, P->d));
     case HK_KIND_REDUCTION: return hkc_check_reduction(P, k);
     case HK_KIND_RAW: return check_raw_code(P, k);
+    case HK_KIND_ROWS: return check_body(P, k, &k->body, HKC_CODE_ROWS);
   }
   return HK_OK;
 }

@@ -60,6 +60,14 @@ int hkc_parse_params(hkc_parser *P, const hkj_node *obj, const char *prefix,
  * error). */
 void hkc_check_roles(hkc_parser *P, const hkj_node *obj, const char *prefix,
                      hkc_kernel *k);
+/* Reads param p's "row" (po is its object, at field prefix ppre): only
+ * rows kernels' buffers have one (parse_rows.c). */
+void hkc_param_row(hkc_parser *P, const hkj_node *po, const char *ppre,
+                   const hkc_kernel *k, hkc_param *p);
+/* The rules on a rows kernel's parameters (row modes against roles, a
+ * written buffer); nothing for other kinds (parse_rows.c). */
+void hkc_check_rows_params(hkc_parser *P, const hkj_node *obj,
+                           const char *prefix, const hkc_kernel *k);
 /* The names an expression may use, as a malloc'ed NULL-terminated list:
  * the parameters whose roles are in role_mask (HKC_ROLE_BIT) and the
  * refused ones whatever their role (they were reported), then extra, then

@@ -17,6 +17,10 @@ static const char *bad_param_name(const char *name, unsigned targets,
   for (const char *const *r = reserved_names; *r; r++)
     if (!strcmp(*r, name))
       return "is reserved: i, n, acc, a and b have a meaning in kernel code";
+  if (k->kind == HK_KIND_ROWS &&
+      (!strcmp(name, "row") || !strcmp(name, "rows")))
+    return "is reserved in a rows kernel: row is the row's index in the "
+           "body, rows the row count of the typed function";
   if (hkc_is_c_keyword(name)) return "is a C keyword";
   if ((targets & HK_TARGET_CUDA) && hkc_is_cxx_keyword(name))
     return "is a C++ keyword, and the kernel targets cuda (CUDA is C++)";
@@ -131,7 +135,7 @@ static void param_role(hkc_parser *P, const hkj_node *po, size_t i,
 static int parse_param(hkc_parser *P, const hkj_node *po, size_t i,
                        const char *prefix, hkc_kernel *k, hkc_param *p) {
   static const char *const keys[] = {"name", "type", "role",
-                                     "len",  "doc",  NULL};
+                                     "len",  "doc",  "row", NULL};
   p->node = po;
   p->role = HK_ROLE_IN;
   char pp[64];
@@ -151,6 +155,7 @@ static int parse_param(hkc_parser *P, const hkj_node *po, size_t i,
   param_type(P, po, i, prefix, ppre, k, p);
   param_role(P, po, i, prefix, ppre, p);
   p->refused = P->errors != before;
+  hkc_param_row(P, po, ppre, k, p);
   const hkj_node *v = hkj_get(po, "doc");
   if (v) {
     const char *s = hkc_want_string(P, v, hkc_fld(ppre, "doc"), "a string");
@@ -246,6 +251,7 @@ void hkc_check_roles(hkc_parser *P, const hkj_node *obj, const char *prefix,
             "a reduction needs exactly one out parameter (its result; or an "
             "inout one to accumulate into; several with a struct "
             "accumulator); there is none");
+  hkc_check_rows_params(P, obj, prefix, k);
   if (k->kind == HK_KIND_ELEMENTWISE && writes == 0)
     hkc_err(
         P, ps, hkc_fld(prefix, "params"),

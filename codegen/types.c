@@ -45,6 +45,7 @@ HK_API const char *hk_kind_name(hk_kind_t k) {
     case HK_KIND_ELEMENTWISE: return "elementwise";
     case HK_KIND_REDUCTION: return "reduction";
     case HK_KIND_RAW: return "raw";
+    case HK_KIND_ROWS: return "rows";
   }
   return "invalid";
 }

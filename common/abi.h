@@ -15,13 +15,18 @@
  *                    partial != NULL: stores the accumulator of
  *                    [begin, end), not finalized, into *partial.
  *       raw:         runs the author's body once; begin and end must be 0, n.
+ *       rows:        runs the body for rows [begin, end) of n elements each
+ *                    (n is the row length here); partial is unused. Each
+ *                    buffer's row r is base + r * n (row mode "full"),
+ *                    base + r ("one") or base ("shared").
  *   merge(args, n, partials, count)          reductions only
  *       combines count accumulators left to right, finalizes, stores
  *       element 0 of every out and inout parameter.
  *   lens(args, n, lens)
  *       writes each parameter's element count (-1 for scalars) into
  *       lens[0..nparams); returns 0, or -1 when a `len` expression is
- *       negative.
+ *       negative. A rows kernel's are those of one row: n ("full",
+ *       "shared") or 1 ("one").
  *
  * Reductions over more than HK_REDUCE_BLOCK elements are cut into blocks
  * whose boundaries depend on n alone (hk__reduce_blocks), reduced block by
@@ -124,6 +129,13 @@ extern size_t hk__par_min[2];
  * busy, disabled, or n is small) and returns when every element is done. */
 void hk__par_elementwise(hk_range_fn range, void *const *args, size_t n,
                          unsigned flags);
+
+/* Runs a rows kernel's range over rows [0, rows) of n elements each on the
+ * thread pool, whole rows per task (so a row's result never depends on the
+ * thread count), or inline when rows * n is small; returns when every row
+ * is done. */
+void hk__par_rows(hk_range_fn range, void *const *args, size_t rows, size_t n,
+                  unsigned flags);
 
 /* Reduces [0, n) block by block (see above), merging in block order.
  * acc_size must be at most HK_REDUCE_ACC_MAX. */

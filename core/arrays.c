@@ -1185,6 +1185,7 @@ HK_API int hk_call_arrays(const hk_kernel_t *k, const hk_array_t *args,
   hk_backend_t backend = opts ? opts->backend : HK_BACKEND_AUTO;
 
   if (kind == HK_KIND_RAW) return call_flat(&c, opts, ptrs);
+  if (kind == HK_KIND_ROWS) return hk__arrays_rows(k, args, opts);
 
   /* The fast path: every buffer contiguous and of one shape (and, for a
    * reduction, every axis reduced): one flat call. */
@@ -1281,6 +1282,8 @@ HK_API int hk_call_out_shape(const hk_kernel_t *k, const hk_array_t *args,
     case HK_KIND_ELEMENTWISE:
       return broadcast(&c, role_mask(&c, BIT(HK_ROLE_IN) | BIT(HK_ROLE_INOUT)),
                        ndim, shape);
+    case HK_KIND_ROWS:
+      return hk__arrays_rows_shape(k, args, param, ndim, shape);
     default: {
       /* raw: the len of the parameter for n = the first in's size */
       size_t n = 0;

@@ -580,6 +580,17 @@ int hk__call_cpu(const hk_kernel_t *k, size_t n, void *const *args) {
   return HK_OK;
 }
 
+int hk__call_rows_cpu(const hk_kernel_t *k, size_t rows, size_t n,
+                      void *const *args) {
+  const hk_impl_t *im = atomic_load_explicit(&k->impl, memory_order_acquire);
+  if (__builtin_expect(im == NULL, 0)) return hk__call_failure(k);
+  if (im->e.kind != HK_KIND_ROWS)
+    return hk__fail(HK_EINVAL, "kernel %s is not a rows kernel",
+                    atomic_load(&k->info)->name);
+  hk__par_rows(im->e.range, args, rows, n, im->e.flags);
+  return HK_OK;
+}
+
 HK_API int hk_call(const hk_kernel_t *k, size_t n, void *const *args) {
   /* Until the CUDA backend starts, every buffer is host memory: one
    * relaxed load, and the CPU path. */

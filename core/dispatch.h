@@ -37,6 +37,9 @@ static inline void hk__run(const hk_entry_t *e, void *const *args, size_t n) {
     case HK_KIND_RAW:
       e->range(args, n, 0, n, NULL);
       return;
+    case HK_KIND_ROWS: /* a flat call: one row of n elements */
+      e->range(args, n, 0, 1, NULL);
+      return;
   }
 }
 

@@ -1,6 +1,7 @@
 /* par.c — cuts a kernel's [0, n) into tasks for the thread pool: contiguous
- * chunks for elementwise kernels, fixed blocks for reductions (so that a sum
- * never depends on the thread count); plus hk_set_threads / hk_get_threads.
+ * chunks for elementwise kernels, whole rows for rows kernels, fixed blocks
+ * for reductions (so that a sum never depends on the thread count); plus
+ * hk_set_threads / hk_get_threads.
  *
  * Generated stdlib code compares n with hk__par_min itself and calls in here
  * only for large n; these functions check again because the registry path
@@ -95,6 +96,41 @@ HK_INTERNAL void hk__par_elementwise(hk_range_fn range, void *const *args,
   if (chunk < PAR_CHUNK_MIN) chunk = PAR_CHUNK_MIN;
   ew_job j = {range, args, n, chunk};
   hk__tpool_run(ew_task, &j, div_up(n, chunk));
+}
+
+/* ---- rows -------------------------------------------------------------- */
+
+typedef struct rows_job {
+  hk_range_fn range;
+  void *const *args;
+  size_t rows, n, group;
+} rows_job;
+
+/* Task t runs rows [t * group, (t + 1) * group). */
+static void rows_task(void *ctx, size_t t) {
+  const rows_job *j = ctx;
+  size_t begin = t * j->group;
+  size_t end = j->rows - begin > j->group ? begin + j->group : j->rows;
+  j->range(j->args, j->n, begin, end, NULL);
+}
+
+HK_INTERNAL void hk__par_rows(hk_range_fn range, void *const *args,
+                              size_t rows, size_t n, unsigned flags) {
+  /* the elements of the call; a row of 0 elements still costs a call */
+  size_t work = n && rows > SIZE_MAX / n ? SIZE_MAX : rows * (n ? n : 1);
+  int threads;
+  if (rows < 2 || work < hk__par_min[(flags & HK_ABI_HEAVY) != 0] ||
+      work <= PAR_CHUNK_MIN || (threads = hk__tpool_threads()) <= 1) {
+    range(args, n, 0, rows, NULL);
+    return;
+  }
+  /* whole rows, at least PAR_CHUNK_MIN elements a task, about
+   * PAR_TASKS_PER_THREAD tasks a thread */
+  size_t group = div_up(rows, (size_t)threads * PAR_TASKS_PER_THREAD);
+  size_t min_rows = div_up(PAR_CHUNK_MIN, n ? n : 1);
+  if (group < min_rows) group = min_rows;
+  rows_job j = {range, args, rows, n, group};
+  hk__tpool_run(rows_task, &j, div_up(rows, group));
 }
 
 /* ---- reductions -------------------------------------------------------- */

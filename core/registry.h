@@ -193,6 +193,25 @@ HK_INTERNAL int hk__check_perms(hk_context_t *ctx, const char *path,
 /* ---- context.c: calls ---- */
 /* hk_call on the CPU (no check of where the buffers are). */
 HK_INTERNAL int hk__call_cpu(const hk_kernel_t *k, size_t n, void *const *args);
+/* Runs rows kernel k on rows rows of n elements each (args as for
+ * hk_call; each buffer holds rows * n elements, rows for a "one" buffer, n
+ * for a "shared" one), whole rows per thread-pool task. HK_OK, HK_EINVAL
+ * (k is not a rows kernel), or hk__call_failure's codes. */
+HK_INTERNAL int hk__call_rows_cpu(const hk_kernel_t *k, size_t rows, size_t n,
+                                  void *const *args);
+/* ---- arrays_rows.c ---- */
+/* The most parameters an array call takes (arrays.c's ARR_MAX_ARGS). */
+#define HK__ARRAYS_MAX_ARGS 64
+/* hk_call_arrays on rows kernel k (its arrays already checked one by one
+ * against their parameters, as arrays.c's setup does): the last axis is
+ * the row (hk.h). HK_OK, HK_EINVAL (shapes, overlaps, axes given),
+ * HK_ENOMEM, or the rows call's errors. */
+HK_INTERNAL int hk__arrays_rows(const hk_kernel_t *k, const hk_array_t *a,
+                                const hk_call_opts_t *opts);
+/* hk_call_out_shape for rows kernel k's written parameter param. */
+HK_INTERNAL int hk__arrays_rows_shape(const hk_kernel_t *k,
+                                      const hk_array_t *a, int param,
+                                      int *ndim, int64_t *shape);
 /* Why k has no CPU implementation (unloaded, stale, no cpu target). */
 HK_INTERNAL int hk__call_failure(const hk_kernel_t *k);
 
@@ -200,6 +219,13 @@ HK_INTERNAL int hk__call_failure(const hk_kernel_t *k);
 /* hk_call once the CUDA backend has started: by where the buffers are. */
 HK_INTERNAL int hk__call_auto(const hk_kernel_t *k, size_t n,
                               void *const *args);
+/* Runs rows kernel k on the GPU over rows rows of n elements each (args:
+ * device buffers, as hk__call_rows_cpu), one GPU thread per row, on stream
+ * s; s NULL: the default stream, and waits for the kernel. HK_OK, HK_EINVAL
+ * (not a rows kernel, or a buffer in host memory), or the GPU call's
+ * errors (HK_EUNSUPPORTED, HK_EDEVICE ...). */
+HK_INTERNAL int hk__call_rows_cuda(const hk_kernel_t *k, hk_stream_t *s,
+                                   size_t rows, size_t n, void *const *args);
 /* Frees a module's GPU code (hk__module_free). */
 HK_INTERNAL void hk__cuda_module_free(hk_module_t *m);
 /* Makes m->cuda: the module's GPU code. ctx->load_lock held. HK_OK, or an

@@ -20,7 +20,11 @@
  *
  * Every typed stdlib function takes its parameters in the order of its kernel
  * file, buffers as pointers (const for inputs) and scalars by value, then the
- * element count n. Buffers must not overlap, with one supported exception: an
+ * element count n. A rows kernel's function (softmax, log_softmax,
+ * layernorm) takes the row count before n, the row length:
+ *
+ *     hk_softmax_f32(x, y, rows, n);        // each of rows rows of n elements
+ * Buffers must not overlap, with one supported exception: an
  * elementwise kernel may write in place (an out or inout buffer may be the very
  * same pointer as an in buffer). Large elementwise and reduction calls are
  * spread over a thread pool (see hk_set_threads()).
@@ -125,8 +129,19 @@ typedef enum hk_role {
 typedef enum hk_kind {
   HK_KIND_ELEMENTWISE,
   HK_KIND_REDUCTION,
-  HK_KIND_RAW
+  HK_KIND_RAW,
+  HK_KIND_ROWS /* a body run once per row of n elements (schemas/README.md) */
 } hk_kind_t;
+
+/* How a rows kernel's buffer parameter steps from row to row: n elements
+ * per row (full), one element per row (one: a per-row result such as
+ * layernorm's mean), or the same n elements for every row (shared: a
+ * weight or a bias). HK_ROW_FULL for every parameter of other kinds. */
+typedef enum hk_row {
+  HK_ROW_FULL = 0,
+  HK_ROW_ONE,
+  HK_ROW_SHARED
+} hk_row_t;
 
 /* Target bits. */
 #define HK_TARGET_CPU 1u
@@ -146,6 +161,7 @@ typedef struct hk_param_info {
    * elements; a reduction's in buffers n and its out buffer 1. */
   const char *len;
   const char *doc; /* "" when none */
+  hk_row_t row;    /* rows kernels: how the buffer steps per row */
 } hk_param_info_t;
 
 typedef struct hk_kernel_info_s {
@@ -302,6 +318,7 @@ HK_API int hk_kernel_wait_opt(hk_kernel_t *k);
 
 /* Runs the kernel on n elements. args holds one pointer per parameter, in
  * parameter order: a buffer's data, or a pointer to a scalar's value.
+ * A rows kernel runs one row of n elements (its "one" buffers hold 1).
  * Buffers must hold the elements the kernel's description says (n, 1 for a
  * reduction's result, or their len). Large elementwise and reduction calls
  * are shared among threads, as for the typed stdlib functions. Buffers in
@@ -313,7 +330,8 @@ HK_API int hk_kernel_wait_opt(hk_kernel_t *k);
  * launch or run it. */
 HK_API int hk_call(const hk_kernel_t *k, size_t n, void *const *args);
 /* The element count each parameter needs for a call with these scalars
- * and n (-1 for scalars): lens[0..nparams). Returns HK_OK, HK_EINVAL when
+ * and n (-1 for scalars): lens[0..nparams). A rows kernel's are those of
+ * one row of n elements (1 for its "one" buffers). Returns HK_OK, HK_EINVAL when
  * a len expression is negative, or as hk_call. Scalars must be set in
  * args; buffer pointers may be NULL. */
 HK_API int hk_kernel_lens(const hk_kernel_t *k, size_t n, void *const *args,

@@ -76,14 +76,41 @@ for dt, sfx in ((np.float32, "f32"), (np.float64, "f64")):
     if not np.isclose(got, want, rtol=1e-4 if sfx == "f32" else 1e-12):
         fails += 1
         print(f"FAIL dot_{sfx}: {got} vs {want}")
-    # softmax over rows of the 2-D array
-    run(f"softmax_{sfx}", "x=a.npy", "rows=37", "cols=29", "--out", "y=o.npy")
-    e = np.exp(a - a.max(axis=1, keepdims=True))
-    check(f"softmax_{sfx}", np.load("o.npy"), (e / e.sum(axis=1, keepdims=True)).astype(dt), rtol=2e-6)
-    run(f"log_softmax_{sfx}", "x=a.npy", "rows=37", "cols=29", "--out", "y=o.npy")
-    lse = np.log(np.exp(a - a.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True))
-    check(f"log_softmax_{sfx}", np.load("o.npy"),
-          (a - a.max(axis=1, keepdims=True) - lse).astype(dt), rtol=2e-6, atol=2e-6)
+    # rows kernels: along the last axis, every row in one call
+    def softmax_ref(x):
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+    run(f"softmax_{sfx}", "x=a.npy", "--out", "y=o.npy")
+    check(f"softmax_{sfx}", np.load("o.npy"), softmax_ref(a).astype(dt), rtol=2e-6)
+    run(f"log_softmax_{sfx}", "x=a.npy", "--out", "y=o.npy")
+    m = a.max(axis=-1, keepdims=True)
+    lse = np.log(np.exp(a - m).sum(axis=-1, keepdims=True))
+    check(f"log_softmax_{sfx}", np.load("o.npy"), (a - m - lse).astype(dt),
+          rtol=2e-6, atol=2e-6)
+    # a transposed (Fortran order) 3-D input: its contiguous copy's result
+    t = np.asfortranarray(rng.standard_normal((4, 6, 33)).astype(dt))
+    np.save("t.npy", t)
+    run(f"softmax_{sfx}", "x=t.npy", "--out", "y=o.npy")
+    check(f"softmax_{sfx} fortran 3-d", np.load("o.npy"), softmax_ref(t).astype(dt), rtol=2e-6)
+    # one row (1-D): mean and rstd are 0-d
+    w = rng.standard_normal(29).astype(dt); bb = rng.standard_normal(29).astype(dt)
+    np.save("w.npy", w); np.save("bb.npy", bb)
+    for x in (a, a[5]):
+        np.save("x.npy", np.ascontiguousarray(x))
+        run(f"layernorm_{sfx}", "x=x.npy", "weight=w.npy", "bias=bb.npy", "eps=1e-5",
+            "--out", "y=o.npy", "--out", "mean=m.npy", "--out", "rstd=s.npy")
+        x64 = x.astype(np.float64)
+        mu = x64.mean(axis=-1); rs = 1 / np.sqrt(x64.var(axis=-1) + 1e-5)
+        want = (x64 - mu[..., None]) * rs[..., None] * w + bb
+        check(f"layernorm_{sfx} {x.shape}", np.load("o.npy"), want.astype(dt), rtol=1e-5, atol=1e-5)
+        check(f"layernorm_{sfx} {x.shape} mean", np.load("m.npy"), np.asarray(mu).astype(dt), rtol=1e-5, atol=1e-6)
+        check(f"layernorm_{sfx} {x.shape} rstd", np.load("s.npy"), np.asarray(rs).astype(dt), rtol=1e-5)
+    p = subprocess.run([hk, "run", f"layernorm_{sfx}", "x=a.npy", "weight=a.npy",
+                        "bias=bb.npy", "eps=1"], capture_output=True, text=True)
+    if p.returncode != 1 or "parameter 'weight': the array's shape is (37, 29); with " \
+            "parameter 'x' of shape (37, 29) (rows of 29) it must be (29,)" not in p.stderr:
+        fails += 1
+        print(f"FAIL layernorm_{sfx} with a 2-D weight: exit {p.returncode}: {p.stderr}")
 
 for dt, sfx in ((np.int32, "i32"), (np.int64, "i64")):
     a = rng.integers(-1000, 1000, 1001).astype(dt)

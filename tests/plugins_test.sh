@@ -39,6 +39,7 @@ mk fill_f32 value=1 --n 4 --out "out=$T/t4.npy"
 mk arange_f64 start=0 step=1 --n 6 --out "out=$T/a6.npy"          # [[0 1 2] [3 4 5]]
 mk fill_f64 value=1 --n 3 --out "out=$T/ones3.npy"
 mk arange_i64 start=1 step=1 --n 5 --out "out=$T/l5.npy"          # 1 2 3 4 5
+mk fill_f32 value=0 --n 5 --out "out=$T/zeros5.npy"
 
 tiers="jit"
 if command -v "${HK_CC:-cc}" >/dev/null 2>&1; then
@@ -58,6 +59,9 @@ for tier in $tiers; do
   # [[0 1 2] [3 4 5]] . [1 1 1]
   expect '{"y": [3, 12]}' run matvec_f64 "A=$T/a6.npy" "x=$T/ones3.npy" rows=2 cols=3
   expect '{"out": [1, 3, 6, 10, 15]}' run cumsum_i64 "x=$T/l5.npy"
+  # one row [0 1 2 3 4] (a flat call): mean 2, variance 2, rstd 1/sqrt(2)
+  expect '{"y": [-1.41421354, -0.707106769, 0, 0.707106769, 1.41421354], "mean": [2], "rstd": [0.707106769]}' \
+    run layernorm_rows_f32 "x=$T/x5.npy" "weight=$T/ones5.npy" "bias=$T/zeros5.npy" eps=0
 done
 
 # Errors a plugin's description catches: x must have cols elements.
@@ -69,13 +73,15 @@ fi
 # Prebuilt: hk build, then load the .so from a folder of its own.
 if [ "$tiers" = "jit opt" ]; then
   mkdir -m 700 "$T/so"
-  for f in saxpy matvec; do
+  for f in saxpy matvec layernorm; do
     checks=$((checks + 1))
     "$HK" build "$P/$f.json" -o "$T/so/$f.so" ||
       { echo "FAIL: hk build $f"; fails=$((fails + 1)); }
   done
   expect '{"y": [1, 3, 5, 7, 9]}' "$HK" run saxpy_f32 --plugins "$T/so" alpha=2 "x=$T/x5.npy" "y=$T/ones5.npy"
   expect '{"y": [3, 12]}' "$HK" run matvec_f64 --plugins "$T/so" "A=$T/a6.npy" "x=$T/ones3.npy" rows=2 cols=3
+  expect '{"y": [-1.41421354, -0.707106769, 0, 0.707106769, 1.41421354], "mean": [2], "rstd": [0.707106769]}' \
+    "$HK" run layernorm_rows_f32 --plugins "$T/so" "x=$T/x5.npy" "weight=$T/ones5.npy" "bias=$T/zeros5.npy" eps=0
   checks=$((checks + 1))
   "$HK" list --plugins "$T/so" | grep -q "^saxpy_f32 .* so  *so " ||
     { echo "FAIL: hk list does not show saxpy_f32 as origin so, tier so"; fails=$((fails + 1)); }

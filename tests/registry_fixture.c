@@ -410,8 +410,8 @@ static int run_op(const hk_kernel_t *k, int op, hk_dtype_t t, size_t n,
       shape(n, &rows, &cols);
       void *args[] = {x, out, &rows, &cols};
       if (k) return hk_call(k, n, args);
-      if (t == HK_F32) hk_softmax_f32(x, out, rows, cols, n);
-      else if (t == HK_F64) hk_softmax_f64(x, out, rows, cols, n);
+      if (t == HK_F32) hk_softmax_f32(x, out, (size_t)rows, (size_t)cols);
+      else if (t == HK_F64) hk_softmax_f64(x, out, (size_t)rows, (size_t)cols);
       else return -100;
       return HK_OK;
     }

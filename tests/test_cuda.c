@@ -265,6 +265,7 @@ static double scalar_value(const char *name, hk_dtype_t t) {
   if (!strcmp(name, "lo")) return f ? -0.5 : -1000;
   if (!strcmp(name, "hi")) return f ? 0.5 : 1000;
   if (!strcmp(name, "delta")) return 1;
+  if (!strcmp(name, "eps")) return 1e-5;
   return 1;
 }
 
@@ -470,6 +471,8 @@ static void run_case(hk_kernel_t *k, size_t nominal, unsigned flags) {
     put_val(in->params[icols].dtype, &c.sc[icols], (double)cols);
     c.n = (size_t)(rows * cols);
     c.cols = cols;
+  } else if (in->kind == HK_KIND_ROWS) {
+    c.cols = (int64_t)c.n; /* a flat call: one row of n elements */
   }
   void *args[MAXP];
   args_of(&c, NULL, c.dev, args); /* scalars set; buffers NULL */
@@ -750,6 +753,62 @@ static void test_no_device(void) {
 
 /* ---- 1. The stdlib on the GPU -------------------------------------------------- */
 
+/* The core's rows calls (libhk internals, which the array call uses):
+ * declared here, as test_cuda sees only hk.h. */
+int hk__call_rows_cpu(const hk_kernel_t *k, size_t rows, size_t n,
+                      void *const *args);
+int hk__call_rows_cuda(const hk_kernel_t *k, hk_stream_t *s, size_t rows,
+                       size_t n, void *const *args);
+
+/* A rows kernel over many rows, one GPU thread per row: layernorm_f64 on
+ * R x N against the CPU's rows call (the same body; the GPU may fuse
+ * multiply-adds, so up to rounding). */
+static void test_rows_gpu(hk_context_t *ctx) {
+  enum { R = 300, N = 77 };
+  hk_kernel_t *k = find(ctx, "layernorm_f64");
+  if (!k) return;
+  const size_t bytes[6] = {R * N * 8, N * 8, N * 8, R * N * 8, R * 8, R * 8};
+  double *host[6], *got[6];
+  void *dev[6] = {NULL};
+  for (int i = 0; i < 6; i++) {
+    host[i] = calloc(1, bytes[i]);
+    got[i] = calloc(1, bytes[i]);
+  }
+  for (int i = 0; i < R * N; i++) host[0][i] = 3 * sin(i) + (i / N) % 5;
+  for (int j = 0; j < N; j++) host[1][j] = 1 + 0.01 * j, host[2][j] = 0.1 * j;
+  double eps = 1e-5;
+  void *cargs[] = {host[0], host[1], host[2], host[3], host[4], host[5], &eps};
+  CHECK_OK(hk__call_rows_cpu(k, R, N, cargs));
+  int ok = 1;
+  for (int i = 0; i < 6; i++) {
+    ok &= hk_device_alloc(&dev[i], bytes[i]) == HK_OK;
+    if (ok && i < 3)
+      ok &= hk_memcpy_to_device(dev[i], host[i], bytes[i], NULL) == HK_OK;
+  }
+  CHECK_MSG(ok, "rows on the GPU: buffers: %s", hk_last_error());
+  void *gargs[] = {dev[0], dev[1], dev[2], dev[3], dev[4], dev[5], &eps};
+  if (ok) {
+    int rc = hk__call_rows_cuda(k, NULL, R, N, gargs);
+    CHECK_MSG(rc == HK_OK, "layernorm_f64 rows on the GPU: %d (%s)", rc,
+              hk_last_error());
+    for (int i = 3; i < 6; i++)
+      CHECK_OK(hk_memcpy_to_host(got[i], dev[i], bytes[i], NULL));
+    size_t bad = 0;
+    for (int i = 3; i < 6; i++)
+      for (size_t j = 0; j < bytes[i] / 8; j++)
+        bad += !(fabs(got[i][j] - host[i][j]) <= 1e-12 * (1 + fabs(host[i][j])));
+    CHECK_MSG(bad == 0, "layernorm_f64 rows on the GPU: %zu values differ "
+              "from the CPU's", bad);
+    /* host buffers are refused */
+    CHECK_INT_EQ(hk__call_rows_cuda(k, NULL, R, N, cargs), HK_EINVAL);
+  }
+  for (int i = 0; i < 6; i++) {
+    if (dev[i]) CHECK_OK(hk_device_free(dev[i]));
+    free(host[i]);
+    free(got[i]);
+  }
+}
+
 static void test_stdlib(void) {
   hk_context_t *ctx = mkctx(NULL, NULL, 0, 0);
   if (!ctx) return;
@@ -799,6 +858,7 @@ static void test_stdlib(void) {
     CHECK_OK(hk_device_free(dout));
     free(hx);
   }
+  test_rows_gpu(ctx);
   hk_context_destroy(ctx);
 }
 

@@ -88,14 +88,14 @@ typedef enum shape {
   SH_A_X_Y,    /* (T alpha, const T *x, T *y, n), y inout */
   SH_V_OUT,    /* (T value, T *out, n) */
   SH_S_S_OUT,  /* (T start, T step, T *out, n) */
-  SH_SOFTMAX   /* (const T *x, T *y, int64_t rows, int64_t cols, n) */
+  SH_SOFTMAX   /* (const T *x, T *y, size_t rows, size_t n): rows kernels */
 } shape_t;
 
 /* Parameter roles per shape: i in, o out, b inout, s scalar. */
 static const char *const shape_roles[] = {
     [SH_X_OUT] = "io",   [SH_XY_OUT] = "iio", [SH_XYZ_OUT] = "iiio",
     [SH_X_A_OUT] = "iso", [SH_A_X_Y] = "sib", [SH_V_OUT] = "so",
-    [SH_S_S_OUT] = "sso", [SH_SOFTMAX] = "ioss"};
+    [SH_S_S_OUT] = "sso", [SH_SOFTMAX] = "io"};
 
 /* Where random float inputs come from (integers always use every bit). */
 typedef enum dom {
@@ -174,8 +174,8 @@ static const kdesc_t kernels[K_COUNT] = {
     [K_MAX] = {"max", RED_JSON, RED, SH_X_OUT, {"x", "out"}, DOM_UNIT, SPEC_NONE, TOL_RED},
     [K_DOT] = {"dot", RED_JSON, RED, SH_XY_OUT, {"x", "y", "out"}, DOM_UNIT, SPEC_NONE, TOL_RED},
     [K_NORM2] = {"norm2", RED_JSON, RED, SH_X_OUT, {"x", "out"}, DOM_UNIT, SPEC_NONE, TOL_RED},
-    [K_SOFTMAX] = {"softmax", SOFT_JSON, HK_KIND_RAW, SH_SOFTMAX, {"x", "y", "rows", "cols"}, DOM_UNIT, SPEC_NONE, TOL_SOFTMAX},
-    [K_LOG_SOFTMAX] = {"log_softmax", SOFT_JSON, HK_KIND_RAW, SH_SOFTMAX, {"x", "y", "rows", "cols"}, DOM_UNIT, SPEC_NONE, TOL_SOFTMAX},
+    [K_SOFTMAX] = {"softmax", SOFT_JSON, HK_KIND_ROWS, SH_SOFTMAX, {"x", "y"}, DOM_UNIT, SPEC_NONE, TOL_SOFTMAX},
+    [K_LOG_SOFTMAX] = {"log_softmax", SOFT_JSON, HK_KIND_ROWS, SH_SOFTMAX, {"x", "y"}, DOM_UNIT, SPEC_NONE, TOL_SOFTMAX},
 };
 
 /* ---- References: elementwise, one per instance, same args as hk__run ---- */
@@ -387,9 +387,10 @@ static const inst_t insts[] = {
       ((void (*)(T, T, T *, size_t))in->fn)(*(T *)a[0], *(T *)a[1], a[2],   \
                                             n);                             \
       break;                                                                \
-    case SH_SOFTMAX:                                                        \
-      ((void (*)(const T *, T *, int64_t, int64_t, size_t))in->fn)(         \
-          a[0], a[1], *(int64_t *)a[2], *(int64_t *)a[3], n);               \
+    case SH_SOFTMAX: /* a[2], a[3]: the int64_t rows and cols */           \
+      ((void (*)(const T *, T *, size_t, size_t))in->fn)(                   \
+          a[0], a[1], (size_t) * (int64_t *)a[2], (size_t) * (int64_t *)a[3]); \
+      (void)n;                                                              \
       break;                                                                \
   }
 
@@ -680,7 +681,7 @@ typedef struct tcase {
   const char *roles;
   buf_t b[4];
   check_scalar_t s[4];
-  int64_t rc[2]; /* softmax rows, cols */
+  int64_t rc[2]; /* softmax rows, cols (args[2], args[3]) */
   void *args[4];
   unsigned char *pristine[4]; /* in buffers as generated, guards included */
   unsigned char *init;        /* the out buffer before a call */
@@ -1307,9 +1308,10 @@ static void test_softmax(const inst_t *in, int64_t rows, int64_t cols, int off) 
   call_typed(in, c.args, n);
   softmax_check(&c, "typed");
   memcpy(c.res, c.b[1].p, n * c.es);
-  if (c.entry) {
+  if (c.entry) { /* the registry's entry, on every row */
     case_reset_out(&c);
-    case_run(&c, 1);
+    hk__par_rows(c.entry->range, c.args, (size_t)rows, (size_t)cols,
+                 c.entry->flags);
     case_check_same(&c, "registry");
     case_check_memory(&c, "registry", 1);
   }
@@ -1326,20 +1328,17 @@ static hk_role_t role_of(char r) {
 }
 
 /* lens for n elements: n per elementwise buffer, 1 for a reduction's out,
- * rows * cols for softmax, -1 for scalars; -1 returned for a negative
- * rows * cols. */
+ * n (one row) for softmax, -1 for scalars. */
 static void check_lens(const inst_t *in, const hk_stdlib_entry_t *e) {
   const kdesc_t *k = &kernels[in->k];
   const char *roles = shape_roles[k->shape];
   int np = (int)strlen(roles);
   check_scalar_t sc[4];
-  int64_t rc[2] = {7, 3};
   void *args[4] = {NULL, NULL, NULL, NULL};
   for (int p = 0; p < 4; p++) {
     val_set(in->t, &sc[p], 1.0, 1);
     if (p < np && roles[p] == 's') args[p] = &sc[p];
   }
-  if (k->shape == SH_SOFTMAX) args[2] = &rc[0], args[3] = &rc[1];
   static const size_t ns[] = {0, 7, 1000, (1u << 20) + 5};
   for (size_t j = 0; j < COUNT(ns); j++) {
     int64_t lens[4] = {-2, -2, -2, -2};
@@ -1348,43 +1347,11 @@ static void check_lens(const inst_t *in, const hk_stdlib_entry_t *e) {
       int64_t want = (int64_t)ns[j];
       if (roles[p] == 's')
         want = -1;
-      else if (k->shape == SH_SOFTMAX)
-        want = rc[0] * rc[1];
       else if (k->kind == HK_KIND_REDUCTION && roles[p] == 'o')
         want = 1;
       CHECK_MSG(lens[p] == want, "%s lens[%d] (%s) at n=%zu: %lld, want %lld",
                 e->info.name, p, k->pnames[p], ns[j], (long long)lens[p],
                 (long long)want);
-    }
-  }
-  if (k->shape == SH_SOFTMAX) {
-    static const int64_t negative[][2] = {{-1, 3}, {2, -5}, {-1, 1}};
-    for (size_t j = 0; j < COUNT(negative); j++) {
-      int64_t lens[4];
-      rc[0] = negative[j][0], rc[1] = negative[j][1];
-      CHECK_MSG(e->lens(args, 0, lens) == -1, "%s lens for %lld x %lld: not -1",
-                e->info.name, (long long)rc[0], (long long)rc[1]);
-    }
-    int64_t lens[4];
-    rc[0] = 0, rc[1] = -5; /* 0 elements, not negative */
-    CHECK_INT_EQ(e->lens(args, 0, lens), 0);
-    CHECK_INT_EQ(lens[0], 0);
-    /* rows * cols beyond int64_t must not come back as its wrapped value: a
-     * caller sizing buffers by lens (hk run, hk_kernel_lens) would accept
-     * buffers far too short for the rows x cols the kernel then walks. */
-    static const int64_t huge[][2] = {{INT64_C(1) << 32, INT64_C(1) << 32},
-                                      {(INT64_C(1) << 33) + 1, INT64_C(1) << 31},
-                                      {-(INT64_C(1) << 62), 4},
-                                      {INT64_MAX, 2}};
-    for (size_t j = 0; j < COUNT(huge); j++) {
-      rc[0] = huge[j][0], rc[1] = huge[j][1];
-      lens[0] = -2;
-      int got = e->lens(args, 0, lens);
-      CHECK_MSG(got == -1,
-                "%s lens for %lld x %lld (not an int64_t): returned %d with "
-                "%lld elements",
-                e->info.name, (long long)rc[0], (long long)rc[1], got,
-                (long long)lens[0]);
     }
   }
 }
@@ -1404,17 +1371,23 @@ static int tested_in_test_reduce(const char *name) {
 }
 
 /* Every typed function is in the table once, described as its kernel file
- * says, and only those are (but those tests/test_reduce.c checks). */
+ * says, and only those are (but those tests/test_reduce.c and
+ * tests/test_rows.c check). */
+static int tested_elsewhere(const char *name) {
+  return tested_in_test_reduce(name) ||
+         strncmp(name, "layernorm_", 10) == 0; /* test_rows.c */
+}
+
 static void test_table(void) {
   size_t elsewhere = 0;
   for (size_t i = 0; i < hk__stdlib_count; i++)
-    elsewhere += tested_in_test_reduce(hk__stdlib[i].info.name);
+    elsewhere += tested_elsewhere(hk__stdlib[i].info.name);
   CHECK_INT_EQ(hk__stdlib_count, COUNT(insts) + elsewhere);
   CHECK(hk__stdlib_find("add") == NULL);
   CHECK(hk__stdlib_find("add_f16") == NULL);
   CHECK(hk__stdlib_find("") == NULL);
   for (size_t i = 0; i < hk__stdlib_count; i++) {
-    if (tested_in_test_reduce(hk__stdlib[i].info.name)) continue;
+    if (tested_elsewhere(hk__stdlib[i].info.name)) continue;
     int found = 0;
     for (size_t j = 0; j < COUNT(insts); j++) {
       char name[40];
@@ -1455,16 +1428,14 @@ static void test_table(void) {
     if (info->nparams != (int)strlen(roles)) continue;
     for (int p = 0; p < info->nparams; p++) {
       const hk_param_info_t *pi = &info->params[p];
-      hk_dtype_t want_t = k->shape == SH_SOFTMAX && p >= 2 ? HK_I64 : in->t;
+      hk_dtype_t want_t = in->t;
       CHECK_STR_EQ(pi->name, k->pnames[p]);
       CHECK_MSG(pi->dtype == want_t, "%s.%s: dtype %s", name, k->pnames[p],
                 hk_dtype_name(pi->dtype));
       CHECK_MSG(pi->role == role_of(roles[p]), "%s.%s: role %s", name,
                 k->pnames[p], hk_role_name(pi->role));
-      if (k->shape == SH_SOFTMAX && p < 2)
-        CHECK_STR_EQ(pi->len, "rows * cols");
-      else
-        CHECK_MSG(pi->len == NULL, "%s.%s: len %s", name, k->pnames[p],
+      CHECK_INT_EQ(pi->row, HK_ROW_FULL);
+      CHECK_MSG(pi->len == NULL, "%s.%s: len %s", name, k->pnames[p],
                   pi->len);
       CHECK(pi->doc != NULL);
     }
@@ -1496,6 +1467,8 @@ int main(void) {
           test_reduction(in, red_extra_sizes[si], 1, 0);
         break;
       case HK_KIND_RAW:
+        break;
+      case HK_KIND_ROWS:
         for (size_t si = 0; si < COUNT(shapes); si++)
           for (int off = shapes[si][0] * shapes[si][1] >= BIG; off < 2; off++)
             test_softmax(in, shapes[si][0], shapes[si][1], off);

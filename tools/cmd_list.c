@@ -111,6 +111,10 @@ static void print_json(const listing *l) {
         printf(", \"len\": ");
         print_json_string(k->params[p].len);
       }
+      if (k->kind == HK_KIND_ROWS && k->params[p].role != HK_ROLE_SCALAR) {
+        static const char *const rows[] = {"full", "one", "shared"};
+        printf(", \"row\": \"%s\"", rows[k->params[p].row]);
+      }
       printf("}");
     }
     printf("]}");

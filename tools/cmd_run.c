@@ -569,6 +569,7 @@ static int choose_path(const run_call *c, const run_opts *o,
                                "axes",
                         o->naxes ? "axis" : "keepdims", k->name,
                         k->kind == HK_KIND_ELEMENTWISE ? "an elementwise"
+                        : k->kind == HK_KIND_ROWS      ? "a rows"
                                                        : "a raw");
   if ((o->naxes || o->keepdims) && !*arrays)
     return hk_cli_error("run", "--%s: not with --backend cuda (axis "

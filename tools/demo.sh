@@ -37,8 +37,8 @@ say hk run gelu_f32 x=x.npy
 $HK run gelu_f32 x="$tmp/x.npy"
 say hk run sum_f32 x=x.npy
 $HK run sum_f32 x="$tmp/x.npy"
-say hk run softmax_f32 x=x.npy rows=2 cols=4
-$HK run softmax_f32 x="$tmp/x.npy" rows=2 cols=4
+say hk run softmax_f32 x=x.npy    "# a rows kernel run flat: one row of 8"
+$HK run softmax_f32 x="$tmp/x.npy"
 
 echo
 echo "== plugin kernels: kernel files dropped into a folder (plugins/), compiled"

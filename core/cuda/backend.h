@@ -89,6 +89,11 @@ HK_INTERNAL void hk__mem_where_n(const void *const *ptrs, int n,
  * last error set. The backend must be ready on this thread. */
 HK_INTERNAL int hk__cuda_launch(const hk_cuda_entry_t *e, struct hk_stream *st,
                                 size_t n, void *const *args);
+/* The same for a rows kernel (e->kind HK_KIND_ROWS) over rows rows of n
+ * elements each: one thread per row (hk__cuda_launch runs one row). */
+HK_INTERNAL int hk__cuda_launch_rows(const hk_cuda_entry_t *e,
+                                     struct hk_stream *st, size_t rows,
+                                     size_t n, void *const *args);
 
 /* ---- fatbin.c ---- */
 

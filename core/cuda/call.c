@@ -10,6 +10,7 @@
  * CUDA module lives as long as the hk module (retired modules included),
  * so a handle never points at unloaded GPU code.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "backend.h"
@@ -136,11 +137,15 @@ static int buffers_side(const hk_kernel_t *k, void *const *args, int want,
   return HK_OK;
 }
 
-/* Runs k on the GPU on stream s (NULL: the default), waiting for it when
+/* cuda_call_rows's rows for a flat call (hk_call's n elements). */
+#define FLAT SIZE_MAX
+
+/* Runs k on the GPU on stream s (NULL: the default): rows rows of n (a
+ * rows kernel), or a flat call (rows FLAT), waiting for it when
  * sync. HK_OK; prepare_cuda's errors; HK_EDEVICE when the launch or (sync)
  * the kernel failed. The last error is set. The backend must be ready. */
-static int cuda_call(const hk_kernel_t *k, hk_stream_t *s, size_t n,
-                     void *const *args, int sync) {
+static int cuda_call_rows(const hk_kernel_t *k, hk_stream_t *s, size_t rows,
+                          size_t n, void *const *args, int sync) {
   const hk_cuda_entry_t *e = atomic_load_explicit(&k->cuda, memory_order_acquire);
   int rc;
   if (__builtin_expect(e == NULL, 0)) {
@@ -149,7 +154,9 @@ static int cuda_call(const hk_kernel_t *k, hk_stream_t *s, size_t n,
   }
   if ((rc = check_state(k))) return rc;
   struct hk_stream *st = hk__stream(s);
-  if ((rc = hk__cuda_launch(e, st, n, args))) return rc;
+  rc = rows == FLAT ? hk__cuda_launch(e, st, n, args)
+                    : hk__cuda_launch_rows(e, st, rows, n, args);
+  if (rc) return rc;
   if (sync) {
     CUresult r = hk__cuda.api.cuStreamSynchronize(st->s);
     if (r) {
@@ -162,6 +169,24 @@ static int cuda_call(const hk_kernel_t *k, hk_stream_t *s, size_t n,
     }
   }
   return HK_OK;
+}
+
+/* A flat call on the GPU (as hk_call). */
+static int cuda_call(const hk_kernel_t *k, hk_stream_t *s, size_t n,
+                     void *const *args, int sync) {
+  return cuda_call_rows(k, s, FLAT, n, args, sync);
+}
+
+int hk__call_rows_cuda(const hk_kernel_t *k, hk_stream_t *s, size_t rows,
+                       size_t n, void *const *args) {
+  hk_mem_t side;
+  int rc = hk__cuda_ready();
+  if (rc) return rc;
+  const hk_kernel_info_t *info = atomic_load(&k->info);
+  if (info->kind != HK_KIND_ROWS)
+    return hk__fail(HK_EINVAL, "kernel %s is not a rows kernel", info->name);
+  if ((rc = buffers_side(k, args, HK_MEM_DEVICE, &side))) return rc;
+  return cuda_call_rows(k, s, rows, n, args, s == NULL);
 }
 
 int hk__call_auto(const hk_kernel_t *k, size_t n, void *const *args) {

@@ -132,10 +132,38 @@ static CUresult launch_reduction(const hk_cuda_entry_t *e,
                            st->s, kp, NULL);
 }
 
+/* The error of a launch the driver refused (r != 0), or HK_OK. */
+static int launch_result(const hk_cuda_entry_t *e, CUresult r) {
+  if (r) {
+    char b[HK_CUDA_ERRLEN];
+    return hk__fail(HK_EDEVICE, "kernel %s: GPU launch failed: %s",
+                    e->info->name, hk__cuda_strerror(r, b, sizeof b));
+  }
+  return HK_OK;
+}
+
+int hk__cuda_launch_rows(const hk_cuda_entry_t *e, struct hk_stream *st,
+                         size_t rows, size_t n, void *const *args) {
+  HK_ASSERT(atomic_load(&hk__cuda_started) && e->kind == HK_KIND_ROWS);
+  if (rows == 0) return HK_OK;
+  void *kp[HK_CUDA_MAX_ARGS];
+  int np = 0;
+  put_params(e->info, args, -1, kp, &np);
+  kp[np++] = &n;
+  kp[np++] = &rows;
+  const unsigned grid_cap = (unsigned)hk__cuda.info.sm_count * 16u;
+  return launch_result(
+      e, hk__cuda.api.cuLaunchKernel(e->fn, blocks_for(rows, grid_cap), 1, 1,
+                                     HK_ABI_CUDA_BLOCK, 1, 1, 0, st->s, kp,
+                                     NULL));
+}
+
 int hk__cuda_launch(const hk_cuda_entry_t *e, struct hk_stream *st, size_t n,
                     void *const *args) {
   HK_ASSERT(atomic_load(&hk__cuda_started));
   CUresult r;
+  if (e->kind == HK_KIND_ROWS) /* a flat call: one row */
+    return hk__cuda_launch_rows(e, st, 1, n, args);
   if (e->kind == HK_KIND_REDUCTION) {
     pthread_mutex_lock(&st->lock);
     r = launch_reduction(e, st, n, args);

@@ -1,0 +1,153 @@
+/* emit_rows.c — rows kernel instances to C and CUDA C (emit.h, abi.h).
+ *
+ * A rows kernel's body runs once per row. Each buffer parameter's name is a
+ * pointer to the row's part of it: base + r * n ("full"), base + r ("one")
+ * or base ("shared"); n is the row length and row the row's index.
+ *
+ * C: the body becomes hk_body__NAME(row pointers, scalars, n, row), a static
+ * inline function the compiler optimises as a whole (its loops vectorise as
+ * in a hand-written function); hk_rows__NAME(buffers, scalars, n, begin,
+ * end) runs it for rows [begin, end). The range entry point (abi.h) is
+ * hk_rows__NAME over its argument array; the typed stdlib function
+ * hk_NAME(params..., rows, n) runs it inline for small calls and through
+ * hk__par_rows (whole rows per task) for large ones, so both paths give the
+ * same bits for any thread count.
+ * CUDA: the same body as a __device__ function, and hk_cuda__NAME(params...,
+ * n, rows): one thread per row, a grid-stride loop over the rows.
+ */
+#include "abi.h"
+#include "emit.h"
+
+#define ct hkc_param_ctype
+#define is_buffer hkc_is_buffer
+
+/* The offset expression of parameter p's row hk_r: "hk_r * n", "hk_r",
+ * or NULL for a shared buffer. */
+static const char *row_offset(const hkc_param *p) {
+  switch (p->row) {
+    case HK_ROW_ONE: return "hk_r";
+    case HK_ROW_SHARED: return NULL;
+    case HK_ROW_FULL: break;
+  }
+  return "hk_r * n";
+}
+
+/* The body as a function of one row: QUAL void hk_body__NAME(const T *x,
+ * T *y, const T eps, const size_t n, const size_t row). */
+static void put_body_fn(hku_buf *o, const hkc_instance *in, const char *qual) {
+  const hkc_kernel *k = in->k;
+  const hkc_src *srcs[] = {&k->body};
+  hku_buf_printf(o, "%svoid hk_body__%s(", qual, in->name);
+  hkc_put_params(o, in, "", 1, 0);
+  hku_buf_put(o, "const size_t n, const size_t row)\n{\n");
+  hkc_put_holders(o, in, srcs, 1, 4);
+  hkc_put_voids(o, in, HKC_ROLES_ALL, 4);
+  hku_buf_put(o, "    (void)n;\n    (void)row;\n    {\n");
+  hkc_put_code(o, &k->body, 8);
+  hku_buf_put(o, "    }\n}\n\n");
+}
+
+/* "hk_body__NAME(hk_p_x + hk_r * n, ..., eps, n, hk_r);" indented by ind:
+ * one row's call, buffers named PREFIX + name, scalars by name. */
+static void put_row_call(hku_buf *o, const hkc_instance *in, int ind) {
+  const hkc_kernel *k = in->k;
+  hku_buf_printf(o, "%*shk_body__%s(", ind, "", in->name);
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    const char *off = row_offset(p);
+    if (!is_buffer(p))
+      hku_buf_printf(o, "%s, ", p->name);
+    else if (off)
+      hku_buf_printf(o, "hk_p_%s + %s, ", p->name, off);
+    else
+      hku_buf_printf(o, "hk_p_%s, ", p->name);
+  }
+  hku_buf_put(o, "n, hk_r);\n");
+}
+
+/* ---- C ----------------------------------------------------------------------- */
+
+/* hk_rows__NAME(buffers as hk_p_NAME, scalars, n, begin, end): the rows
+ * [begin, end). */
+static void put_rows_fn(hku_buf *o, const hkc_instance *in) {
+  hku_buf_printf(o, "HK_INLINE void hk_rows__%s(", in->name);
+  hkc_put_params(o, in, "hk_p_", 1, 0);
+  hku_buf_put(o, "size_t n, size_t hk_begin, size_t hk_end)\n{\n");
+  hku_buf_put(o, "    for (size_t hk_r = hk_begin; hk_r < hk_end; ++hk_r)\n");
+  put_row_call(o, in, 8);
+  hku_buf_put(o, "}\n\n");
+}
+
+/* Parameter i from the argument array: "(const float *)hk_args[0]" for a
+ * buffer, "*(const float *)hk_args[2]" for a scalar. */
+static void put_arg(hku_buf *o, const hkc_instance *in, int i) {
+  const hkc_param *p = &in->k->params[i];
+  if (!is_buffer(p))
+    hku_buf_printf(o, "*(const %s *)hk_args[%d]", ct(in, p), i);
+  else
+    hku_buf_printf(o, "(%s%s *)hk_args[%d]",
+                   p->role == HK_ROLE_IN ? "const " : "", ct(in, p), i);
+}
+
+void hkc_emit_rows_c(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
+  const hkc_kernel *k = in->k;
+  const char *nm = in->name;
+  unsigned fl = hkc_is_heavy(k) ? HK_ABI_HEAVY : 0u;
+
+  put_body_fn(o, in, "HK_INLINE ");
+  put_rows_fn(o, in);
+
+  /* range(args, n, begin, end, partial): rows [begin, end) (abi.h) */
+  hku_buf_printf(o,
+                 "%svoid " HK_ABI_RANGE "%s(void *const *hk_args, size_t n, "
+                 "size_t hk_begin, size_t hk_end, void *hk_partial)\n{\n",
+                 mode == HKC_EMIT_STDLIB ? "static " : "", nm);
+  hku_buf_printf(o, "    (void)hk_partial;\n    hk_rows__%s(", nm);
+  for (int i = 0; i < k->nparams; i++) {
+    put_arg(o, in, i);
+    hku_buf_put(o, ", ");
+  }
+  hku_buf_put(o, "n, hk_begin, hk_end);\n}\n\n");
+
+  if (mode != HKC_EMIT_STDLIB) return;
+  /* the typed function: inline when small, else whole rows per task */
+  hkc_emit_typed_proto(in, o);
+  hku_buf_put(o, ";\n");
+  hkc_emit_typed_proto(in, o);
+  hku_buf_printf(o,
+                 "\n{\n    if (rows > 1 && rows * n >= hk__par_min[%u]) {\n"
+                 "        void *const hk_args[%d] = {",
+                 fl, k->nparams);
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    hku_buf_printf(o, "%s(void *)%s%s", i ? ", " : "", is_buffer(p) ? "" : "&",
+                   p->name);
+  }
+  hku_buf_printf(o,
+                 "};\n        hk__par_rows(" HK_ABI_RANGE
+                 "%s, hk_args, rows, n, %uu);\n"
+                 "        return;\n    }\n    hk_rows__%s(",
+                 nm, fl, nm);
+  for (int i = 0; i < k->nparams; i++)
+    hku_buf_printf(o, "%s, ", k->params[i].name);
+  hku_buf_put(o, "n, 0, rows);\n}\n\n");
+}
+
+/* ---- CUDA -------------------------------------------------------------------- */
+
+void hkc_emit_rows_cuda(hku_buf *o, const hkc_instance *in,
+                        hkc_emit_mode mode) {
+  (void)mode; /* the same CUDA serves the stdlib and plugins */
+  put_body_fn(o, in, "static __device__ __forceinline__ ");
+  hku_buf_printf(o, "extern \"C\" __global__ void " HK_ABI_CUDA_KERNEL "%s(",
+                 in->name);
+  hkc_put_params(o, in, "hk_p_", 1, 0);
+  hku_buf_put(o,
+              "size_t n, size_t hk_rows)\n{\n"
+              "    const size_t hk_stride = (size_t)blockDim.x * gridDim.x;\n"
+              "    for (size_t hk_r = (size_t)blockIdx.x * blockDim.x + "
+              "threadIdx.x; hk_r < hk_rows;\n"
+              "         hk_r += hk_stride)\n");
+  put_row_call(o, in, 8);
+  hku_buf_put(o, "}\n\n");
+}

@@ -1,0 +1,643 @@
+/* test_rows.c — rows kernels: the stdlib's softmax, log_softmax and
+ * layernorm against plain C reference loops (in long double), through the
+ * typed functions, hk_call on the registry handle (a flat call: one row) and
+ * the core's rows call (hk__call_rows_cpu, which the array call uses);
+ * bit-identical results on 1 and 2 threads over many rows; 0 and 1 rows;
+ * rows plugins on tiers jit and opt (plugins/layernorm.json, and a kernel
+ * with exact results that uses every row mode and the row index); the row
+ * modes in the public descriptions; and the located errors of the format's
+ * rows rules. */
+#include <float.h>
+
+#include "abi.h"
+#include "check.h"
+#include "hk.h"
+#include "registry.h"
+
+/* ---- Data ------------------------------------------------------------------- */
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15u;
+
+/* Uniform in [lo, hi). */
+static double uniform(double lo, double hi) {
+  rng_state = rng_state * 6364136223846793005u + 1442695040888963407u;
+  return lo + (hi - lo) * (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+typedef struct rows_data {
+  hk_dtype_t t;
+  size_t rows, n;
+  void *x, *w, *b;  /* rows * n; n; n */
+  void *y, *mean, *rstd; /* rows * n + guard; rows + guard; rows + guard */
+} rows_data;
+
+#define GUARD 8
+#define GUARD_BYTE 0xA5
+
+static double get(hk_dtype_t t, const void *p, size_t i) {
+  return t == HK_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+static void put(hk_dtype_t t, void *p, size_t i, double v) {
+  if (t == HK_F32)
+    ((float *)p)[i] = (float)v;
+  else
+    ((double *)p)[i] = v;
+}
+
+static void *guarded(size_t count, size_t es) {
+  unsigned char *p = malloc((count + GUARD) * es);
+  CHECK(p != NULL);
+  memset(p, GUARD_BYTE, (count + GUARD) * es);
+  return p;
+}
+
+/* 1 when the GUARD elements after count elements of p are untouched. */
+static int guard_ok(const void *p, size_t count, size_t es) {
+  const unsigned char *g = (const unsigned char *)p + count * es;
+  for (size_t i = 0; i < GUARD * es; i++)
+    if (g[i] != GUARD_BYTE) return 0;
+  return 1;
+}
+
+static void data_init(rows_data *d, hk_dtype_t t, size_t rows, size_t n) {
+  size_t es = hk_dtype_size(t);
+  memset(d, 0, sizeof *d);
+  d->t = t, d->rows = rows, d->n = n;
+  d->x = guarded(rows * n, es);
+  d->w = guarded(n, es);
+  d->b = guarded(n, es);
+  d->y = guarded(rows * n, es);
+  d->mean = guarded(rows, es);
+  d->rstd = guarded(rows, es);
+  for (size_t r = 0; r < rows; r++)
+    for (size_t j = 0; j < n; j++) /* some rows shifted far from 0 */
+      put(t, d->x, r * n + j, uniform(-4, 4) + (r % 7 == 3 ? 300 : 0));
+  for (size_t j = 0; j < n; j++) {
+    put(t, d->w, j, uniform(0.5, 1.5));
+    put(t, d->b, j, uniform(-1, 1));
+  }
+}
+
+/* Sets the outputs back to their guard pattern. */
+static void data_reset(rows_data *d) {
+  size_t es = hk_dtype_size(d->t);
+  memset(d->y, GUARD_BYTE, (d->rows * d->n + GUARD) * es);
+  memset(d->mean, GUARD_BYTE, (d->rows + GUARD) * es);
+  memset(d->rstd, GUARD_BYTE, (d->rows + GUARD) * es);
+}
+
+static void data_free(rows_data *d) {
+  free(d->x), free(d->w), free(d->b), free(d->y), free(d->mean),
+      free(d->rstd);
+}
+
+static long double eps_of(hk_dtype_t t) {
+  return t == HK_F32 ? FLT_EPSILON : DBL_EPSILON;
+}
+
+/* ---- References ---------------------------------------------------------------- */
+
+typedef enum op { OP_SOFTMAX, OP_LOG_SOFTMAX, OP_LAYERNORM } op_t;
+static const char *const op_names[] = {"softmax", "log_softmax", "layernorm"};
+
+/* Checks d's outputs (computed for op, eps) against long double loops
+ * written from the definitions; what names the path. */
+static void check_ref(const rows_data *d, op_t op, double eps,
+                      const char *what) {
+  hk_dtype_t t = d->t;
+  size_t n = d->n, es = hk_dtype_size(t);
+  long double e = eps_of(t);
+  int bad = 0;
+  for (size_t r = 0; r < d->rows && !bad; r++) {
+    size_t at = r * n;
+    long double m = -INFINITY, lo = INFINITY, s = 0;
+    for (size_t j = 0; j < n; j++) {
+      long double v = get(t, d->x, at + j);
+      if (v > m) m = v;
+      if (v < lo) lo = v;
+      s += v;
+    }
+    if (op == OP_LAYERNORM) {
+      long double mu = n ? s / n : 0, var = 0;
+      for (size_t j = 0; j < n; j++) {
+        long double dv = get(t, d->x, at + j) - mu;
+        var += dv * dv;
+      }
+      var = n ? var / n : 0;
+      long double rs = 1 / sqrtl(var + eps);
+      long double got_m = get(t, d->mean, r), got_r = get(t, d->rstd, r);
+      if (n && (fabsl(got_m - mu) > e * (n + 4) * (fabsl(mu) + 4) ||
+                fabsl(got_r - rs) > e * (n + 8) * rs)) {
+        fprintf(stderr, "  row %zu: mean %.17Lg (want %.17Lg), rstd %.17Lg "
+                "(want %.17Lg)\n", r, got_m, mu, got_r, rs);
+        bad = 1;
+      }
+      for (size_t j = 0; j < n && !bad; j++) {
+        long double xv = get(t, d->x, at + j), w = get(t, d->w, j),
+                    b = get(t, d->b, j);
+        long double want = (xv - mu) * rs * w + b;
+        long double got = get(t, d->y, at + j);
+        /* the mean's rounding (relative to |mu|) moves every x - mu */
+        long double tol = e * (n + 16) *
+                          (fabsl((xv - mu) * rs * w) + fabsl(mu) * rs * fabsl(w) +
+                           fabsl(b) + 1);
+        if (!(fabsl(got - want) <= tol)) {
+          fprintf(stderr, "  [%zu, %zu]: %.17Lg, want %.17Lg\n", r, j, got,
+                  want);
+          bad = 1;
+        }
+      }
+      continue;
+    }
+    long double sum = 0;
+    for (size_t j = 0; j < n; j++) sum += expl(get(t, d->x, at + j) - m);
+    long double lse = m + logl(sum), spread = m - lo;
+    for (size_t j = 0; j < n && !bad; j++) {
+      long double xv = get(t, d->x, at + j), got = get(t, d->y, at + j), want,
+                  tol;
+      if (op == OP_SOFTMAX) {
+        want = expl(xv - m) / sum;
+        tol = e * (n + spread + 4) * want;
+      } else {
+        want = xv - lse;
+        tol = e * (fabsl(want) + 2 * fabsl(lse) + fabsl(m) + n + spread + 4);
+      }
+      if (!(fabsl(got - want) <= tol)) {
+        fprintf(stderr, "  [%zu, %zu]: %.17Lg, want %.17Lg\n", r, j, got,
+                want);
+        bad = 1;
+      }
+    }
+  }
+  int guards = guard_ok(d->y, d->rows * n, es) &&
+               (op != OP_LAYERNORM || (guard_ok(d->mean, d->rows, es) &&
+                                       guard_ok(d->rstd, d->rows, es)));
+  CHECK_MSG(!bad, "%s_%s %zu x %zu %s: differs from the reference",
+            op_names[op], hk_dtype_name(t), d->rows, n, what);
+  CHECK_MSG(guards, "%s_%s %zu x %zu %s: wrote past the end", op_names[op],
+            hk_dtype_name(t), d->rows, n, what);
+}
+
+/* ---- The stdlib ---------------------------------------------------------------- */
+
+/* The typed function of op on d (rows x n). */
+static void call_typed(rows_data *d, op_t op, double eps) {
+  size_t R = d->rows, n = d->n;
+  if (d->t == HK_F32) {
+    if (op == OP_SOFTMAX) hk_softmax_f32(d->x, d->y, R, n);
+    if (op == OP_LOG_SOFTMAX) hk_log_softmax_f32(d->x, d->y, R, n);
+    if (op == OP_LAYERNORM)
+      hk_layernorm_f32(d->x, d->w, d->b, d->y, d->mean, d->rstd, (float)eps,
+                       R, n);
+  } else {
+    if (op == OP_SOFTMAX) hk_softmax_f64(d->x, d->y, R, n);
+    if (op == OP_LOG_SOFTMAX) hk_log_softmax_f64(d->x, d->y, R, n);
+    if (op == OP_LAYERNORM)
+      hk_layernorm_f64(d->x, d->w, d->b, d->y, d->mean, d->rstd, eps, R, n);
+  }
+}
+
+/* The uniform args of op on d; the scalar eps in *scalar (of d's type). */
+static void args_of(rows_data *d, op_t op, double eps, double *scalar,
+                    void **args) {
+  if (op != OP_LAYERNORM) {
+    args[0] = d->x, args[1] = d->y;
+    return;
+  }
+  put(d->t, scalar, 0, eps);
+  args[0] = d->x, args[1] = d->w, args[2] = d->b, args[3] = d->y;
+  args[4] = d->mean, args[5] = d->rstd, args[6] = scalar;
+}
+
+/* A copy of d's outputs, for bit comparisons. */
+typedef struct outputs {
+  unsigned char *y, *mean, *rstd;
+} outputs;
+
+static outputs outputs_copy(const rows_data *d) {
+  size_t es = hk_dtype_size(d->t);
+  outputs o = {malloc(d->rows * d->n * es + 1), malloc(d->rows * es + 1),
+               malloc(d->rows * es + 1)};
+  memcpy(o.y, d->y, d->rows * d->n * es);
+  memcpy(o.mean, d->mean, d->rows * es);
+  memcpy(o.rstd, d->rstd, d->rows * es);
+  return o;
+}
+
+static int outputs_same(const rows_data *d, const outputs *o, op_t op) {
+  size_t es = hk_dtype_size(d->t);
+  return !memcmp(o->y, d->y, d->rows * d->n * es) &&
+         (op != OP_LAYERNORM || (!memcmp(o->mean, d->mean, d->rows * es) &&
+                                 !memcmp(o->rstd, d->rstd, d->rows * es)));
+}
+
+static void outputs_free(outputs *o) { free(o->y), free(o->mean), free(o->rstd); }
+
+/* op on a rows x n matrix of type t: the typed function against the
+ * reference, then the registry handle's rows call (hk__call_rows_cpu) and,
+ * on 1 and 2 threads, both again, bit for bit; then a flat hk_call on row 0
+ * against the typed function on that one row. */
+static void test_stdlib_op(hk_context_t *ctx, op_t op, hk_dtype_t t,
+                           size_t rows, size_t n) {
+  const double eps = 1e-5;
+  rows_data d;
+  data_init(&d, t, rows, n);
+  char name[64], what[96];
+  snprintf(name, sizeof name, "%s_%s", op_names[op], hk_dtype_name(t));
+  snprintf(what, sizeof what, "%s %zu x %zu", name, rows, n);
+
+  CHECK_INT_EQ(hk_set_threads(2), HK_OK);
+  call_typed(&d, op, eps);
+  check_ref(&d, op, eps, "typed");
+  outputs want = outputs_copy(&d);
+
+  hk_kernel_t *k = NULL;
+  CHECK_INT_EQ(hk_kernel_find(ctx, name, &k), HK_OK);
+  double scalar;
+  void *args[7];
+  args_of(&d, op, eps, &scalar, args);
+  for (int threads = 1; k && threads <= 2; threads++) {
+    CHECK_INT_EQ(hk_set_threads(threads), HK_OK);
+    data_reset(&d);
+    call_typed(&d, op, eps);
+    CHECK_MSG(outputs_same(&d, &want, op), "%s typed on %d thread(s): not "
+              "bit-identical to 2 threads", what, threads);
+    data_reset(&d);
+    CHECK_INT_EQ(hk__call_rows_cpu(k, rows, n, args), HK_OK);
+    CHECK_MSG(outputs_same(&d, &want, op), "%s registry rows call on %d "
+              "thread(s): not bit-identical to the typed function", what,
+              threads);
+    check_ref(&d, op, eps, "registry rows call");
+  }
+  if (k && rows > 0) { /* flat: one row */
+    rows_data one = d;
+    one.rows = 1;
+    data_reset(&d);
+    CHECK_INT_EQ(hk_call(k, n, args), HK_OK);
+    check_ref(&one, op, eps, "hk_call (one row)");
+    size_t es = hk_dtype_size(t);
+    CHECK_MSG(!memcmp(d.y, want.y, n * es), "%s hk_call: row 0 differs from "
+              "the typed function's", what);
+    CHECK_MSG(guard_ok(d.y, n, es), "%s hk_call wrote beyond one row", what);
+  }
+  outputs_free(&want);
+  data_free(&d);
+  CHECK_INT_EQ(hk_set_threads(0), HK_OK);
+}
+
+/* 0 rows write nothing, whatever n; 0-length rows too. */
+static void test_empty(void) {
+  rows_data d;
+  data_init(&d, HK_F32, 3, 5);
+  data_reset(&d);
+  hk_softmax_f32(d.x, d.y, 0, 5);
+  hk_log_softmax_f32(d.x, d.y, 0, 5);
+  hk_layernorm_f32(d.x, d.w, d.b, d.y, d.mean, d.rstd, 1e-5f, 0, 5);
+  CHECK(guard_ok(d.y, 0, 4) && guard_ok(d.mean, 0, 4) &&
+        guard_ok(d.rstd, 0, 4));
+  hk_softmax_f32(d.x, d.y, 3, 0);
+  CHECK(guard_ok(d.y, 0, 4));
+  data_free(&d);
+}
+
+/* The public descriptions carry the row modes. */
+static void test_info(hk_context_t *ctx) {
+  hk_kernel_t *k;
+  CHECK_INT_EQ(hk_kernel_find(ctx, "layernorm_f32", &k), HK_OK);
+  const hk_kernel_info_t *in = hk_kernel_info(k);
+  CHECK_INT_EQ(in->kind, HK_KIND_ROWS);
+  CHECK_STR_EQ(hk_kind_name(in->kind), "rows");
+  static const hk_row_t want[] = {HK_ROW_FULL, HK_ROW_SHARED, HK_ROW_SHARED,
+                                  HK_ROW_FULL, HK_ROW_ONE,    HK_ROW_ONE,
+                                  HK_ROW_FULL};
+  CHECK_INT_EQ(in->nparams, 7);
+  for (int i = 0; i < in->nparams && i < 7; i++)
+    CHECK_MSG(in->params[i].row == want[i], "layernorm_f32.%s: row %d",
+              in->params[i].name, (int)in->params[i].row);
+  float eps = 1e-5f;
+  void *args[7] = {NULL, NULL, NULL, NULL, NULL, NULL, &eps};
+  int64_t lens[7];
+  CHECK_INT_EQ(hk_kernel_lens(k, 768, args, lens), HK_OK);
+  static const int64_t want_lens[] = {768, 768, 768, 768, 1, 1, -1};
+  for (int i = 0; i < 7; i++) CHECK_INT_EQ(lens[i], want_lens[i]);
+  CHECK_INT_EQ(hk_kernel_find(ctx, "add_f32", &k), HK_OK);
+  CHECK_INT_EQ(hk_kernel_info(k)->params[0].row, HK_ROW_FULL);
+  /* the rows call is for rows kernels only */
+  CHECK_INT_EQ(hk__call_rows_cpu(k, 2, 3, args), HK_EINVAL);
+}
+
+/* ---- The array call ------------------------------------------------------------ */
+
+/* layernorm_f32 through hk_call_arrays on a (3, 5, 40) array and on its
+ * transposed view (strides, not C order): the typed function's bits on the
+ * contiguous data; mean and rstd as (3, 5) and as (3, 5, 1); the shapes
+ * hk_call_out_shape gives; and the shape errors. */
+static void test_arrays(hk_context_t *ctx) {
+  enum { A = 3, B = 5, C = 40, R = A * B };
+  static float x[R * C], xt[C * R], w[C], b[C], y[R * C], mean[R], rstd[R];
+  static float ty[R * C], tmean[R], trstd[R];
+  for (int i = 0; i < R * C; i++) x[i] = (float)uniform(-3, 3);
+  for (int j = 0; j < C; j++) w[j] = (float)uniform(0.5, 1.5), b[j] = (float)uniform(-1, 1);
+  /* xt holds x transposed (C, R): the view with strides (B, 1, R) over it
+   * is x again */
+  for (int r = 0; r < R; r++)
+    for (int j = 0; j < C; j++) xt[j * R + r] = x[r * C + j];
+  hk_layernorm_f32(x, w, b, ty, tmean, trstd, 1e-5f, R, C);
+
+  hk_kernel_t *k;
+  CHECK_INT_EQ(hk_kernel_find(ctx, "layernorm_f32", &k), HK_OK);
+  float eps = 1e-5f;
+  hk_array_t a[7];
+  const int64_t s3[] = {A, B, C}, s2[] = {A, B}, s21[] = {A, B, 1}, s1[] = {C};
+  hk_array_init(&a[0], x, HK_F32, 3, s3);
+  hk_array_init(&a[1], w, HK_F32, 1, s1);
+  hk_array_init(&a[2], b, HK_F32, 1, s1);
+  hk_array_init(&a[3], y, HK_F32, 3, s3);
+  hk_array_init(&a[4], mean, HK_F32, 2, s2);
+  hk_array_init(&a[5], rstd, HK_F32, 3, s21);
+  hk_array_init(&a[6], &eps, HK_F32, 0, NULL);
+  for (int view = 0; view < 2; view++) {
+    if (view) { /* x as a transposed view of xt */
+      a[0].data = xt;
+      a[0].base = xt;
+      a[0].strides[0] = B, a[0].strides[1] = 1, a[0].strides[2] = R;
+    }
+    memset(y, 0, sizeof y), memset(mean, 0, sizeof mean),
+        memset(rstd, 0, sizeof rstd);
+    int rc = hk_call_arrays(k, a, NULL);
+    CHECK_MSG(rc == HK_OK, "layernorm_f32 arrays (view %d): %s", view,
+              hk_last_error());
+    CHECK_MSG(!memcmp(y, ty, sizeof y) && !memcmp(mean, tmean, sizeof mean) &&
+                  !memcmp(rstd, trstd, sizeof rstd),
+              "layernorm_f32 arrays (view %d): not the typed function's bits",
+              view);
+  }
+  int nd;
+  int64_t shape[HK_MAX_DIMS];
+  CHECK_INT_EQ(hk_call_out_shape(k, a, NULL, 3, &nd, shape), HK_OK);
+  CHECK(nd == 3 && shape[0] == A && shape[1] == B && shape[2] == C);
+  CHECK_INT_EQ(hk_call_out_shape(k, a, NULL, 4, &nd, shape), HK_OK);
+  CHECK(nd == 2 && shape[0] == A && shape[1] == B);
+  /* errors: a weight of the wrong length, a mean of the wrong shape, axes */
+  hk_array_init(&a[0], x, HK_F32, 3, s3);
+  const int64_t bad1[] = {C - 1}, bad2[] = {B, A};
+  hk_array_t keep = a[1];
+  hk_array_init(&a[1], w, HK_F32, 1, bad1);
+  CHECK_INT_EQ(hk_call_arrays(k, a, NULL), HK_EINVAL);
+  CHECK_MSG(strstr(hk_last_error(), "parameter 'weight': the array's shape is "
+                                    "(39,); with parameter 'x' of shape (3, "
+                                    "5, 40) (rows of 40) it must be (40,)"),
+            "%s", hk_last_error());
+  a[1] = keep;
+  hk_array_init(&a[4], mean, HK_F32, 2, bad2);
+  CHECK_INT_EQ(hk_call_arrays(k, a, NULL), HK_EINVAL);
+  CHECK_MSG(strstr(hk_last_error(), "parameter 'mean': the array's shape is "
+                                    "(5, 3); with parameter 'x' of shape (3, "
+                                    "5, 40) (rows of 40) it must be (3, 5) or "
+                                    "(3, 5, 1)"),
+            "%s", hk_last_error());
+  hk_array_init(&a[4], mean, HK_F32, 2, s2);
+  hk_call_opts_t axes = {.axes = (int[]){0}, .naxes = 1};
+  CHECK_INT_EQ(hk_call_arrays(k, a, &axes), HK_EINVAL);
+  /* y may not overlap x unless it is x */
+  hk_array_t yx = a[0];
+  yx.data = x + 1;
+  yx.nbytes = 0; /* no bounds: the overlap is what is checked */
+  a[3] = yx;
+  CHECK_INT_EQ(hk_call_arrays(k, a, NULL), HK_EINVAL);
+  CHECK_MSG(strstr(hk_last_error(), "parameter 'y' overlaps parameter 'x'"),
+            "%s", hk_last_error());
+  /* softmax in place over a 3-D array: the typed function's bits */
+  CHECK_INT_EQ(hk_kernel_find(ctx, "softmax_f32", &k), HK_OK);
+  memcpy(y, x, sizeof y);
+  hk_softmax_f32(x, ty, R, C);
+  hk_array_t sa[2];
+  hk_array_init(&sa[0], y, HK_F32, 3, s3);
+  sa[1] = sa[0];
+  CHECK_INT_EQ(hk_call_arrays(k, sa, NULL), HK_OK);
+  CHECK_MSG(!memcmp(y, ty, sizeof y), "softmax_f32 in place, arrays");
+}
+
+/* ---- Plugins ------------------------------------------------------------------- */
+
+/* Exact results (small integers): y[i] = x[i] * s + c[i] + row + k, and
+ * t = the row's sum (one), over every row mode. */
+static const char shift_json[] =
+    "{\"schema_version\": 1, \"name\": \"row_shift\", \"kind\": \"rows\",\n"
+    " \"types\": {\"T\": [\"f32\", \"f64\"]},\n"
+    " \"params\": [\n"
+    "  {\"name\": \"x\", \"type\": \"T\", \"role\": \"in\"},\n"
+    "  {\"name\": \"s\", \"type\": \"T\", \"role\": \"in\", \"row\": \"one\"},\n"
+    "  {\"name\": \"c\", \"type\": \"T\", \"role\": \"in\", \"row\": \"shared\"},\n"
+    "  {\"name\": \"y\", \"type\": \"T\", \"role\": \"out\", \"row\": \"full\"},\n"
+    "  {\"name\": \"t\", \"type\": \"T\", \"role\": \"inout\", \"row\": \"one\"},\n"
+    "  {\"name\": \"k\", \"type\": \"T\", \"role\": \"scalar\"}],\n"
+    " \"body\": [\"T acc_ = 0;\",\n"
+    "          \"for (size_t i = 0; i < n; ++i) {\",\n"
+    "          \"    y[i] = x[i] * s[0] + c[i] + (T)row + k;\",\n"
+    "          \"    acc_ += y[i];\",\n"
+    "          \"}\",\n"
+    "          \"t[0] = t[0] + acc_;\"]}\n";
+
+/* row_shift_f64 and the plugin layernorm_rows_f32 in a context of tier
+ * `tier` (HK_TIER_JIT or HK_TIER_OPT): each against its reference, on 1 and
+ * 2 threads. */
+static void test_plugins_tier(hk_tier_t tier) {
+  const char *src = getenv("HK_SOURCE_DIR");
+  const char *none[] = {NULL};
+  hk_options_t o = {.plugin_dirs = none, .tier = tier, .flags = HK_NO_CACHE};
+  hk_context_t *ctx;
+  CHECK_INT_EQ(hk_context_create(&ctx, &o), HK_OK);
+  CHECK_MSG(hk_load_string(ctx, shift_json, sizeof shift_json - 1,
+                           "row_shift.json") == HK_OK,
+            "%s", hk_last_error());
+  char path[4096];
+  snprintf(path, sizeof path, "%s/plugins/layernorm.json", src ? src : ".");
+  CHECK_MSG(hk_load_file(ctx, path) == HK_OK, "%s", hk_last_error());
+
+  hk_kernel_t *k = NULL;
+  CHECK_INT_EQ(hk_kernel_find(ctx, "row_shift_f64", &k), HK_OK);
+  if (k) {
+    CHECK_INT_EQ(hk_kernel_tier(k), tier);
+    enum { R = 300, N = 37 };
+    static double x[R * N], s[R], b[N], y[R * N + 1], t[R + 1];
+    for (int i = 0; i < R * N; i++) x[i] = (double)(i % 11) - 5;
+    for (int r = 0; r < R; r++) s[r] = (double)(r % 3);
+    for (int j = 0; j < N; j++) b[j] = (double)j;
+    double kk = 0.5;
+    void *args[] = {x, s, b, y, t, &kk};
+    for (int threads = 1; threads <= 2; threads++) {
+      hk_set_threads(threads);
+      memset(t, 0, sizeof t);
+      y[R * N] = t[R] = -7;
+      CHECK_INT_EQ(hk__call_rows_cpu(k, R, N, args), HK_OK);
+      int bad = 0;
+      for (int r = 0; r < R; r++) {
+        double sum = 0;
+        for (int j = 0; j < N; j++) {
+          double want = x[r * N + j] * s[r] + b[j] + r + kk;
+          bad += y[r * N + j] != want;
+          sum += want;
+        }
+        bad += t[r] != sum;
+      }
+      CHECK_MSG(!bad && y[R * N] == -7 && t[R] == -7,
+                "row_shift_f64 on tier %s, %d thread(s): %d wrong",
+                hk_tier_name(tier), threads, bad);
+      /* flat: row 0 only, t accumulates once more */
+      double t0 = t[0], t1 = t[1];
+      CHECK_INT_EQ(hk_call(k, N, args), HK_OK);
+      CHECK_MSG(t[0] == 2 * t0 && t[1] == t1, "row_shift_f64 flat call");
+    }
+    hk_set_threads(0);
+  }
+
+  CHECK_INT_EQ(hk_kernel_find(ctx, "layernorm_rows_f32", &k), HK_OK);
+  if (k) {
+    CHECK_INT_EQ(hk_kernel_tier(k), tier);
+    CHECK_INT_EQ(hk_kernel_info(k)->params[4].row, HK_ROW_ONE);
+    rows_data d;
+    data_init(&d, HK_F32, 257, 96);
+    double scalar;
+    void *args[7];
+    args_of(&d, OP_LAYERNORM, 1e-5, &scalar, args);
+    hk_set_threads(2);
+    CHECK_INT_EQ(hk__call_rows_cpu(k, d.rows, d.n, args), HK_OK);
+    check_ref(&d, OP_LAYERNORM, 1e-5, hk_tier_name(tier));
+    outputs two = outputs_copy(&d);
+    hk_set_threads(1);
+    data_reset(&d);
+    CHECK_INT_EQ(hk__call_rows_cpu(k, d.rows, d.n, args), HK_OK);
+    CHECK_MSG(outputs_same(&d, &two, OP_LAYERNORM),
+              "layernorm_rows_f32 (%s): 1 and 2 threads differ",
+              hk_tier_name(tier));
+    hk_set_threads(0);
+    outputs_free(&two);
+    data_free(&d);
+  }
+  hk_context_destroy(ctx);
+}
+
+/* ---- Errors -------------------------------------------------------------------- */
+
+typedef struct bad_case {
+  const char *what, *json, *msg; /* msg: the located error, in full */
+} bad_case;
+
+#define HEAD "{\"schema_version\": 1, \"name\": \"k\", \"kind\": \"rows\",\n"
+#define X "{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"}"
+#define Y "{\"name\": \"y\", \"type\": \"f32\", \"role\": \"out\"}"
+
+static const bad_case bad_cases[] = {
+    {"unknown row mode",
+     HEAD " \"params\": [" X ",\n  {\"name\": \"y\", \"type\": \"f32\", "
+          "\"role\": \"out\", \"row\": \"half\"}],\n \"body\": \"y[0] = x[0];\"}",
+     "<bad.json>:3:54: error: params[1].row: unknown row mode \"half\"; expected "
+     "\"full\" (n elements a row), \"one\" (one element a row) or \"shared\" "
+     "(the same n elements for every row)"},
+    {"row not a string",
+     HEAD " \"params\": [" X ",\n  {\"name\": \"y\", \"type\": \"f32\", "
+          "\"role\": \"out\", \"row\": 1}],\n \"body\": \"y[0] = x[0];\"}",
+     "<bad.json>:3:54: error: params[1].row: expected \"full\", \"one\" or "
+     "\"shared\", got a number"},
+    {"row in an elementwise kernel",
+     "{\"schema_version\": 1, \"name\": \"k\", \"kind\": \"elementwise\",\n"
+     " \"params\": [" X ",\n  {\"name\": \"y\", \"type\": \"f32\", "
+     "\"role\": \"out\", \"row\": \"one\"}],\n \"body\": \"y = x;\"}",
+     "<bad.json>:3:47: error: params[1].row: only a rows kernel's buffers have a "
+     "row mode, and this kernel's kind is elementwise"},
+    {"row on a scalar",
+     HEAD " \"params\": [" X ", " Y ",\n  {\"name\": \"s\", \"type\": \"f32\", "
+          "\"role\": \"scalar\", \"row\": \"one\"}],\n \"body\": \"y[0] = x[0];\"}",
+     "<bad.json>:3:50: error: params[2].row: a scalar has no row mode (it is the "
+     "same value for every row)"},
+    {"shared out buffer",
+     HEAD " \"params\": [" X ",\n  {\"name\": \"y\", \"type\": \"f32\", "
+          "\"role\": \"out\", \"row\": \"shared\"}],\n \"body\": \"y[0] = x[0];\"}",
+     "<bad.json>:3:54: error: params[1].row: a shared buffer is the same for "
+     "every row, and rows run on any thread: only an in buffer may be shared "
+     "(this one is out)"},
+    {"no body",
+     HEAD " \"params\": [" X ", " Y "]}",
+     "<bad.json>:1:1: error: kernel: missing required field \"body\" (C "
+     "statements run for each row: buffers are pointers to the row, n its "
+     "length, row its index)"},
+    {"blank body",
+     HEAD " \"params\": [" X ", " Y "],\n \"body\": \"  \"}",
+     "<bad.json>:3:10: error: body: is empty: expected C code"},
+    {"row as a parameter name",
+     HEAD " \"params\": [" X ", " Y ",\n  {\"name\": \"row\", \"type\": \"i64\", "
+          "\"role\": \"scalar\"}],\n \"body\": \"y[0] = x[0];\"}",
+     "<bad.json>:3:12: error: params[2].name: \"row\" is reserved in a rows "
+     "kernel: row is the row's index in the body, rows the row count of the "
+     "typed function; choose another name"},
+    {"no written buffer",
+     HEAD " \"params\": [" X "],\n \"body\": \"(void)x;\"}",
+     "<bad.json>:2:12: error: params: a rows kernel must write at least one out "
+     "or inout buffer"},
+    {"a call in the body",
+     HEAD " \"params\": [" X ", " Y "],\n \"body\": \"y[0] = printf(x);\"}",
+     "<bad.json>:3:18: error: body: calls 'printf', which is not allowed: kernel "
+     "code may call only the C99 <math.h> functions (see schemas/README.md)"},
+    {"a C++ keyword in a body shared with CUDA",
+     HEAD " \"params\": [" X ", " Y "],\n \"body\": \"float new = x[0]; y[0] = "
+          "new;\"}",
+     "<bad.json>:3:17: error: body: 'new' is a C++ keyword, and this code is "
+     "compiled as CUDA C++ too (the kernel targets cuda)"},
+};
+
+/* Each bad file is refused by hk_load_string with its located error; and a
+ * C++ keyword is fine in a cpu-only rows kernel. */
+static void test_errors(void) {
+  const char *none[] = {NULL};
+  hk_options_t o = {.plugin_dirs = none, .tier = HK_TIER_JIT,
+                    .flags = HK_NO_CACHE};
+  hk_context_t *ctx;
+  CHECK_INT_EQ(hk_context_create(&ctx, &o), HK_OK);
+  for (size_t i = 0; i < HK_COUNT(bad_cases); i++) {
+    const bad_case *c = &bad_cases[i];
+    int rc = hk_load_string(ctx, c->json, strlen(c->json), "bad.json");
+    CHECK_MSG(rc == HK_ESCHEMA, "%s: loaded (%d)", c->what, rc);
+    CHECK_MSG(strstr(hk_last_error(), c->msg) != NULL,
+              "%s: the error\n%s\nlacks\n%s", c->what, hk_last_error(),
+              c->msg);
+  }
+  static const char cpu_only[] =
+      HEAD " \"targets\": [\"cpu\"], \"params\": [" X ", " Y "],\n"
+           " \"body\": \"float new = 0; for (size_t i = 0; i < n; ++i) new += "
+           "x[i]; y[0] = new + (float)row;\"}";
+  CHECK_MSG(hk_load_string(ctx, cpu_only, sizeof cpu_only - 1, "ok.json") ==
+                HK_OK,
+            "%s", hk_last_error());
+  hk_kernel_t *k;
+  if (hk_kernel_find(ctx, "k", &k) == HK_OK) {
+    float x[6] = {1, 2, 3, 4, 5, 6}, y[6] = {0};
+    void *args[] = {x, y};
+    CHECK_INT_EQ(hk__call_rows_cpu(k, 2, 3, args), HK_OK);
+    CHECK(y[0] == 6 && y[3] == 16 && y[1] == 0);
+  }
+  hk_context_destroy(ctx);
+}
+
+int main(void) {
+  hk_context_t *ctx;
+  const char *none[] = {NULL};
+  hk_options_t o = {.plugin_dirs = none, .flags = HK_NO_CACHE};
+  CHECK_INT_EQ(hk_context_create(&ctx, &o), HK_OK);
+  static const size_t shapes[][2] = {{1, 1},  {1, 7},   {3, 31},  {3, 32},
+                                     {5, 33}, {17, 100}, {2, 1000},
+                                     {4096, 768}};
+  for (int op = 0; op < 3; op++)
+    for (int t = 0; t < 2; t++)
+      for (size_t s = 0; s < HK_COUNT(shapes); s++)
+        test_stdlib_op(ctx, (op_t)op, t ? HK_F64 : HK_F32, shapes[s][0],
+                       shapes[s][1]);
+  test_empty();
+  test_info(ctx);
+  test_arrays(ctx);
+  hk_context_destroy(ctx);
+  test_plugins_tier(HK_TIER_JIT);
+  test_plugins_tier(HK_TIER_OPT);
+  test_errors();
+  CHECK_DONE();
+}
