@@ -33,7 +33,8 @@ int hkc_reduce_lanes(size_t acc_size) { return acc_size >= 8 ? 8 : 16; }
 static const char *dtype_enum(hk_dtype_t t) {
   static const char *const e[HK_DTYPE_COUNT] = {
       "HK_DTYPE_INVALID", "HK_F32", "HK_F64", "HK_I8",  "HK_I16", "HK_I32",
-      "HK_I64",           "HK_U8",  "HK_U16", "HK_U32", "HK_U64"};
+      "HK_I64",           "HK_U8",  "HK_U16", "HK_U32", "HK_U64",
+      "HK_F16",           "HK_BF16", "HK_BOOL"};
   return (unsigned)t < HK_DTYPE_COUNT ? e[t] : e[0];
 }
 
@@ -44,14 +45,15 @@ static const char *link_of(hkc_emit_mode mode) {
 }
 
 /* "*(const float *)hk_args[0]" / "(float *)hk_args[2]": parameter i taken
- * from the uniform argument array. */
+ * from the uniform argument array (as stored: "*(const uint16_t *)" for an
+ * f16 scalar). */
 static void put_arg(hku_buf *o, const hkc_instance *in, const hkc_param *p,
                     int i) {
   if (!is_buffer(p))
-    hku_buf_printf(o, "*(const %s *)hk_args[%d]", ct(in, p), i);
+    hku_buf_printf(o, "*(const %s *)hk_args[%d]", hkc_param_stype(in, p), i);
   else
     hku_buf_printf(o, "(%s%s *)hk_args[%d]", p->role == HK_ROLE_IN ? "const " : "",
-                   ct(in, p), i);
+                   hkc_param_stype(in, p), i);
 }
 
 /* Every parameter (but out with skip_out) from the argument array, with
@@ -68,8 +70,18 @@ static void put_args_call(hku_buf *o, const hkc_instance *in, unsigned skip_out)
 }
 
 void hkc_emit_typed_proto(const hkc_instance *in, hku_buf *o) {
+  const hkc_kernel *k = in->k;
   hku_buf_printf(o, "HK_API void hk_%s(", in->name);
-  hkc_put_params(o, in, "", 0, 0);
+  /* as hkc_put_params, but a scalar keeps its name whatever its type: the
+   * typed function passes it on as stored */
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (is_buffer(p))
+      hkc_put_param(o, in, p, "", 0);
+    else
+      hku_buf_printf(o, "%s %s", hkc_param_stype(in, p), p->name);
+    hku_buf_put(o, ", ");
+  }
   hku_buf_put(o, "size_t n)");
 }
 
@@ -125,17 +137,19 @@ static void emit_loop_fn(hku_buf *o, const hkc_instance *in) {
   hkc_put_params(o, in, "hk_p_", 1, 0);
   hku_buf_put(o, "size_t n, size_t hk_begin, size_t hk_end)\n{\n");
   hkc_put_holders(o, in, srcs, 1, 4);
+  hkc_put_scalar_locals(o, in, 4);
   hkc_put_voids(o, in, HKC_ROLE_BIT(HK_ROLE_SCALAR), 4);
   hku_buf_put(o, "    (void)n;\n    HK_IVDEP\n");
   hku_buf_put(o, "    for (size_t i = hk_begin; i < hk_end; ++i) {\n");
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
+    hk_dtype_t t = hkc_param_type(in, p);
     if (p->role == HK_ROLE_IN)
-      hku_buf_printf(o, "        const %s %s = hk_p_%s[i];\n", ct(in, p),
-                     p->name, p->name);
+      hku_buf_printf(o, "        const %s %s = %shk_p_%s[i]%s;\n", ct(in, p),
+                     p->name, hkc_load_pre(t), p->name, hkc_conv_post(t));
     else if (p->role == HK_ROLE_INOUT)
-      hku_buf_printf(o, "        %s %s = hk_p_%s[i];\n", ct(in, p), p->name,
-                     p->name);
+      hku_buf_printf(o, "        %s %s = %shk_p_%s[i]%s;\n", ct(in, p), p->name,
+                     hkc_load_pre(t), p->name, hkc_conv_post(t));
     else if (p->role == HK_ROLE_OUT)
       hku_buf_printf(o, "        %s %s = 0;\n", ct(in, p), p->name);
   }
@@ -145,8 +159,10 @@ static void emit_loop_fn(hku_buf *o, const hkc_instance *in) {
   hku_buf_put(o, "        } while (0);\n");
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
+    hk_dtype_t t = hkc_param_type(in, p);
     if (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT)
-      hku_buf_printf(o, "        hk_p_%s[i] = %s;\n", p->name, p->name);
+      hku_buf_printf(o, "        hk_p_%s[i] = %s%s%s;\n", p->name,
+                     hkc_store_pre(t), p->name, hkc_conv_post(t));
   }
   hku_buf_put(o, "    }\n}\n\n");
 }
@@ -186,9 +202,11 @@ static void put_element_locals(hku_buf *o, const hkc_instance *in, int ind) {
   const hkc_kernel *k = in->k;
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
+    hk_dtype_t t = hkc_param_type(in, p);
     if (p->role == HK_ROLE_IN)
-      hku_buf_printf(o, "%*sconst %s %s = hk_p_%s[i];\n", ind, "", ct(in, p),
-                     p->name, p->name);
+      hku_buf_printf(o, "%*sconst %s %s = %shk_p_%s[i]%s;\n", ind, "",
+                     ct(in, p), p->name, hkc_load_pre(t), p->name,
+                     hkc_conv_post(t));
   }
   hkc_put_voids(o, in, HKC_ROLE_BIT(HK_ROLE_IN), ind);
 }
@@ -211,11 +229,13 @@ static void emit_final(hku_buf *o, const hkc_instance *in) {
   hku_buf_printf(o, "HK_INLINE %s hk_final__%s(const %s acc, size_t n", acc,
                  in->name, acc);
   for (int i = 0; i < k->nparams; i++)
-    if (k->params[i].role == HK_ROLE_SCALAR)
-      hku_buf_printf(o, ", const %s %s", ct(in, &k->params[i]),
-                     k->params[i].name);
+    if (k->params[i].role == HK_ROLE_SCALAR) {
+      hku_buf_put(o, ", ");
+      hkc_put_param(o, in, &k->params[i], "", 1);
+    }
   hku_buf_put(o, ")\n{\n");
   hkc_put_holders(o, in, srcs, 1, 4);
+  hkc_put_scalar_locals(o, in, 4);
   hkc_put_voids(o, in, HKC_ROLE_BIT(HK_ROLE_SCALAR), 4);
   hku_buf_put(o, "    (void)n;\n");
   if (k->finalize.text) {
@@ -241,6 +261,7 @@ static void emit_part(hku_buf *o, const hkc_instance *in) {
   hkc_put_params(o, in, "hk_p_", 1, 1);
   hku_buf_put(o, "size_t n, size_t hk_begin, size_t hk_end)\n{\n");
   hkc_put_holders(o, in, srcs, 3, 4);
+  hkc_put_scalar_locals(o, in, 4);
   hkc_put_voids(o, in, HKC_ROLE_BIT(HK_ROLE_SCALAR), 4);
   hku_buf_printf(o, "    (void)n;\n    %s hk_lane[%d];\n", acc, lanes);
   hku_buf_printf(o, "    for (int hk_l = 0; hk_l < %d; ++hk_l)\n", lanes);
@@ -275,14 +296,15 @@ static void emit_part(hku_buf *o, const hkc_instance *in) {
  * function's end. */
 static void put_store_final(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
-  hku_buf_printf(o, "    *(%s *)hk_args[%d] = hk_final__%s(hk_acc, n",
-                 hkc_ctype(hkc_acc_type(in)), out_index(k), in->name);
+  hk_dtype_t t = hkc_acc_type(in);
+  hku_buf_printf(o, "    *(%s *)hk_args[%d] = %shk_final__%s(hk_acc, n",
+                 hkc_stype(t), out_index(k), hkc_store_pre(t), in->name);
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_SCALAR) {
       hku_buf_put(o, ", ");
       put_arg(o, in, &k->params[i], i);
     }
-  hku_buf_put(o, ");\n}\n\n");
+  hku_buf_printf(o, ")%s;\n}\n\n", hkc_conv_post(t));
 }
 
 /* The entry points: range (a whole reduction, or one block's partial) and
@@ -327,14 +349,15 @@ static void emit_reduce_typed(hku_buf *o, const hkc_instance *in) {
                  "        hk__par_reduce(" HK_ABI_RANGE "%s, " HK_ABI_MERGE
                  "%s, sizeof(%s), hk_args, n, %uu);\n        return;\n    }\n",
                  nm, nm, hkc_ctype(hkc_acc_type(in)), flags_of(k));
-  hku_buf_printf(o, "    *%s = hk_final__%s(hk_part__%s(",
-                 k->params[out_index(k)].name, nm, nm);
+  hk_dtype_t t = hkc_acc_type(in);
+  hku_buf_printf(o, "    *%s = %shk_final__%s(hk_part__%s(",
+                 k->params[out_index(k)].name, hkc_store_pre(t), nm, nm);
   put_names(o, k, 1);
   hku_buf_put(o, "n, 0, n), n");
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_SCALAR)
       hku_buf_printf(o, ", %s", k->params[i].name);
-  hku_buf_put(o, ");\n}\n\n");
+  hku_buf_printf(o, ")%s;\n}\n\n", hkc_conv_post(t));
 }
 
 /* Reduction: combine, final, the block reducer, range and merge, and
@@ -388,8 +411,8 @@ static void emit_lens(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
     hku_buf_put(o, "    int hk_bad = 0;\n");
     for (int i = 0; i < k->nparams; i++)
       if (!is_buffer(&k->params[i])) {
-        hku_buf_printf(o, "    const %s %s = ", ct(in, &k->params[i]),
-                       k->params[i].name);
+        hku_buf_printf(o, "    const %s %s = ",
+                       hkc_param_stype(in, &k->params[i]), k->params[i].name);
         put_arg(o, in, &k->params[i], i);
         hku_buf_printf(o, ";\n    (void)%s;\n", k->params[i].name);
       }
@@ -474,7 +497,7 @@ static void put_table_entry(hku_buf *o, const hkc_file *f,
   else
     hku_buf_put(o, "NULL, ");
   hku_buf_printf(o, HK_ABI_LENS "%s, %zu, %uu, (void (*)(void))hk_%s},\n", nm,
-                 hk_dtype_size(acc_t), flags_of(k), nm);
+                 hkc_compute_size(acc_t), flags_of(k), nm);
   (*(size_t *)arg)++;
 }
 

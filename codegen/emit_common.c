@@ -128,6 +128,27 @@ const char *hkc_param_ctype(const hkc_instance *in, const hkc_param *p) {
   return hkc_ctype(hkc_param_type(in, p));
 }
 
+const char *hkc_param_stype(const hkc_instance *in, const hkc_param *p) {
+  return hkc_stype(hkc_param_type(in, p));
+}
+
+const char *hkc_scalar_pre(const hkc_instance *in, const hkc_param *p) {
+  return !hkc_is_buffer(p) && hkc_dtype_converts(hkc_param_type(in, p))
+             ? "hk_s_"
+             : "";
+}
+
+void hkc_put_scalar_locals(hku_buf *o, const hkc_instance *in, int ind) {
+  const hkc_kernel *k = in->k;
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    hk_dtype_t t = hkc_param_type(in, p);
+    if (hkc_is_buffer(p) || !hkc_dtype_converts(t)) continue;
+    hku_buf_printf(o, "%*sconst %s %s = %shk_s_%s%s;\n", ind, "", hkc_ctype(t),
+                   p->name, hkc_load_pre(t), p->name, hkc_conv_post(t));
+  }
+}
+
 int hkc_is_buffer(const hkc_param *p) { return p->role != HK_ROLE_SCALAR; }
 
 void hkc_put_holders(hku_buf *o, const hkc_instance *in,
@@ -147,11 +168,11 @@ void hkc_put_holders(hku_buf *o, const hkc_instance *in,
 void hkc_put_param(hku_buf *o, const hkc_instance *in, const hkc_param *p,
                    const char *ptr_prefix, int const_scalar) {
   if (!hkc_is_buffer(p))
-    hku_buf_printf(o, "%s%s %s", const_scalar ? "const " : "",
-                   hkc_param_ctype(in, p), p->name);
+    hku_buf_printf(o, "%s%s %s%s", const_scalar ? "const " : "",
+                   hkc_param_stype(in, p), hkc_scalar_pre(in, p), p->name);
   else
     hku_buf_printf(o, "%s%s *%s%s", p->role == HK_ROLE_IN ? "const " : "",
-                   hkc_param_ctype(in, p), ptr_prefix, p->name);
+                   hkc_param_stype(in, p), ptr_prefix, p->name);
 }
 
 void hkc_put_params(hku_buf *o, const hkc_instance *in,
@@ -194,6 +215,7 @@ void hkc_put_raw_function(hku_buf *o, const hkc_instance *in,
   hkc_put_params(o, in, "", 0, 0);
   hku_buf_put(o, "size_t n)\n{\n");
   hkc_put_holders(o, in, srcs, 1, 4);
+  hkc_put_scalar_locals(o, in, 4);
   hkc_put_voids(o, in, HKC_ROLES_ALL, 4);
   hku_buf_put(o, "    (void)n;\n    {\n");
   hkc_put_code(o, body, 8);

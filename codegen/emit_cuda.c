@@ -71,11 +71,13 @@ static void put_write_locals(hku_buf *o, const hkc_instance *in, int ind,
   const hkc_kernel *k = in->k;
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
+    hk_dtype_t t = hkc_param_type(in, p);
     if (p->role == HK_ROLE_OUT)
       hku_buf_printf(o, "%*s%s %s = 0;\n", ind, "", ct(in, p), p->name);
     else if (p->role == HK_ROLE_INOUT)
-      hku_buf_printf(o, "%*s%s %s = %s%s%s;\n", ind, "", ct(in, p), p->name,
-                     e.pre, p->name, e.post);
+      hku_buf_printf(o, "%*s%s %s = %s%s%s%s%s;\n", ind, "", ct(in, p),
+                     p->name, hkc_load_pre(t), e.pre, p->name, e.post,
+                     hkc_conv_post(t));
   }
 }
 
@@ -87,17 +89,20 @@ static void put_body_call(hku_buf *o, const hkc_instance *in, int ind,
   hku_buf_printf(o, "%*shk_body__%s(", ind, "", in->name);
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
+    hk_dtype_t t = hkc_param_type(in, p);
     if (p->role == HK_ROLE_IN)
-      hku_buf_printf(o, "%s%s%s, ", e.pre, p->name, e.post);
+      hku_buf_printf(o, "%s%s%s%s%s, ", hkc_load_pre(t), e.pre, p->name,
+                     e.post, hkc_conv_post(t));
     else
       hku_buf_printf(o, "%s, ", p->name);
   }
   hku_buf_printf(o, "%s, n);\n", at);
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
+    hk_dtype_t t = hkc_param_type(in, p);
     if (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT)
-      hku_buf_printf(o, "%*s%s%s%s = %s;\n", ind, "", e.pre, p->name, e.post,
-                     p->name);
+      hku_buf_printf(o, "%*s%s%s%s = %s%s%s;\n", ind, "", e.pre, p->name,
+                     e.post, hkc_store_pre(t), p->name, hkc_conv_post(t));
   }
 }
 
@@ -109,8 +114,8 @@ static void emit_vector_part(hku_buf *o, const hkc_instance *in, int L) {
   hku_buf_put(o, "    if (1");
   for (int i = 0; i < k->nparams; i++)
     if (is_buffer(&k->params[i]))
-      hku_buf_printf(o, " && hk_aligned<%s, %d>(hk_p_%s)", ct(in, &k->params[i]),
-                     L, k->params[i].name);
+      hku_buf_printf(o, " && hk_aligned<%s, %d>(hk_p_%s)",
+                     hkc_param_stype(in, &k->params[i]), L, k->params[i].name);
   hku_buf_printf(o,
                  ") {\n"
                  "        const size_t hk_nv = n / %d;\n"
@@ -120,15 +125,16 @@ static void emit_vector_part(hku_buf *o, const hkc_instance *in, int L) {
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     if (p->role == HK_ROLE_SCALAR) continue;
+    const char *st = hkc_param_stype(in, p);
     if (p->role == HK_ROLE_OUT)
-      hku_buf_printf(o, "            hk_vec<%s, %d> hk_v_%s;\n", ct(in, p), L,
+      hku_buf_printf(o, "            hk_vec<%s, %d> hk_v_%s;\n", st, L,
                      p->name);
     else
       hku_buf_printf(o,
                      "            %shk_vec<%s, %d> hk_v_%s = ((const hk_vec<%s, "
                      "%d> *)hk_p_%s)[hk_v];\n",
-                     p->role == HK_ROLE_IN ? "const " : "", ct(in, p), L,
-                     p->name, ct(in, p), L, p->name);
+                     p->role == HK_ROLE_IN ? "const " : "", st, L, p->name, st,
+                     L, p->name);
   }
   hku_buf_printf(o,
                  "#pragma unroll\n"
@@ -145,7 +151,7 @@ static void emit_vector_part(hku_buf *o, const hkc_instance *in, int L) {
     if (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT)
       hku_buf_printf(o,
                      "            ((hk_vec<%s, %d> *)hk_p_%s)[hk_v] = hk_v_%s;\n",
-                     ct(in, p), L, p->name, p->name);
+                     hkc_param_stype(in, p), L, p->name, p->name);
   }
   hku_buf_printf(o,
                  "        }\n"
@@ -170,6 +176,7 @@ static void emit_elementwise(hku_buf *o, const hkc_instance *in,
               "threadIdx.x;\n"
               "    const size_t hk_stride = (size_t)blockDim.x * gridDim.x;\n"
               "    size_t hk_done = 0;\n");
+  hkc_put_scalar_locals(o, in, 4);
   emit_vector_part(o, in, vec_lanes(in));
   /* the rest, one element per thread */
   hku_buf_put(o,
@@ -181,15 +188,18 @@ static void emit_elementwise(hku_buf *o, const hkc_instance *in,
 }
 
 /* "hk_map__NAME(x[AT], alpha, AT, n)": a reduction's map at element AT. */
-static void put_map_call(hku_buf *o, const hkc_kernel *k, const char *nm,
+static void put_map_call(hku_buf *o, const hkc_instance *in, const char *nm,
                          const char *at) {
+  const hkc_kernel *k = in->k;
   hku_buf_printf(o, "hk_map__%s(", nm);
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
+    hk_dtype_t t = hkc_param_type(in, p);
     if (p->role == HK_ROLE_SCALAR)
       hku_buf_printf(o, "%s, ", p->name);
     else if (p->role != HK_ROLE_OUT)
-      hku_buf_printf(o, "hk_p_%s[%s], ", p->name, at);
+      hku_buf_printf(o, "%shk_p_%s[%s]%s, ", hkc_load_pre(t), p->name, at,
+                     hkc_conv_post(t));
   }
   hku_buf_printf(o, "%s, n)", at);
 }
@@ -245,6 +255,7 @@ static void emit_part_kernel(hku_buf *o, const hkc_instance *in) {
   hkc_put_params(o, in, "hk_p_", 1, 1);
   hku_buf_printf(o, "%s *hk_partials, size_t n)\n{\n", acc);
   hkc_put_holders(o, in, srcs, 1, 4);
+  hkc_put_scalar_locals(o, in, 4);
   hku_buf_printf(o, "    __shared__ %s hk_s[%d];\n    const %s hk_id = (%s)",
                  acc, HK_ABI_CUDA_BLOCK, acc, acc);
   hkc_put_expr(o, &k->identity);
@@ -260,7 +271,7 @@ static void emit_part_kernel(hku_buf *o, const hkc_instance *in) {
     char at[32];
     snprintf(at, sizeof at, "i + %d * hk_stride", u);
     hku_buf_printf(o, "        const %s hk_v%d = ", acc, u);
-    put_map_call(o, k, nm, at);
+    put_map_call(o, in, nm, at);
     hku_buf_put(o, ";\n");
   }
   for (int u = 0; u < 4; u++)
@@ -269,7 +280,7 @@ static void emit_part_kernel(hku_buf *o, const hkc_instance *in) {
   hku_buf_printf(o, "    }\n    for (; i < n; i += hk_stride)\n"
                     "        hk_a0 = hk_combine__%s(hk_a0, ",
                  nm);
-  put_map_call(o, k, nm, "i");
+  put_map_call(o, in, nm, "i");
   hku_buf_printf(o,
                  ");\n"
                  "    const %s hk_acc = hk_combine__%s(hk_combine__%s(hk_a0, "
@@ -291,10 +302,11 @@ static void emit_merge_kernel(hku_buf *o, const hkc_instance *in) {
     if (k->params[i].role == HK_ROLE_OUT) oi = i;
   HK_ASSERT(oi >= 0);
 
+  hk_dtype_t out_t = hkc_acc_type(in);
   hku_buf_printf(o,
                  "extern \"C\" __global__ void " HK_ABI_CUDA_MERGE
                  "%s(const %s *hk_partials, size_t hk_count, %s *hk_p_%s",
-                 nm, acc, acc, k->params[oi].name);
+                 nm, acc, hkc_stype(out_t), k->params[oi].name);
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_SCALAR) {
       hku_buf_put(o, ", ");
@@ -302,6 +314,7 @@ static void emit_merge_kernel(hku_buf *o, const hkc_instance *in) {
     }
   hku_buf_put(o, ", size_t n)\n{\n");
   hkc_put_holders(o, in, srcs, 4, 4);
+  hkc_put_scalar_locals(o, in, 4);
   hkc_put_voids(o, in, HKC_ROLE_BIT(HK_ROLE_SCALAR), 4);
   hku_buf_printf(o, "    __shared__ %s hk_s[%d];\n    %s hk_acc = (%s)", acc,
                  HK_ABI_CUDA_BLOCK, acc, acc);
@@ -317,13 +330,13 @@ static void emit_merge_kernel(hku_buf *o, const hkc_instance *in) {
                  "    if (threadIdx.x == 0) {\n"
                  "        %s acc = hk_s[0];\n"
                  "        (void)acc;\n"
-                 "        hk_p_%s[0] = (%s)",
-                 acc, k->params[oi].name, acc);
+                 "        hk_p_%s[0] = %s(%s)",
+                 acc, k->params[oi].name, hkc_store_pre(out_t), acc);
   if (k->finalize.text)
     hkc_put_expr(o, &k->finalize);
   else
     hku_buf_put(o, "acc");
-  hku_buf_put(o, ";\n    }\n}\n\n");
+  hku_buf_printf(o, "%s;\n    }\n}\n\n", hkc_conv_post(out_t));
 }
 
 /* Reduction: combine, map, then the part and merge kernels. */

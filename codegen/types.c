@@ -12,7 +12,8 @@ static const struct {
     [HK_I16] = {"i16", 2},               [HK_I32] = {"i32", 4},
     [HK_I64] = {"i64", 8},               [HK_U8] = {"u8", 1},
     [HK_U16] = {"u16", 2},               [HK_U32] = {"u32", 4},
-    [HK_U64] = {"u64", 8},
+    [HK_U64] = {"u64", 8},               [HK_F16] = {"f16", 2},
+    [HK_BF16] = {"bf16", 2},             [HK_BOOL] = {"bool", 1},
 };
 
 HK_API const char *hk_dtype_name(hk_dtype_t t) {

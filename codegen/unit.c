@@ -58,7 +58,7 @@ int hkc_instance_heavy(const hkc_instance *in) { return hkc_is_heavy(in->k); }
 
 size_t hkc_instance_acc_size(const hkc_instance *in) {
   if (in->k->kind != HK_KIND_REDUCTION) return 0;
-  return hk_dtype_size(hkc_acc_type(in));
+  return hkc_compute_size(hkc_acc_type(in)); /* 4 for f16: a float */
 }
 
 void hkc_instance_name_pos(const hkc_file *f, const hkc_instance *in,

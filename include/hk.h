@@ -103,10 +103,21 @@ typedef enum hk_dtype {
   HK_U8,
   HK_U16,
   HK_U32,
-  HK_U64
+  HK_U64,
+  HK_F16 = 11, /* IEEE 754 binary16 (NumPy float16, "<f2") */
+  HK_BF16 = 12, /* bfloat16: the upper half of an f32 (NumPy: "<u2") */
+  HK_BOOL = 13  /* one byte, 0 or 1 (NumPy bool, "|b1") */
 } hk_dtype_t;
 
-#define HK_DTYPE_COUNT 11 /* one past the last hk_dtype_t value */
+#define HK_DTYPE_COUNT 14 /* one past the last hk_dtype_t value */
+
+/* f16 and bf16 are stored in 16 bits and computed in f32: in memory, in the
+ * args of hk_call and in the typed stdlib functions an element or a scalar
+ * of these types is its uint16_t bit pattern (`const uint16_t *x` for a
+ * buffer, `uint16_t alpha` for a scalar); kernel code sees a float, and what
+ * it stores is rounded to the nearest 16-bit value, ties to even. A bool is
+ * one byte (uint8_t, NumPy's |b1) holding 0 or 1: read as 0/1 (any nonzero
+ * byte reads as 1), stored as v != 0. Complex types may follow later. */
 
 /* "f32", "i64", ...; "invalid" for anything else. */
 HK_API const char *hk_dtype_name(hk_dtype_t t);
