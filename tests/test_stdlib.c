@@ -1389,15 +1389,30 @@ static void check_lens(const inst_t *in, const hk_stdlib_entry_t *e) {
   }
 }
 
+/* Instances with an f16, bf16 or bool parameter, and the kernels of
+ * logic.json and cast.json: tests/test_types.c checks those. */
+static int tested_elsewhere(const hk_stdlib_entry_t *e) {
+  for (int p = 0; p < e->info.nparams; p++) {
+    hk_dtype_t t = e->info.params[p].dtype;
+    if (t == HK_F16 || t == HK_BF16 || t == HK_BOOL) return 1;
+  }
+  return strcmp(e->info.source, "stdlib_kernels/logic.json") == 0 ||
+         strcmp(e->info.source, "stdlib_kernels/cast.json") == 0;
+}
+
 /* Every typed function is in the table once, described as its kernel file
- * says, and only those are. */
+ * says, and only those are (but those tested elsewhere). */
 static void test_table(void) {
-  CHECK_INT_EQ(hk__stdlib_count, COUNT(insts));
+  size_t here = 0;
+  for (size_t i = 0; i < hk__stdlib_count; i++)
+    here += !tested_elsewhere(&hk__stdlib[i]);
+  CHECK_INT_EQ(here, COUNT(insts));
   CHECK(hk__stdlib_find("add") == NULL);
-  CHECK(hk__stdlib_find("add_f16") == NULL);
+  CHECK(hk__stdlib_find("add_f128") == NULL);
   CHECK(hk__stdlib_find("") == NULL);
   for (size_t i = 0; i < hk__stdlib_count; i++) {
     int found = 0;
+    if (tested_elsewhere(&hk__stdlib[i])) continue;
     for (size_t j = 0; j < COUNT(insts); j++) {
       char name[40];
       snprintf(name, sizeof name, "%s_%s", kernels[insts[j].k].name,
