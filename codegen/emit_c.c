@@ -128,10 +128,59 @@ static void put_range_head(hku_buf *o, const hkc_instance *in,
 
 /* ---- elementwise --------------------------------------------------------------- */
 
+/* Elements per block of the staged loop below. */
+#define HKC_STAGE 256
+
+/* An f16 or bf16 buffer of an instance whose code calls a math function is
+ * staged: such a loop does not vectorise (a libm call per element), and its
+ * conversions, one element at a time, would cost about as much as the math.
+ * Through float arrays of HKC_STAGE elements, converted in loops of their
+ * own, they vectorise. The arithmetic is the same, so are the bits. */
+static int staged(const hkc_instance *in, const hkc_param *p) {
+  hk_dtype_t t = hkc_param_type(in, p);
+  return is_buffer(p) && (t == HK_F16 || t == HK_BF16) && hkc_is_heavy(in->k);
+}
+
+/* The body of element i, indented by ind: the locals of its buffers (a
+ * staged one's from hk_t_NAME[hk_j]), the author's code, the stores. */
+static void put_element(hku_buf *o, const hkc_instance *in, int ind) {
+  const hkc_kernel *k = in->k;
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    hk_dtype_t t = hkc_param_type(in, p);
+    const char *cq = p->role == HK_ROLE_IN ? "const " : "";
+    if (p->role == HK_ROLE_OUT)
+      hku_buf_printf(o, "%*s%s %s = 0;\n", ind, "", ct(in, p), p->name);
+    else if (p->role != HK_ROLE_SCALAR && staged(in, p))
+      hku_buf_printf(o, "%*s%s%s %s = hk_t_%s[hk_j];\n", ind, "", cq,
+                     ct(in, p), p->name, p->name);
+    else if (p->role != HK_ROLE_SCALAR)
+      hku_buf_printf(o, "%*s%s%s %s = %shk_p_%s[i]%s;\n", ind, "", cq,
+                     ct(in, p), p->name, hkc_load_pre(t), p->name,
+                     hkc_conv_post(t));
+  }
+  hkc_put_voids(o, in, HKC_ROLES_BUFFERS, ind);
+  hku_buf_printf(o, "%*sdo {\n", ind, "");
+  hkc_put_code(o, &k->body, ind + 4);
+  hku_buf_printf(o, "%*s} while (0);\n", ind, "");
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    hk_dtype_t t = hkc_param_type(in, p);
+    if (p->role != HK_ROLE_OUT && p->role != HK_ROLE_INOUT) continue;
+    if (staged(in, p))
+      hku_buf_printf(o, "%*shk_t_%s[hk_j] = %s;\n", ind, "", p->name, p->name);
+    else
+      hku_buf_printf(o, "%*shk_p_%s[i] = %s%s%s;\n", ind, "", p->name,
+                     hkc_store_pre(t), p->name, hkc_conv_post(t));
+  }
+}
+
 /* hk_loop__NAME(params, n, begin, end): the body over [begin, end). */
 static void emit_loop_fn(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   const hkc_src *srcs[] = {&k->body};
+  int nstaged = 0;
+  for (int i = 0; i < k->nparams; i++) nstaged += staged(in, &k->params[i]);
 
   hku_buf_printf(o, "HK_INLINE void hk_loop__%s(", in->name);
   hkc_put_params(o, in, "hk_p_", 1, 0);
@@ -139,32 +188,52 @@ static void emit_loop_fn(hku_buf *o, const hkc_instance *in) {
   hkc_put_holders(o, in, srcs, 1, 4);
   hkc_put_scalar_locals(o, in, 4);
   hkc_put_voids(o, in, HKC_ROLE_BIT(HK_ROLE_SCALAR), 4);
-  hku_buf_put(o, "    (void)n;\n    HK_IVDEP\n");
-  hku_buf_put(o, "    for (size_t i = hk_begin; i < hk_end; ++i) {\n");
+  hku_buf_put(o, "    (void)n;\n");
+  if (!nstaged) {
+    hku_buf_put(o, "    HK_IVDEP\n");
+    hku_buf_put(o, "    for (size_t i = hk_begin; i < hk_end; ++i) {\n");
+    put_element(o, in, 8);
+    hku_buf_put(o, "    }\n}\n\n");
+    return;
+  }
+  /* staged: each block's 16-bit inputs converted, the body, the outputs
+   * converted (an in-place call reads a block before it writes it) */
+  hku_buf_printf(o,
+                 "    for (size_t hk_b = hk_begin; hk_b < hk_end; hk_b += %d) "
+                 "{\n"
+                 "        const size_t hk_m = hk_end - hk_b < %d ? hk_end - "
+                 "hk_b : %d;\n",
+                 HKC_STAGE, HKC_STAGE, HKC_STAGE);
+  for (int i = 0; i < k->nparams; i++)
+    if (staged(in, &k->params[i]))
+      hku_buf_printf(o, "        float hk_t_%s[%d];\n", k->params[i].name,
+                     HKC_STAGE);
+  hku_buf_put(o, "        HK_IVDEP\n"
+                 "        for (size_t hk_j = 0; hk_j < hk_m; ++hk_j) {\n");
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     hk_dtype_t t = hkc_param_type(in, p);
-    if (p->role == HK_ROLE_IN)
-      hku_buf_printf(o, "        const %s %s = %shk_p_%s[i]%s;\n", ct(in, p),
+    if (staged(in, p) && p->role != HK_ROLE_OUT)
+      hku_buf_printf(o, "            hk_t_%s[hk_j] = %shk_p_%s[hk_b + hk_j]%s;\n",
                      p->name, hkc_load_pre(t), p->name, hkc_conv_post(t));
-    else if (p->role == HK_ROLE_INOUT)
-      hku_buf_printf(o, "        %s %s = %shk_p_%s[i]%s;\n", ct(in, p), p->name,
-                     hkc_load_pre(t), p->name, hkc_conv_post(t));
-    else if (p->role == HK_ROLE_OUT)
-      hku_buf_printf(o, "        %s %s = 0;\n", ct(in, p), p->name);
   }
-  hkc_put_voids(o, in, HKC_ROLES_BUFFERS, 8);
-  hku_buf_put(o, "        do {\n");
-  hkc_put_code(o, &k->body, 12);
-  hku_buf_put(o, "        } while (0);\n");
+  hku_buf_put(o, "        }\n"
+                 "        HK_IVDEP\n"
+                 "        for (size_t hk_j = 0; hk_j < hk_m; ++hk_j) {\n"
+                 "            const size_t i = hk_b + hk_j;\n"
+                 "            (void)i;\n");
+  put_element(o, in, 12);
+  hku_buf_put(o, "        }\n"
+                 "        HK_IVDEP\n"
+                 "        for (size_t hk_j = 0; hk_j < hk_m; ++hk_j) {\n");
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     hk_dtype_t t = hkc_param_type(in, p);
-    if (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT)
-      hku_buf_printf(o, "        hk_p_%s[i] = %s%s%s;\n", p->name,
-                     hkc_store_pre(t), p->name, hkc_conv_post(t));
+    if (staged(in, p) && p->role != HK_ROLE_IN)
+      hku_buf_printf(o, "            hk_p_%s[hk_b + hk_j] = %shk_t_%s[hk_j]%s;\n",
+                     p->name, hkc_store_pre(t), p->name, hkc_conv_post(t));
   }
-  hku_buf_put(o, "    }\n}\n\n");
+  hku_buf_put(o, "        }\n    }\n}\n\n");
 }
 
 /* Elementwise: the loop function, the range entry point and (stdlib)
