@@ -126,6 +126,17 @@ HK_API hk_dtype_t hk_dtype_from_name(const char *name);
 /* Size of one element in bytes; 0 for HK_DTYPE_INVALID. */
 HK_API size_t hk_dtype_size(hk_dtype_t t);
 
+/* f16 and bf16 values on the host, as kernels convert them: a double
+ * rounded once to the nearest f16 (bf16) bits, ties to even, inf past the
+ * largest finite, a NaN kept (its sign and top payload bits; never made an
+ * inf); and the bits to a double, exactly. NumPy's float16 conversions give
+ * the same bits. From a float: pass it as a double (exact, but for a
+ * signalling NaN, which the conversion to double makes quiet). */
+HK_API uint16_t hk_f16_from_double(double d);
+HK_API double hk_f16_to_double(uint16_t h);
+HK_API uint16_t hk_bf16_from_double(double d);
+HK_API double hk_bf16_to_double(uint16_t h);
+
 typedef enum hk_role {
   HK_ROLE_IN,    /* read-only buffer */
   HK_ROLE_OUT,   /* write-only buffer */

@@ -225,6 +225,73 @@ static void check_conversions(hk_context_t *ctx, const char *prefix,
   }
 }
 
+/* The public host conversions (hk.h) against the references, from floats
+ * and from doubles near the rounding points (against NumPy in
+ * check_numpy). */
+static double *g_dbl;
+static uint16_t *g_dbl16;
+static size_t g_ndbl;
+
+static void check_host_conversions(void) {
+  int bad = 0;
+  for (uint32_t h = 0; h < 65536; h++) {
+    double d = hk_f16_to_double((uint16_t)h), b = hk_bf16_to_double((uint16_t)h);
+    float f = (float)d, fb = (float)b;
+    uint32_t want = ref_f16_to_f32((uint16_t)h), want_b = ref_bf16_to_f32((uint16_t)h);
+    if (is_nan16((uint16_t)h) || is_nanb16((uint16_t)h)) {
+      /* double <-> float quiets a signalling NaN: NaN, sign kept */
+      if (is_nan16((uint16_t)h))
+        bad += !isnan(f) || !is_nan16(hk_f16_from_double(d)) ||
+               (hk_f16_from_double(d) ^ h) >> 15;
+      if (is_nanb16((uint16_t)h))
+        bad += !isnan(fb) || !is_nanb16(hk_bf16_from_double(b)) ||
+               (hk_bf16_from_double(b) ^ h) >> 15;
+      if (is_nan16((uint16_t)h) && (h & 0x0200u)) /* a quiet one: intact */
+        bad += hk_f16_from_double(d) != h;
+      if (!is_nan16((uint16_t)h))
+        bad += f2u(f) != want || hk_f16_from_double(d) != h;
+      if (!is_nanb16((uint16_t)h))
+        bad += f2u(fb) != want_b || hk_bf16_from_double(b) != h;
+      continue;
+    }
+    bad += f2u(f) != want || f2u(fb) != want_b;
+    bad += hk_f16_from_double(d) != h || hk_bf16_from_double(b) != h;
+  }
+  CHECK_MSG(bad == 0, "hk_f16/bf16_to/from_double: %d of 65536 patterns", bad);
+  bad = 0;
+  for (size_t i = 0; i < g_nvals; i++) {
+    float v = u2f(g_vals[i]);
+    if (isnan(v) && !(g_vals[i] & 0x00400000u)) continue; /* quieted */
+    bad += hk_f16_from_double(v) != ref_f32_to_f16(v);
+    bad += hk_bf16_from_double(v) != ref_f32_to_bf16(v);
+  }
+  CHECK_MSG(bad == 0, "hk_f16/bf16_from_double: %d of %zu floats", bad,
+            g_nvals);
+  /* doubles just off every f16 halfway point: rounded once, not twice */
+  g_ndbl = 4 * 65536;
+  g_dbl = xmalloc(g_ndbl * 8);
+  g_dbl16 = xmalloc(g_ndbl * 2);
+  size_t n = 0;
+  for (uint32_t h = 0; h < 65536; h++) {
+    double a = hk_f16_to_double((uint16_t)h),
+           b = hk_f16_to_double((uint16_t)(h + 1));
+    if (!(a == a) || !(b == b) || (h & 0x7fff) >= 0x7c00 || ((h + 1) & 0x7fff) == 0) {
+      g_dbl[n++] = a;
+      g_dbl[n++] = -a;
+      g_dbl[n++] = a * 3;
+      g_dbl[n++] = a / 3;
+      continue;
+    }
+    double mid = a + (b - a) / 2;
+    g_dbl[n++] = mid;
+    g_dbl[n++] = nextafter(mid, a);
+    g_dbl[n++] = nextafter(mid, b);
+    g_dbl[n++] = a + (b - a) / 4;
+  }
+  for (size_t i = 0; i < n; i++) g_dbl16[i] = hk_f16_from_double(g_dbl[i]);
+  g_ndbl = n;
+}
+
 /* The references against NumPy's float16: every f16 pattern to f32 and
  * back, and every f32 value of g_vals to f16 (to16: what the stdlib gave,
  * already equal to the reference). Skipped, with a note, without NumPy. */
@@ -240,6 +307,10 @@ static void check_numpy(const uint16_t *to16) {
   CHECK(fp && fwrite(g_vals, 4, g_nvals, fp) == g_nvals && fclose(fp) == 0);
   fp = fopen(got, "wb");
   CHECK(fp && fwrite(to16, 2, g_nvals, fp) == g_nvals && fclose(fp) == 0);
+  fp = fopen(P("dbl.bin"), "wb");
+  CHECK(fp && fwrite(g_dbl, 8, g_ndbl, fp) == g_ndbl && fclose(fp) == 0);
+  fp = fopen(P("dbl16.bin"), "wb");
+  CHECK(fp && fwrite(g_dbl16, 2, g_ndbl, fp) == g_ndbl && fclose(fp) == 0);
   uint32_t *r = xmalloc(65536 * 4);
   for (uint32_t i = 0; i < 65536; i++) r[i] = ref_f16_to_f32((uint16_t)i);
   fp = fopen(ref, "wb");
@@ -265,7 +336,13 @@ static void check_numpy(const uint16_t *to16) {
              "idx = np.nonzero(want != got)[0]\n"
              "for i in idx[:5]:\n"
              "    print('f32 0x%08x: numpy 0x%04x, hk 0x%04x' % (v.view(np.uint32)[i], want[i], got[i]))\n"
-             "print('MISMATCHES', bad + len(idx), 'OF', 2 * 65536 + len(v))\n");
+             "dv = np.fromfile(d + '/dbl.bin', dtype=np.float64)\n"
+             "dg = np.fromfile(d + '/dbl16.bin', dtype=np.uint16)\n"
+             "dw = dv.astype(np.float16).view(np.uint16)\n"
+             "di = np.nonzero(dw != dg)[0]\n"
+             "for i in di[:5]:\n"
+             "    print('f64 %r: numpy 0x%04x, hk_f16_from_double 0x%04x' % (dv[i], dw[i], dg[i]))\n"
+             "print('MISMATCHES', bad + len(idx) + len(di), 'OF', 2 * 65536 + len(v) + len(dv))\n");
   PATH(log, "numpy.log");
   char *argv[] = {(char *)py, script, g_root, NULL};
   int rc = run_logged(argv, log);
@@ -833,6 +910,7 @@ int main(void) {
     CHECK_DONE();
   }
   make_values();
+  PART("host conversions", check_host_conversions());
   PART("conversions", part_conversions());
   check_make_dir(P("k"));
   write_text(P("k/types.json"), types_json);
@@ -846,6 +924,8 @@ int main(void) {
   PART("stdlib bool", check_stdlib_bool());
   hk_context_destroy(g_std);
   free(g_vals);
+  free(g_dbl);
+  free(g_dbl16);
   fixture_teardown();
   CHECK_DONE();
 }
