@@ -362,6 +362,9 @@ static void check_numpy(const uint16_t *to16) {
   free(out);
 }
 
+static void fill_bool(uint8_t *b, size_t n, uint64_t seed);
+static void fill16(uint16_t *p, size_t n, int bf, uint64_t seed);
+
 /* ---- 2. Tiers -------------------------------------------------------------- */
 
 static const char types_json[] =
@@ -400,8 +403,92 @@ static const char types_json[] =
     "             {\"name\": \"alpha\", \"type\": \"f16\", \"role\": \"scalar\"},\n"
     "             {\"name\": \"out\", \"type\": \"f16\", \"role\": \"out\"}],\n"
     "  \"cpu\": [\"for (size_t j = 0; j < n; ++j)\",\n"
-    "          \"    out[j] = hk_f32_to_f16(hk_f16_to_f32(x[j]) * alpha);\"]}\n"
+    "          \"    out[j] = hk_f32_to_f16(hk_f16_to_f32(x[j]) * alpha);\"]},\n"
+    " {\"name\": \"ty_r16\", \"kind\": \"reduction\", \"types\": {\"T\": [\"f16\", \"bf16\"]},\n"
+    "  \"params\": [{\"name\": \"x\", \"type\": \"T\", \"role\": \"in\"},\n"
+    "             {\"name\": \"w\", \"type\": \"T\", \"role\": \"scalar\"},\n"
+    "             {\"name\": \"out\", \"type\": \"T\", \"role\": \"out\"}],\n"
+    "  \"map\": \"x * w\", \"combine\": \"a + b\", \"identity\": \"0\",\n"
+    "  \"finalize\": \"acc / (T)n + w\"},\n"
+    " {\"name\": \"ty_ew\", \"kind\": \"elementwise\", \"types\": {\"T\": [\"f16\", \"bool\"]},\n"
+    "  \"params\": [{\"name\": \"x\", \"type\": \"T\", \"role\": \"in\"},\n"
+    "             {\"name\": \"s\", \"type\": \"T\", \"role\": \"scalar\"},\n"
+    "             {\"name\": \"y\", \"type\": \"T\", \"role\": \"inout\"},\n"
+    "             {\"name\": \"o\", \"type\": \"bool\", \"role\": \"out\"}],\n"
+    "  \"body\": \"y = y + x * s; o = y > (T)0;\"}\n"
     "]}\n";
+
+/* Kernels with scalars, finalize and inout over these types, against
+ * references. */
+static void check_tier_more(hk_context_t *ctx, const char *tier) {
+  const size_t n = (1u << 20) + 5;
+  uint16_t *x = xmalloc(n * 2), *y = xmalloc(n * 2), *y0 = xmalloc(n * 2);
+  uint8_t *o = xmalloc(n);
+  float *w32 = xmalloc(n * 4);
+  for (int bf = 0; bf < 2; bf++) {
+    fill16(x, n, bf, 41);
+    for (size_t i = 0; i < n; i++) {
+      w32[i] = u2f(bf ? ref_bf16_to_f32(x[i]) : ref_f16_to_f32(x[i]));
+      if (!(fabsf(w32[i]) <= 8)) {
+        w32[i] = 0.25f;
+        x[i] = bf ? ref_f32_to_bf16(0.25f) : ref_f32_to_f16(0.25f);
+      }
+    }
+    uint16_t w = bf ? ref_f32_to_bf16(0.75f) : ref_f32_to_f16(0.75f), r = 0;
+    float wf = 0.75f, o32 = 0;
+    void *a[] = {x, &w, &r}, *a32[] = {w32, &o32};
+    /* sum of x * w, as dot with a constant would: the same lanes */
+    for (size_t i = 0; i < n; i++) w32[i] = w32[i] * wf;
+    if (call(ctx, bf ? "ty_r16_bf16" : "ty_r16_f16", n, a) &&
+        call(g_std, "sum_f32", n, a32)) {
+      float f = o32 / (float)n + wf;
+      uint16_t want = bf ? ref_f32_to_bf16(f) : ref_f32_to_f16(f);
+      CHECK_MSG(r == want, "tier %s: ty_r16_%s 0x%04x, expected 0x%04x", tier,
+                bf ? "bf16" : "f16", r, want);
+    }
+  }
+  /* f16 inout, f16 scalar, bool out */
+  fill16(x, n, 0, 42);
+  fill16(y0, n, 0, 43);
+  memcpy(y, y0, n * 2);
+  uint16_t s = ref_f32_to_f16(-0.5f);
+  void *a[] = {x, &s, y, o};
+  if (call(ctx, "ty_ew_f16", n, a)) {
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+      float xf = u2f(ref_f16_to_f32(x[i])), yf = u2f(ref_f16_to_f32(y0[i]));
+      float p = xf * -0.5f;
+      float v = yf + p;
+      uint16_t want = ref_f32_to_f16(v); /* o sees y as computed */
+      int ok = (want == y[i] || (is_nan16(want) && is_nan16(y[i]))) &&
+               o[i] == (v > 0);
+      bad += !ok;
+    }
+    CHECK_MSG(bad == 0, "tier %s: ty_ew_f16: %d elements wrong", tier, bad);
+  }
+  /* bools: y = y + x * s is y || (x && s), stored 0/1 */
+  uint8_t *xb = (uint8_t *)x, *yb = (uint8_t *)y, *yb0 = (uint8_t *)y0;
+  fill_bool(xb, n, 44);
+  fill_bool(yb0, n, 45);
+  for (int sv = 0; sv < 3; sv++) {
+    memcpy(yb, yb0, n);
+    uint8_t sb = (uint8_t)sv;
+    void *ab[] = {xb, &sb, yb, o};
+    if (!call(ctx, "ty_ew_bool", n, ab)) continue;
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+      int want = (yb0[i] != 0) || ((xb[i] != 0) && sv != 0);
+      bad += yb[i] != want || o[i] != want;
+    }
+    CHECK_MSG(bad == 0, "tier %s: ty_ew_bool (s = %d): %d elements wrong",
+              tier, sv, bad);
+  }
+  free(x);
+  free(y);
+  free(y0);
+  free(o);
+  free(w32);
+}
 
 /* Random f16 (bf16) patterns: finite values of moderate size mostly, with
  * some specials. */
@@ -892,6 +979,7 @@ static void part_tier(hk_tier_t tier) {
   hk_kernel_t *k = kfind(c, "ty_gelu_f16");
   CHECK(k && hk_kernel_tier(k) == tier);
   check_tier(c, hk_tier_name(tier));
+  check_tier_more(c, hk_tier_name(tier));
   if (tier == HK_TIER_JIT) check_format(c);
   hk_context_destroy(c);
 }
