@@ -146,7 +146,7 @@ static int max_diff_ok(const float *a, const float *b, size_t n, double tol,
                        const char *what) {
   double worst = 0;
   for (size_t j = 0; j < n; j++) {
-    double d = fabs((double)a[j] - b[j]) / (fabs((double)b[j]) + 1e-6);
+    double d = fabs((double)a[j] - b[j]) / (fabs((double)b[j]) + 1.0);
     if (d > worst || d != d) worst = d != d ? INFINITY : d;
   }
   if (worst > tol) {

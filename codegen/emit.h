@@ -81,8 +81,19 @@ const char *hkc_prelude_get(hkc_emit_mode mode, size_t *len);
 void hkc_emit_cuda_prelude(hku_buf *out);
 
 /* ---- Shared by the C and CUDA emitters ---- */
-/* The C type of a parameter in an instance ("float", "int64_t"). */
+/* The C type of a parameter in an instance as code sees it ("float",
+ * "int64_t"; "float" for f16, see hkc_ctype). */
 const char *hkc_param_ctype(const hkc_instance *in, const hkc_param *p);
+/* The C type it is stored and passed as ("uint16_t" for f16, hkc_stype):
+ * buffers point to it, scalars are passed as it. */
+const char *hkc_param_stype(const hkc_instance *in, const hkc_param *p);
+/* Storage and what code sees differ for f16, bf16 and bool (kernel.h):
+ * every parameter list made by hkc_put_param passes scalars as stored, and
+ * names such a scalar "hk_s_NAME" (this prefix: "hk_s_" or ""); a function
+ * holding author code then declares NAME, converted, with
+ * hkc_put_scalar_locals (a line each, indented by ind). */
+const char *hkc_scalar_pre(const hkc_instance *in, const hkc_param *p);
+void hkc_put_scalar_locals(hku_buf *o, const hkc_instance *in, int ind);
 int hkc_is_buffer(const hkc_param *p);
 /* The author's code, line by line, each indented by ind spaces. */
 void hkc_put_code(hku_buf *o, const hkc_src *s, int ind);
@@ -91,7 +102,8 @@ void hkc_put_expr(hku_buf *o, const hkc_src *s);
 /* "typedef float T;" for each placeholder the given code uses. */
 void hkc_put_holders(hku_buf *o, const hkc_instance *in,
                      const hkc_src *const *srcs, int nsrcs, int ind);
-/* "const float *PREFIXx" for a buffer, "float alpha" for a scalar
+/* "const float *PREFIXx" for a buffer, "float alpha" for a scalar (types as
+ * stored: "const uint16_t *PREFIXx", "uint16_t hk_s_alpha" for f16)
  * ("const float alpha" with const_scalar: code that runs per element must
  * not change a scalar, or results would depend on the thread count). */
 void hkc_put_param(hku_buf *o, const hkc_instance *in, const hkc_param *p,

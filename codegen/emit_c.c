@@ -36,7 +36,8 @@ int hkc_reduce_lanes(size_t acc_size) { return acc_size >= 8 ? 8 : 16; }
 static const char *dtype_enum(hk_dtype_t t) {
   static const char *const e[HK_DTYPE_COUNT] = {
       "HK_DTYPE_INVALID", "HK_F32", "HK_F64", "HK_I8",  "HK_I16", "HK_I32",
-      "HK_I64",           "HK_U8",  "HK_U16", "HK_U32", "HK_U64"};
+      "HK_I64",           "HK_U8",  "HK_U16", "HK_U32", "HK_U64",
+      "HK_F16",           "HK_BF16", "HK_BOOL"};
   return (unsigned)t < HK_DTYPE_COUNT ? e[t] : e[0];
 }
 
@@ -47,14 +48,15 @@ static const char *link_of(hkc_emit_mode mode) {
 }
 
 /* "*(const float *)hk_args[0]" / "(float *)hk_args[2]": parameter i taken
- * from the uniform argument array. */
+ * from the uniform argument array (as stored: "*(const uint16_t *)" for an
+ * f16 scalar). */
 static void put_arg(hku_buf *o, const hkc_instance *in, const hkc_param *p,
                     int i) {
   if (!is_buffer(p))
-    hku_buf_printf(o, "*(const %s *)hk_args[%d]", ct(in, p), i);
+    hku_buf_printf(o, "*(const %s *)hk_args[%d]", hkc_param_stype(in, p), i);
   else
     hku_buf_printf(o, "(%s%s *)hk_args[%d]", p->role == HK_ROLE_IN ? "const " : "",
-                   ct(in, p), i);
+                   hkc_param_stype(in, p), i);
 }
 
 /* Every parameter (but a reduction's results with skip_out) from the
@@ -71,8 +73,18 @@ static void put_args_call(hku_buf *o, const hkc_instance *in, unsigned skip_out)
 }
 
 void hkc_emit_typed_proto(const hkc_instance *in, hku_buf *o) {
+  const hkc_kernel *k = in->k;
   hku_buf_printf(o, "HK_API void hk_%s(", in->name);
-  hkc_put_params(o, in, "", 0, 0);
+  /* as hkc_put_params, but a scalar keeps its name whatever its type: the
+   * typed function passes it on as stored */
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (is_buffer(p))
+      hkc_put_param(o, in, p, "", 0);
+    else
+      hku_buf_printf(o, "%s %s", hkc_param_stype(in, p), p->name);
+    hku_buf_put(o, ", ");
+  }
   /* rows kernels: the row count, then the row length */
   hku_buf_put(o, in->k->kind == HK_KIND_ROWS ? "size_t rows, size_t n)"
                                               : "size_t n)");
@@ -121,39 +133,112 @@ static void put_range_head(hku_buf *o, const hkc_instance *in,
 
 /* ---- elementwise --------------------------------------------------------------- */
 
+/* Elements per block of the staged loop below. */
+#define HKC_STAGE 256
+
+/* An f16 or bf16 buffer of an instance whose code calls a math function is
+ * staged: such a loop does not vectorise (a libm call per element), and its
+ * conversions, one element at a time, would cost about as much as the math.
+ * Through float arrays of HKC_STAGE elements, converted in loops of their
+ * own, they vectorise. The arithmetic is the same, so are the bits. */
+static int staged(const hkc_instance *in, const hkc_param *p) {
+  hk_dtype_t t = hkc_param_type(in, p);
+  return is_buffer(p) && (t == HK_F16 || t == HK_BF16) && hkc_is_heavy(in->k);
+}
+
+/* The body of element i, indented by ind: the locals of its buffers (a
+ * staged one's from hk_t_NAME[hk_j]), the author's code, the stores. */
+static void put_element(hku_buf *o, const hkc_instance *in, int ind) {
+  const hkc_kernel *k = in->k;
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    hk_dtype_t t = hkc_param_type(in, p);
+    const char *cq = p->role == HK_ROLE_IN ? "const " : "";
+    if (p->role == HK_ROLE_OUT)
+      hku_buf_printf(o, "%*s%s %s = 0;\n", ind, "", ct(in, p), p->name);
+    else if (p->role != HK_ROLE_SCALAR && staged(in, p))
+      hku_buf_printf(o, "%*s%s%s %s = hk_t_%s[hk_j];\n", ind, "", cq,
+                     ct(in, p), p->name, p->name);
+    else if (p->role != HK_ROLE_SCALAR)
+      hku_buf_printf(o, "%*s%s%s %s = %shk_p_%s[i]%s;\n", ind, "", cq,
+                     ct(in, p), p->name, hkc_load_pre(t), p->name,
+                     hkc_conv_post(t));
+  }
+  hkc_put_voids(o, in, HKC_ROLES_BUFFERS, ind);
+  hku_buf_printf(o, "%*sdo {\n", ind, "");
+  hkc_put_code(o, &k->body, ind + 4);
+  hku_buf_printf(o, "%*s} while (0);\n", ind, "");
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    hk_dtype_t t = hkc_param_type(in, p);
+    if (p->role != HK_ROLE_OUT && p->role != HK_ROLE_INOUT) continue;
+    if (staged(in, p))
+      hku_buf_printf(o, "%*shk_t_%s[hk_j] = %s;\n", ind, "", p->name, p->name);
+    else
+      hku_buf_printf(o, "%*shk_p_%s[i] = %s%s%s;\n", ind, "", p->name,
+                     hkc_store_pre(t), p->name, hkc_conv_post(t));
+  }
+}
+
 /* hk_loop__NAME(params, n, begin, end): the body over [begin, end). */
 static void emit_loop_fn(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   const hkc_src *srcs[] = {&k->body};
+  int nstaged = 0;
+  for (int i = 0; i < k->nparams; i++) nstaged += staged(in, &k->params[i]);
 
   hku_buf_printf(o, "HK_INLINE void hk_loop__%s(", in->name);
   hkc_put_params(o, in, "hk_p_", 1, 0);
   hku_buf_put(o, "size_t n, size_t hk_begin, size_t hk_end)\n{\n");
   hkc_put_holders(o, in, srcs, 1, 4);
+  hkc_put_scalar_locals(o, in, 4);
   hkc_put_voids(o, in, HKC_ROLE_BIT(HK_ROLE_SCALAR), 4);
-  hku_buf_put(o, "    (void)n;\n    HK_IVDEP\n");
-  hku_buf_put(o, "    for (size_t i = hk_begin; i < hk_end; ++i) {\n");
+  hku_buf_put(o, "    (void)n;\n");
+  if (!nstaged) {
+    hku_buf_put(o, "    HK_IVDEP\n");
+    hku_buf_put(o, "    for (size_t i = hk_begin; i < hk_end; ++i) {\n");
+    put_element(o, in, 8);
+    hku_buf_put(o, "    }\n}\n\n");
+    return;
+  }
+  /* staged: each block's 16-bit inputs converted, the body, the outputs
+   * converted (an in-place call reads a block before it writes it) */
+  hku_buf_printf(o,
+                 "    for (size_t hk_b = hk_begin; hk_b < hk_end; hk_b += %d) "
+                 "{\n"
+                 "        const size_t hk_m = hk_end - hk_b < %d ? hk_end - "
+                 "hk_b : %d;\n",
+                 HKC_STAGE, HKC_STAGE, HKC_STAGE);
+  for (int i = 0; i < k->nparams; i++)
+    if (staged(in, &k->params[i]))
+      hku_buf_printf(o, "        float hk_t_%s[%d];\n", k->params[i].name,
+                     HKC_STAGE);
+  hku_buf_put(o, "        HK_IVDEP\n"
+                 "        for (size_t hk_j = 0; hk_j < hk_m; ++hk_j) {\n");
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
-    if (p->role == HK_ROLE_IN)
-      hku_buf_printf(o, "        const %s %s = hk_p_%s[i];\n", ct(in, p),
-                     p->name, p->name);
-    else if (p->role == HK_ROLE_INOUT)
-      hku_buf_printf(o, "        %s %s = hk_p_%s[i];\n", ct(in, p), p->name,
-                     p->name);
-    else if (p->role == HK_ROLE_OUT)
-      hku_buf_printf(o, "        %s %s = 0;\n", ct(in, p), p->name);
+    hk_dtype_t t = hkc_param_type(in, p);
+    if (staged(in, p) && p->role != HK_ROLE_OUT)
+      hku_buf_printf(o, "            hk_t_%s[hk_j] = %shk_p_%s[hk_b + hk_j]%s;\n",
+                     p->name, hkc_load_pre(t), p->name, hkc_conv_post(t));
   }
-  hkc_put_voids(o, in, HKC_ROLES_BUFFERS, 8);
-  hku_buf_put(o, "        do {\n");
-  hkc_put_code(o, &k->body, 12);
-  hku_buf_put(o, "        } while (0);\n");
+  hku_buf_put(o, "        }\n"
+                 "        HK_IVDEP\n"
+                 "        for (size_t hk_j = 0; hk_j < hk_m; ++hk_j) {\n"
+                 "            const size_t i = hk_b + hk_j;\n"
+                 "            (void)i;\n");
+  put_element(o, in, 12);
+  hku_buf_put(o, "        }\n"
+                 "        HK_IVDEP\n"
+                 "        for (size_t hk_j = 0; hk_j < hk_m; ++hk_j) {\n");
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
-    if (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT)
-      hku_buf_printf(o, "        hk_p_%s[i] = %s;\n", p->name, p->name);
+    hk_dtype_t t = hkc_param_type(in, p);
+    if (staged(in, p) && p->role != HK_ROLE_IN)
+      hku_buf_printf(o, "            hk_p_%s[hk_b + hk_j] = %shk_t_%s[hk_j]%s;\n",
+                     p->name, hkc_store_pre(t), p->name, hkc_conv_post(t));
   }
-  hku_buf_put(o, "    }\n}\n\n");
+  hku_buf_put(o, "        }\n    }\n}\n\n");
 }
 
 /* Elementwise: the loop function, the range entry point and (stdlib)
@@ -191,9 +276,11 @@ static void put_element_locals(hku_buf *o, const hkc_instance *in, int ind) {
   const hkc_kernel *k = in->k;
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
+    hk_dtype_t t = hkc_param_type(in, p);
     if (p->role == HK_ROLE_IN)
-      hku_buf_printf(o, "%*sconst %s %s = hk_p_%s[i];\n", ind, "", ct(in, p),
-                     p->name, p->name);
+      hku_buf_printf(o, "%*sconst %s %s = %shk_p_%s[i]%s;\n", ind, "",
+                     ct(in, p), p->name, hkc_load_pre(t), p->name,
+                     hkc_conv_post(t));
   }
   hkc_put_voids(o, in, HKC_ROLE_BIT(HK_ROLE_IN), ind);
 }
@@ -218,7 +305,7 @@ static void emit_final(hku_buf *o, const hkc_instance *in) {
                    in->name, acc);
     for (int i = 0; i < k->nparams; i++)
       if (hkc_is_result(&k->params[i]))
-        hku_buf_printf(o, ", %s *hk_o_%s", ct(in, &k->params[i]),
+        hku_buf_printf(o, ", %s *hk_o_%s", hkc_param_stype(in, &k->params[i]),
                        k->params[i].name);
   } else {
     const hkc_param *r = &k->params[hkc_result_index(k)];
@@ -228,11 +315,13 @@ static void emit_final(hku_buf *o, const hkc_instance *in) {
       hku_buf_printf(o, ", const %s %s", ct(in, r), r->name);
   }
   for (int i = 0; i < k->nparams; i++)
-    if (k->params[i].role == HK_ROLE_SCALAR)
-      hku_buf_printf(o, ", const %s %s", ct(in, &k->params[i]),
-                     k->params[i].name);
+    if (k->params[i].role == HK_ROLE_SCALAR) {
+      hku_buf_put(o, ", ");
+      hkc_put_param(o, in, &k->params[i], "", 1);
+    }
   hku_buf_put(o, ")\n{\n");
   hkc_put_holders(o, in, srcs, 1, 4);
+  hkc_put_scalar_locals(o, in, 4);
   hkc_put_voids(o, in, HKC_ROLE_BIT(HK_ROLE_SCALAR), 4);
   if (is_struct(in)) {
     hkc_put_result_locals(o, in, "*hk_o_", "", 4);
@@ -285,6 +374,7 @@ static void emit_part(hku_buf *o, const hkc_instance *in) {
   hku_buf_put(o, "size_t n, size_t hk_begin, size_t hk_end)\n{\n");
   /* a struct's expressions are in its functions */
   hkc_put_holders(o, in, srcs, is_struct(in) ? 0 : 3, 4);
+  hkc_put_scalar_locals(o, in, 4);
   hkc_put_voids(o, in, HKC_ROLE_BIT(HK_ROLE_SCALAR), 4);
   hku_buf_printf(o, "    (void)n;\n    %s hk_lane[%d];\n", acc, lanes);
   hku_buf_printf(o, "    for (int hk_l = 0; hk_l < %d; ++hk_l)\n", lanes);
@@ -320,25 +410,28 @@ static void emit_part(hku_buf *o, const hkc_instance *in) {
  * struct form's call), and the function's end. */
 static void put_store_final(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
+  hk_dtype_t rt = HK_DTYPE_INVALID; /* the struct form converts inside */
   if (is_struct(in)) {
     hku_buf_printf(o, "    hk_final__%s(hk_acc, n", in->name);
     for (int i = 0; i < k->nparams; i++)
       if (hkc_is_result(&k->params[i]))
-        hku_buf_printf(o, ", (%s *)hk_args[%d]", ct(in, &k->params[i]), i);
+        hku_buf_printf(o, ", (%s *)hk_args[%d]",
+                       hkc_param_stype(in, &k->params[i]), i);
   } else {
     int r = hkc_result_index(k);
-    const char *out = ct(in, &k->params[r]);
-    hku_buf_printf(o, "    *(%s *)hk_args[%d] = hk_final__%s(hk_acc, n", out, r,
-                   in->name);
+    rt = hkc_param_type(in, &k->params[r]);
+    hku_buf_printf(o, "    *(%s *)hk_args[%d] = %shk_final__%s(hk_acc, n",
+                   hkc_stype(rt), r, hkc_store_pre(rt), in->name);
     if (k->params[r].role == HK_ROLE_INOUT)
-      hku_buf_printf(o, ", *(const %s *)hk_args[%d]", out, r);
+      hku_buf_printf(o, ", %s*(const %s *)hk_args[%d]%s", hkc_load_pre(rt),
+                     hkc_stype(rt), r, hkc_conv_post(rt));
   }
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_SCALAR) {
       hku_buf_put(o, ", ");
       put_arg(o, in, &k->params[i], i);
     }
-  hku_buf_put(o, ");\n}\n\n");
+  hku_buf_printf(o, ")%s;\n}\n\n", hkc_conv_post(rt));
 }
 
 /* The number of parameters the block reducer takes (all but results). */
@@ -392,6 +485,7 @@ static void emit_reduce_typed(hku_buf *o, const hkc_instance *in) {
                  "        hk__par_reduce(" HK_ABI_RANGE "%s, " HK_ABI_MERGE
                  "%s, sizeof(%s), hk_args, n, %uu);\n        return;\n    }\n",
                  nm, nm, hkc_acc_ctype(in, cb), flags_of(k));
+  hk_dtype_t rt = HK_DTYPE_INVALID; /* the struct form converts inside */
   if (is_struct(in)) {
     hku_buf_printf(o, "    hk_final__%s(hk_part__%s(", nm, nm);
     put_names(o, k, 1);
@@ -401,15 +495,19 @@ static void emit_reduce_typed(hku_buf *o, const hkc_instance *in) {
         hku_buf_printf(o, ", %s", k->params[i].name);
   } else {
     const hkc_param *r = &k->params[hkc_result_index(k)];
-    hku_buf_printf(o, "    *%s = hk_final__%s(hk_part__%s(", r->name, nm, nm);
+    rt = hkc_param_type(in, r);
+    hku_buf_printf(o, "    *%s = %shk_final__%s(hk_part__%s(", r->name,
+                   hkc_store_pre(rt), nm, nm);
     put_names(o, k, 1);
     hku_buf_put(o, "n, 0, n), n");
-    if (r->role == HK_ROLE_INOUT) hku_buf_printf(o, ", *%s", r->name);
+    if (r->role == HK_ROLE_INOUT)
+      hku_buf_printf(o, ", %s*%s%s", hkc_load_pre(rt), r->name,
+                     hkc_conv_post(rt));
   }
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_SCALAR)
       hku_buf_printf(o, ", %s", k->params[i].name);
-  hku_buf_put(o, ");\n}\n\n");
+  hku_buf_printf(o, ")%s;\n}\n\n", hkc_conv_post(rt));
 }
 
 /* Reduction: (a struct accumulator's type, identity and map), combine,
@@ -469,8 +567,8 @@ static void emit_lens(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
     hku_buf_put(o, "    int hk_bad = 0;\n");
     for (int i = 0; i < k->nparams; i++)
       if (!is_buffer(&k->params[i])) {
-        hku_buf_printf(o, "    const %s %s = ", ct(in, &k->params[i]),
-                       k->params[i].name);
+        hku_buf_printf(o, "    const %s %s = ",
+                       hkc_param_stype(in, &k->params[i]), k->params[i].name);
         put_arg(o, in, &k->params[i], i);
         hku_buf_printf(o, ";\n    (void)%s;\n", k->params[i].name);
       }

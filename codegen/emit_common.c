@@ -130,6 +130,27 @@ const char *hkc_param_ctype(const hkc_instance *in, const hkc_param *p) {
   return hkc_ctype(hkc_param_type(in, p));
 }
 
+const char *hkc_param_stype(const hkc_instance *in, const hkc_param *p) {
+  return hkc_stype(hkc_param_type(in, p));
+}
+
+const char *hkc_scalar_pre(const hkc_instance *in, const hkc_param *p) {
+  return !hkc_is_buffer(p) && hkc_dtype_converts(hkc_param_type(in, p))
+             ? "hk_s_"
+             : "";
+}
+
+void hkc_put_scalar_locals(hku_buf *o, const hkc_instance *in, int ind) {
+  const hkc_kernel *k = in->k;
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    hk_dtype_t t = hkc_param_type(in, p);
+    if (hkc_is_buffer(p) || !hkc_dtype_converts(t)) continue;
+    hku_buf_printf(o, "%*sconst %s %s = %shk_s_%s%s;\n", ind, "", hkc_ctype(t),
+                   p->name, hkc_load_pre(t), p->name, hkc_conv_post(t));
+  }
+}
+
 int hkc_is_buffer(const hkc_param *p) { return p->role != HK_ROLE_SCALAR; }
 
 void hkc_put_holders(hku_buf *o, const hkc_instance *in,
@@ -149,11 +170,11 @@ void hkc_put_holders(hku_buf *o, const hkc_instance *in,
 void hkc_put_param(hku_buf *o, const hkc_instance *in, const hkc_param *p,
                    const char *ptr_prefix, int const_scalar) {
   if (!hkc_is_buffer(p))
-    hku_buf_printf(o, "%s%s %s", const_scalar ? "const " : "",
-                   hkc_param_ctype(in, p), p->name);
+    hku_buf_printf(o, "%s%s %s%s", const_scalar ? "const " : "",
+                   hkc_param_stype(in, p), hkc_scalar_pre(in, p), p->name);
   else
     hku_buf_printf(o, "%s%s *%s%s", p->role == HK_ROLE_IN ? "const " : "",
-                   hkc_param_ctype(in, p), ptr_prefix, p->name);
+                   hkc_param_stype(in, p), ptr_prefix, p->name);
 }
 
 void hkc_put_params(hku_buf *o, const hkc_instance *in,
@@ -256,6 +277,7 @@ void hkc_put_identity_fn(hku_buf *o, const hkc_instance *in, const char *qual) {
       first = 0;
     }
   hku_buf_printf(o, "%s)\n{\n", first ? "void" : "");
+  hkc_put_scalar_locals(o, in, 4);
   put_field_holders(o, in, 0);
   hkc_put_voids(o, in, HKC_ROLE_BIT(HK_ROLE_SCALAR), 4);
   hku_buf_printf(o, "    %s hk_r;\n", acc);
@@ -274,8 +296,9 @@ void hkc_put_identity_call(hku_buf *o, const hkc_instance *in) {
   int first = 1;
   hku_buf_printf(o, "hk_identity__%s(", in->name);
   for (int i = 0; i < k->nparams; i++)
-    if (k->params[i].role == HK_ROLE_SCALAR) {
-      hku_buf_printf(o, "%s%s", first ? "" : ", ", k->params[i].name);
+    if (k->params[i].role == HK_ROLE_SCALAR) { /* passed as stored */
+      hku_buf_printf(o, "%s%s%s", first ? "" : ", ",
+                     hkc_scalar_pre(in, &k->params[i]), k->params[i].name);
       first = 0;
     }
   hku_buf_put(o, ")");
@@ -317,8 +340,11 @@ void hkc_put_map_call(hku_buf *o, const hkc_instance *in, const char *pre,
     const hkc_param *p = &k->params[i];
     if (p->role == HK_ROLE_SCALAR)
       hku_buf_printf(o, "%s, ", p->name);
-    else if (p->role == HK_ROLE_IN)
-      hku_buf_printf(o, "%s%s%s, ", pre, p->name, post);
+    else if (p->role == HK_ROLE_IN && !*pre) /* a local, converted */
+      hku_buf_printf(o, "%s%s, ", p->name, post);
+    else if (p->role == HK_ROLE_IN) /* the stored element */
+      hku_buf_printf(o, "%s%s%s%s%s, ", hkc_load_pre(hkc_param_type(in, p)),
+                     pre, p->name, post, hkc_conv_post(hkc_param_type(in, p)));
   }
   hku_buf_printf(o, "%s, n)", at);
 }
@@ -328,12 +354,14 @@ void hkc_put_result_locals(hku_buf *o, const hkc_instance *in, const char *pre,
   const hkc_kernel *k = in->k;
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
+    hk_dtype_t t = hkc_param_type(in, p);
     if (p->role == HK_ROLE_OUT)
       hku_buf_printf(o, "%*s%s %s = 0;\n", ind, "", hkc_param_ctype(in, p),
                      p->name);
     else if (p->role == HK_ROLE_INOUT)
-      hku_buf_printf(o, "%*s%s %s = %s%s%s;\n", ind, "",
-                     hkc_param_ctype(in, p), p->name, pre, p->name, post);
+      hku_buf_printf(o, "%*s%s %s = %s%s%s%s%s;\n", ind, "",
+                     hkc_param_ctype(in, p), p->name, hkc_load_pre(t), pre,
+                     p->name, post, hkc_conv_post(t));
   }
   hkc_put_voids(o, in, HKC_ROLE_BIT(HK_ROLE_OUT) | HKC_ROLE_BIT(HK_ROLE_INOUT),
                 ind);
@@ -344,9 +372,10 @@ void hkc_put_result_stores(hku_buf *o, const hkc_instance *in, const char *pre,
   const hkc_kernel *k = in->k;
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
+    hk_dtype_t t = hkc_param_type(in, p);
     if (hkc_is_result(p))
-      hku_buf_printf(o, "%*s%s%s%s = %s;\n", ind, "", pre, p->name, post,
-                     p->name);
+      hku_buf_printf(o, "%*s%s%s%s = %s%s%s;\n", ind, "", pre, p->name, post,
+                     hkc_store_pre(t), p->name, hkc_conv_post(t));
   }
 }
 
@@ -359,6 +388,7 @@ void hkc_put_raw_function(hku_buf *o, const hkc_instance *in,
   hkc_put_params(o, in, "", 0, 0);
   hku_buf_put(o, "size_t n)\n{\n");
   hkc_put_holders(o, in, srcs, 1, 4);
+  hkc_put_scalar_locals(o, in, 4);
   hkc_put_voids(o, in, HKC_ROLES_ALL, 4);
   hku_buf_put(o, "    (void)n;\n    {\n");
   hkc_put_code(o, body, 8);

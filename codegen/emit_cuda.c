@@ -73,11 +73,13 @@ static void put_write_locals(hku_buf *o, const hkc_instance *in, int ind,
   const hkc_kernel *k = in->k;
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
+    hk_dtype_t t = hkc_param_type(in, p);
     if (p->role == HK_ROLE_OUT)
       hku_buf_printf(o, "%*s%s %s = 0;\n", ind, "", ct(in, p), p->name);
     else if (p->role == HK_ROLE_INOUT)
-      hku_buf_printf(o, "%*s%s %s = %s%s%s;\n", ind, "", ct(in, p), p->name,
-                     e.pre, p->name, e.post);
+      hku_buf_printf(o, "%*s%s %s = %s%s%s%s%s;\n", ind, "", ct(in, p),
+                     p->name, hkc_load_pre(t), e.pre, p->name, e.post,
+                     hkc_conv_post(t));
   }
 }
 
@@ -89,17 +91,20 @@ static void put_body_call(hku_buf *o, const hkc_instance *in, int ind,
   hku_buf_printf(o, "%*shk_body__%s(", ind, "", in->name);
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
+    hk_dtype_t t = hkc_param_type(in, p);
     if (p->role == HK_ROLE_IN)
-      hku_buf_printf(o, "%s%s%s, ", e.pre, p->name, e.post);
+      hku_buf_printf(o, "%s%s%s%s%s, ", hkc_load_pre(t), e.pre, p->name,
+                     e.post, hkc_conv_post(t));
     else
       hku_buf_printf(o, "%s, ", p->name);
   }
   hku_buf_printf(o, "%s, n);\n", at);
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
+    hk_dtype_t t = hkc_param_type(in, p);
     if (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT)
-      hku_buf_printf(o, "%*s%s%s%s = %s;\n", ind, "", e.pre, p->name, e.post,
-                     p->name);
+      hku_buf_printf(o, "%*s%s%s%s = %s%s%s;\n", ind, "", e.pre, p->name,
+                     e.post, hkc_store_pre(t), p->name, hkc_conv_post(t));
   }
 }
 
@@ -111,8 +116,8 @@ static void emit_vector_part(hku_buf *o, const hkc_instance *in, int L) {
   hku_buf_put(o, "    if (1");
   for (int i = 0; i < k->nparams; i++)
     if (is_buffer(&k->params[i]))
-      hku_buf_printf(o, " && hk_aligned<%s, %d>(hk_p_%s)", ct(in, &k->params[i]),
-                     L, k->params[i].name);
+      hku_buf_printf(o, " && hk_aligned<%s, %d>(hk_p_%s)",
+                     hkc_param_stype(in, &k->params[i]), L, k->params[i].name);
   hku_buf_printf(o,
                  ") {\n"
                  "        const size_t hk_nv = n / %d;\n"
@@ -122,15 +127,16 @@ static void emit_vector_part(hku_buf *o, const hkc_instance *in, int L) {
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     if (p->role == HK_ROLE_SCALAR) continue;
+    const char *st = hkc_param_stype(in, p);
     if (p->role == HK_ROLE_OUT)
-      hku_buf_printf(o, "            hk_vec<%s, %d> hk_v_%s;\n", ct(in, p), L,
+      hku_buf_printf(o, "            hk_vec<%s, %d> hk_v_%s;\n", st, L,
                      p->name);
     else
       hku_buf_printf(o,
                      "            %shk_vec<%s, %d> hk_v_%s = ((const hk_vec<%s, "
                      "%d> *)hk_p_%s)[hk_v];\n",
-                     p->role == HK_ROLE_IN ? "const " : "", ct(in, p), L,
-                     p->name, ct(in, p), L, p->name);
+                     p->role == HK_ROLE_IN ? "const " : "", st, L, p->name, st,
+                     L, p->name);
   }
   hku_buf_printf(o,
                  "#pragma unroll\n"
@@ -147,7 +153,7 @@ static void emit_vector_part(hku_buf *o, const hkc_instance *in, int L) {
     if (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT)
       hku_buf_printf(o,
                      "            ((hk_vec<%s, %d> *)hk_p_%s)[hk_v] = hk_v_%s;\n",
-                     ct(in, p), L, p->name, p->name);
+                     hkc_param_stype(in, p), L, p->name, p->name);
   }
   hku_buf_printf(o,
                  "        }\n"
@@ -172,6 +178,7 @@ static void emit_elementwise(hku_buf *o, const hkc_instance *in,
               "threadIdx.x;\n"
               "    const size_t hk_stride = (size_t)blockDim.x * gridDim.x;\n"
               "    size_t hk_done = 0;\n");
+  hkc_put_scalar_locals(o, in, 4);
   emit_vector_part(o, in, vec_lanes(in));
   /* the rest, one element per thread */
   hku_buf_put(o,
@@ -220,6 +227,7 @@ static void emit_part_kernel(hku_buf *o, const hkc_instance *in) {
   hkc_put_params(o, in, "hk_p_", 1, 1);
   hku_buf_printf(o, "%s *hk_partials, size_t n)\n{\n", acc);
   hkc_put_holders(o, in, srcs, 1, 4);
+  hkc_put_scalar_locals(o, in, 4);
   hku_buf_printf(o, "    __shared__ %s hk_s[%d];\n    const %s hk_id = ", acc,
                  HK_ABI_CUDA_BLOCK, acc);
   hkc_put_identity_call(o, in);
@@ -275,20 +283,24 @@ static void put_merge_final(hku_buf *o, const hkc_instance *in,
     return;
   }
   const hkc_param *r = &k->params[hkc_result_index(k)];
+  hk_dtype_t rt = hkc_param_type(in, r);
   hku_buf_printf(o,
                  "    if (threadIdx.x == 0) {\n"
                  "        %s acc = hk_s[0];\n"
                  "        (void)acc;\n",
                  acc);
   if (r->role == HK_ROLE_INOUT)
-    hku_buf_printf(o, "        const %s %s = hk_p_%s[0];\n        (void)%s;\n",
-                   ct(in, r), r->name, r->name, r->name);
-  hku_buf_printf(o, "        hk_p_%s[0] = (%s)", r->name, ct(in, r));
+    hku_buf_printf(o,
+                   "        const %s %s = %shk_p_%s[0]%s;\n        (void)%s;\n",
+                   ct(in, r), r->name, hkc_load_pre(rt), r->name,
+                   hkc_conv_post(rt), r->name);
+  hku_buf_printf(o, "        hk_p_%s[0] = %s(%s)", r->name, hkc_store_pre(rt),
+                 ct(in, r));
   if (k->finalize.text)
     hkc_put_expr(o, &k->finalize);
   else
     hku_buf_put(o, "acc");
-  hku_buf_put(o, ";\n    }\n}\n\n");
+  hku_buf_printf(o, "%s;\n    }\n}\n\n", hkc_conv_post(rt));
 }
 
 /* hk_cuda_merge__NAME: one block over the partials, then finalize: its
@@ -308,7 +320,7 @@ static void emit_merge_kernel(hku_buf *o, const hkc_instance *in) {
                  nm, acc);
   for (int i = 0; i < k->nparams; i++)
     if (hkc_is_result(&k->params[i]))
-      hku_buf_printf(o, ", %s *hk_p_%s", ct(in, &k->params[i]),
+      hku_buf_printf(o, ", %s *hk_p_%s", hkc_param_stype(in, &k->params[i]),
                      k->params[i].name);
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_SCALAR) {
@@ -317,6 +329,7 @@ static void emit_merge_kernel(hku_buf *o, const hkc_instance *in) {
     }
   hku_buf_put(o, ", size_t n)\n{\n");
   hkc_put_holders(o, in, srcs, 4, 4);
+  hkc_put_scalar_locals(o, in, 4);
   hkc_put_voids(o, in, HKC_ROLE_BIT(HK_ROLE_SCALAR), 4);
   hku_buf_printf(o, "    __shared__ %s hk_s[%d];\n    %s hk_acc = ", acc,
                  HK_ABI_CUDA_BLOCK, acc);

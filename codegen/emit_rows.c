@@ -40,6 +40,7 @@ static void put_body_fn(hku_buf *o, const hkc_instance *in, const char *qual) {
   hku_buf_printf(o, "%svoid hk_body__%s(", qual, in->name);
   hkc_put_params(o, in, "", 1, 0);
   hku_buf_put(o, "const size_t n, const size_t row)\n{\n");
+  hkc_put_scalar_locals(o, in, 4);
   hkc_put_holders(o, in, srcs, 1, 4);
   hkc_put_voids(o, in, HKC_ROLES_ALL, 4);
   hku_buf_put(o, "    (void)n;\n    (void)row;\n    {\n");
@@ -55,8 +56,8 @@ static void put_row_call(hku_buf *o, const hkc_instance *in, int ind) {
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     const char *off = row_offset(p);
-    if (!is_buffer(p))
-      hku_buf_printf(o, "%s, ", p->name);
+    if (!is_buffer(p)) /* passed on as stored */
+      hku_buf_printf(o, "%s%s, ", hkc_scalar_pre(in, p), p->name);
     else if (off)
       hku_buf_printf(o, "hk_p_%s + %s, ", p->name, off);
     else
@@ -83,10 +84,11 @@ static void put_rows_fn(hku_buf *o, const hkc_instance *in) {
 static void put_arg(hku_buf *o, const hkc_instance *in, int i) {
   const hkc_param *p = &in->k->params[i];
   if (!is_buffer(p))
-    hku_buf_printf(o, "*(const %s *)hk_args[%d]", ct(in, p), i);
+    hku_buf_printf(o, "*(const %s *)hk_args[%d]", hkc_param_stype(in, p), i);
   else
     hku_buf_printf(o, "(%s%s *)hk_args[%d]",
-                   p->role == HK_ROLE_IN ? "const " : "", ct(in, p), i);
+                   p->role == HK_ROLE_IN ? "const " : "", hkc_param_stype(in, p),
+                   i);
 }
 
 void hkc_emit_rows_c(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {

@@ -151,8 +151,26 @@ size_t hkc_acc_size(const hkc_instance *in);
 int hkc_is_result(const hkc_param *p);
 /* The index of a reduction's first result parameter (out or inout). */
 int hkc_result_index(const hkc_kernel *k);
-/* The C type name of a dtype: "float", "int32_t", ... */
+/* The C type name of a dtype as kernel code sees it: "float", "int32_t",
+ * ...; "float" for f16 and bf16 (computed in f32), "hk_bool" for bool
+ * (_Bool in C, bool in CUDA; both preludes define it). */
 const char *hkc_ctype(hk_dtype_t t);
+/* The C type an element of t is stored as (in buffers, in hk_call's args,
+ * in the typed stdlib functions): hkc_ctype but "uint16_t" for f16 and
+ * bf16, "uint8_t" for bool. */
+const char *hkc_stype(hk_dtype_t t);
+/* sizeof the type code sees (4 for f16 and bf16): an accumulator's bytes. */
+size_t hkc_compute_size(hk_dtype_t t);
+/* 1 when t's stored and seen types differ (f16, bf16, bool): then values
+ * pass through the prelude's conversions. */
+int hkc_dtype_converts(hk_dtype_t t);
+/* The conversions, as text around an expression: PRE expr POST.
+ * load: a stored value to the seen one ("hk_f16_to_f32(", "(hk_bool)(");
+ * store: a seen value to the stored one, rounded to nearest even
+ * ("hk_f32_to_f16(", "(uint8_t)("); "" and "" for the other types. */
+const char *hkc_load_pre(hk_dtype_t t);
+const char *hkc_store_pre(hk_dtype_t t);
+const char *hkc_conv_post(hk_dtype_t t);
 /* 1 when any of the instance's code calls a math function. */
 int hkc_is_heavy(const hkc_kernel *k);
 /* Adds an error to d at PATH:LINE:COL: "FIELD: MESSAGE" (without the

@@ -120,6 +120,12 @@ static int primary_number(lp *L) {
   return HK_OK;
 }
 
+/* 1 for the integer types (not f32, f64, f16, bf16 or bool). */
+static int is_int_dtype(hk_dtype_t t) {
+  return t != HK_F32 && t != HK_F64 && t != HK_F16 && t != HK_BF16 &&
+         t != HK_BOOL;
+}
+
 /* Scalar parameter p, named at offset s: it must be an integer in every
  * instance. HK_OK, or HK_ESCHEMA (reported). */
 static int scalar_operand(lp *L, const hkc_param *p, size_t s) {
@@ -129,18 +135,19 @@ static int scalar_operand(lp *L, const hkc_param *p, size_t s) {
     return HK_ESCHEMA;
   }
   /* integer scalars only: the placeholder's types, or the type */
-  int ok = 1;
+  hk_dtype_t bad = HK_DTYPE_INVALID;
   if (p->placeholder) {
     for (int h = 0; h < L->k->nholders; h++)
       if (L->k->holders[h].letter == p->placeholder)
         for (int t = 0; t < L->k->holders[h].ntypes; t++)
-          ok &= L->k->holders[h].types[t] != HK_F32 &&
-                L->k->holders[h].types[t] != HK_F64;
-  } else {
-    ok = p->dtype != HK_F32 && p->dtype != HK_F64;
+          if (!is_int_dtype(L->k->holders[h].types[t]))
+            bad = L->k->holders[h].types[t];
+  } else if (!is_int_dtype(p->dtype)) {
+    bad = p->dtype;
   }
-  if (!ok) {
-    lerr(L, s, "'%s' is a floating-point scalar: %s", p->name, GRAMMAR);
+  if (bad != HK_DTYPE_INVALID) {
+    lerr(L, s, "'%s' is a %s scalar: %s", p->name,
+         bad == HK_BOOL ? "bool" : "floating-point", GRAMMAR);
     return HK_ESCHEMA;
   }
   /* u64 may not fit int64; every other integer type does */

@@ -52,6 +52,7 @@ static const char *const math_functions[] = {HKC_MATH_FUNCTIONS(NAME2) NULL};
 static const char *const math_macros[] = {HKC_MATH_MACROS(NAME) NULL};
 static const char *const math_constants[] = {HKC_MATH_CONSTANTS(NAME) NULL};
 static const char *const type_names[] = {HKC_TYPE_NAMES(NAME) NULL};
+static const char *const conv_functions[] = {HKC_CONV_FUNCTIONS(NAME) NULL};
 #undef NAME
 #undef NAME2
 
@@ -460,7 +461,8 @@ static void check_tokens(checker *c, hkc_code_mode mode,
           "math functions");
       continue;
     }
-    if (!strncmp(name, "hk_", 3) || !strncmp(name, "HK_", 3)) {
+    int is_conv = in_list(conv_functions, s, k->len);
+    if (!is_conv && (!strncmp(name, "hk_", 3) || !strncmp(name, "HK_", 3))) {
       err(c, k->off, "'%s' is reserved: names beginning with hk_ or HK_ "
                      "belong to generated code", name);
       continue;
@@ -511,7 +513,7 @@ static void check_tokens(checker *c, hkc_code_mode mode,
     }
     int is_kw = in_list(c_keywords, s, k->len);
     if (mode != HKC_CODE_RAW_CUDA && !is_kw && next &&
-        tok_is(c, next, "(") && !is_math_fn(s, k->len)) {
+        tok_is(c, next, "(") && !is_math_fn(s, k->len) && !is_conv) {
       err(c, k->off,
           "calls '%s', which is not allowed: kernel code may call only the "
           "C99 <math.h> functions (see schemas/README.md)",
@@ -521,7 +523,8 @@ static void check_tokens(checker *c, hkc_code_mode mode,
     if (mode == HKC_CODE_EXPR && idents) {
       int ok = (is_kw && in_list(expr_keywords, s, k->len)) ||
                is_math_fn(s, k->len) || in_list(math_constants, s, k->len) ||
-               in_list(type_names, s, k->len) || in_list(idents, s, k->len);
+               in_list(type_names, s, k->len) || in_list(idents, s, k->len) ||
+               is_conv;
       if (!ok) err(c, k->off, "'%s' is not one of %s", name, what);
     }
   }

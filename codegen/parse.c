@@ -126,7 +126,7 @@ const char *hkc_want_string(hkc_parser *P, const hkj_node *v, const char *field,
 }
 
 const char *const hkc_type_list =
-    "f32, f64, i8, i16, i32, i64, u8, u16, u32, u64";
+    "f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, bool";
 
 /* ---- schema_version ------------------------------------------------------- */
 

@@ -425,9 +425,49 @@ const char *hkc_ctype(hk_dtype_t t) {
     case HK_U16: return "uint16_t";
     case HK_U32: return "uint32_t";
     case HK_U64: return "uint64_t";
+    case HK_F16: return "float";
+    case HK_BF16: return "float";
+    case HK_BOOL: return "hk_bool";
     default: return "void";
   }
 }
+
+const char *hkc_stype(hk_dtype_t t) {
+  switch (t) {
+    case HK_F16: return "uint16_t";
+    case HK_BF16: return "uint16_t";
+    case HK_BOOL: return "uint8_t";
+    default: return hkc_ctype(t);
+  }
+}
+
+size_t hkc_compute_size(hk_dtype_t t) {
+  return t == HK_F16 || t == HK_BF16 ? 4 : hk_dtype_size(t);
+}
+
+int hkc_dtype_converts(hk_dtype_t t) {
+  return t == HK_F16 || t == HK_BF16 || t == HK_BOOL;
+}
+
+const char *hkc_load_pre(hk_dtype_t t) {
+  switch (t) {
+    case HK_F16: return "hk_f16_to_f32(";
+    case HK_BF16: return "hk_bf16_to_f32(";
+    case HK_BOOL: return "(hk_bool)(";
+    default: return "";
+  }
+}
+
+const char *hkc_store_pre(hk_dtype_t t) {
+  switch (t) {
+    case HK_F16: return "hk_f32_to_f16(";
+    case HK_BF16: return "hk_f32_to_bf16(";
+    case HK_BOOL: return "(uint8_t)(";
+    default: return "";
+  }
+}
+
+const char *hkc_conv_post(hk_dtype_t t) { return hkc_dtype_converts(t) ? ")" : ""; }
 
 int hkc_is_heavy(const hkc_kernel *k) {
   const hkc_src *srcs[] = {&k->body, &k->map, &k->combine, &k->finalize,

@@ -167,6 +167,89 @@ static void put_constants(hku_buf *o) {
       "#define DBL_EPSILON 2.22044604925031308085e-16\n");
 }
 
+/* The conversions between the stored and the computed forms of f16 and
+ * bf16 (kernel.h), one text for C (tcc, gcc, clang) and CUDA: branch-free
+ * integer and float bit manipulation (after Fabian Giesen's
+ * float_to_half_fast3_rtne), so that compilers vectorise loops over them,
+ * needing HK_CONV (the functions' qualifiers), hk_f2u and hk_u2f (a float's
+ * bits and back) from the prelude around it.
+ *   f16 -> f32: exact; a NaN keeps its sign and payload (as NumPy does).
+ *   f32 -> f16: rounded to nearest, ties to even; overflow gives inf;
+ *     subnormals both ways; a NaN stays a NaN with its sign and the top 10
+ *     bits of its payload (set to 1 when those are all 0), as NumPy does:
+ *     every f16 converts to f32 and back to itself.
+ *   bf16 <-> f32: the upper 16 bits, rounded to nearest even; a NaN as for
+ *     f16 (top 7 payload bits).
+ * The subnormal path of f32 -> f16 adds 0.5f in float: correct under
+ * round to nearest (every target's default), with or without flushing of
+ * subnormals. */
+static void put_conversions(hku_buf *o) {
+  hku_buf_put(
+      o,
+      "HK_CONV float hk_f16_to_f32(const uint16_t h)\n"
+      "{\n"
+      "    const uint32_t s = (uint32_t)(h & 0x8000u) << 16;\n"
+      "    const uint32_t em = (uint32_t)h & 0x7fffu;\n"
+      "    const uint32_t e = em & 0x7c00u;\n"
+      "    const uint32_t is_inf = 0u - (uint32_t)(e == 0x7c00u);\n"
+      "    const uint32_t is_sub = 0u - (uint32_t)(e == 0u);\n"
+      "    /* normal: the exponent rebiased; inf and NaN: all ones */\n"
+      "    const uint32_t norm = (em << 13) + 0x38000000u + (is_inf & 0x38000000u);\n"
+      "    /* zero and subnormal: exactly em * 2^-24 */\n"
+      "    const uint32_t den = hk_f2u((float)(int32_t)em * 5.9604644775390625e-8f);\n"
+      "    return hk_u2f(s | (norm & ~is_sub) | (den & is_sub));\n"
+      "}\n"
+      "HK_CONV uint16_t hk_f32_to_f16(const float f)\n"
+      "{\n"
+      "    const uint32_t x = hk_f2u(f);\n"
+      "    const uint32_t s = (x >> 16) & 0x8000u;\n"
+      "    const uint32_t a = x & 0x7fffffffu;\n"
+      "    const uint32_t is_nan = 0u - (uint32_t)(a > 0x7f800000u);\n"
+      "    const uint32_t is_big = 0u - (uint32_t)(a >= 0x47800000u);\n"
+      "    const uint32_t is_sub = 0u - (uint32_t)(a < 0x38800000u);\n"
+      "    /* normal: rebiased, rounded to nearest even at bit 13 (a carry\n"
+      "     * into the exponent is right, up to inf) */\n"
+      "    const uint32_t norm = (a + 0xc8000fffu + ((a >> 13) & 1u)) >> 13;\n"
+      "    /* below 2^-14: the float addition rounds to nearest even */\n"
+      "    const uint32_t den = hk_f2u(hk_u2f(a) + 0.5f) - 0x3f000000u;\n"
+      "    const uint32_t pay = (a >> 13) & 0x3ffu;\n"
+      "    const uint32_t m_nan = 0x7c00u | pay | (uint32_t)(pay == 0u);\n"
+      "    uint32_t r = (norm & ~is_sub) | (den & is_sub);\n"
+      "    r = (r & ~is_big) | (0x7c00u & is_big);\n"
+      "    r = (r & ~is_nan) | (m_nan & is_nan);\n"
+      "    return (uint16_t)(r | s);\n"
+      "}\n"
+      "HK_CONV float hk_bf16_to_f32(const uint16_t h)\n"
+      "{\n"
+      "    return hk_u2f((uint32_t)h << 16);\n"
+      "}\n"
+      "HK_CONV uint16_t hk_f32_to_bf16(const float f)\n"
+      "{\n"
+      "    const uint32_t x = hk_f2u(f);\n"
+      "    const uint32_t is_nan = 0u - (uint32_t)((x & 0x7fffffffu) > 0x7f800000u);\n"
+      "    const uint32_t r = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;\n"
+      "    const uint32_t t = x >> 16;\n"
+      "    const uint32_t m_nan = t | (uint32_t)((t & 0x7fu) == 0u);\n"
+      "    return (uint16_t)((r & ~is_nan) | (m_nan & is_nan));\n"
+      "}\n\n");
+}
+
+/* The C side of the conversions: hk_bool, the bit casts, then the shared
+ * text. */
+static void put_c_conversions(hku_buf *o) {
+  hku_buf_put(
+      o,
+      "\n/* bool as kernel code sees it; stored as uint8_t 0/1 */\n"
+      "typedef _Bool hk_bool;\n"
+      "/* f16 and bf16, stored as uint16_t, computed as float */\n"
+      "#define HK_CONV HK_MAYBE_UNUSED static inline\n"
+      "HK_CONV uint32_t hk_f2u(const float f) { union { float f; uint32_t u; } "
+      "v; v.f = f; return v.u; }\n"
+      "HK_CONV float hk_u2f(const uint32_t u) { union { float f; uint32_t u; } "
+      "v; v.u = u; return v.f; }\n");
+  put_conversions(o);
+}
+
 /* The integer limits (INT32_MAX, ...), without system headers. */
 static void put_limits(hku_buf *o) {
   hku_buf_put(o,
@@ -227,6 +310,7 @@ static void emit_prelude(hkc_emit_mode mode, hku_buf *o) {
   put_math(o);
   put_constants(o);
   if (mode == HKC_EMIT_PLUGIN) put_limits(o);
+  put_c_conversions(o);
   put_pragmas(o);
   hkc_emit_len_helpers(o);
 }
@@ -309,7 +393,14 @@ void hkc_emit_cuda_prelude(hku_buf *o) {
       "#endif\n"
       "#ifndef HUGE_VALF\n"
       "#define HUGE_VALF INFINITY\n"
-      "#endif\n");
+      "#endif\n"
+      "/* bool as kernel code sees it; stored as uint8_t 0/1 */\n"
+      "typedef bool hk_bool;\n"
+      "/* f16 and bf16, stored as uint16_t, computed as float */\n"
+      "#define HK_CONV static __device__ __forceinline__ __attribute__((unused))\n"
+      "HK_CONV uint32_t hk_f2u(const float f) { return __float_as_uint(f); }\n"
+      "HK_CONV float hk_u2f(const uint32_t u) { return __uint_as_float(u); }\n");
+  put_conversions(o);
   /* The M_, FLT_, DBL_ and integer limit constants, where the headers
    * seen by this compiler did not define them. */
   hku_buf tmp = HKU_BUF_INIT;

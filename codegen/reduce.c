@@ -49,10 +49,11 @@ hk_dtype_t hkc_acc_field_type(const hkc_instance *in, const hkc_acc_field *f) {
 size_t hkc_acc_size(const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   if (k->kind != HK_KIND_REDUCTION) return 0;
-  if (k->acc_form != HKC_ACC_STRUCT) return hk_dtype_size(hkc_acc_type(in));
+  /* sizes of what code sees: a float for f16 and bf16 */
+  if (k->acc_form != HKC_ACC_STRUCT) return hkc_compute_size(hkc_acc_type(in));
   size_t off = 0, align = 1;
   for (int i = 0; i < k->nacc_fields; i++) {
-    size_t sz = hk_dtype_size(hkc_acc_field_type(in, &k->acc_fields[i]));
+    size_t sz = hkc_compute_size(hkc_acc_field_type(in, &k->acc_fields[i]));
     if (!sz) sz = 1;
     off = (off + sz - 1) / sz * sz;
     off += sz;

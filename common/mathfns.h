@@ -47,6 +47,12 @@
   X(INT64_MIN) X(INT64_MAX) X(UINT8_MAX) X(UINT16_MAX) X(UINT32_MAX)         \
   X(UINT64_MAX) X(SIZE_MAX)
 
+/* The conversions of f16 and bf16 (codegen/prelude.c), which any kernel code
+ * may call, e.g. a raw body reading a `const uint16_t *` f16 buffer. They
+ * are defined in every prelude (C and CUDA), so they need no symbol. */
+#define HKC_CONV_FUNCTIONS(X) \
+  X(hk_f16_to_f32) X(hk_f32_to_f16) X(hk_bf16_to_f32) X(hk_f32_to_bf16)
+
 /* Type names the prelude defines besides the C keywords. */
 #define HKC_TYPE_NAMES(X)                                                  \
   X(size_t) X(ptrdiff_t) X(int8_t) X(int16_t) X(int32_t) X(int64_t)          \

@@ -107,10 +107,21 @@ typedef enum hk_dtype {
   HK_U8,
   HK_U16,
   HK_U32,
-  HK_U64
+  HK_U64,
+  HK_F16 = 11, /* IEEE 754 binary16 (NumPy float16, "<f2") */
+  HK_BF16 = 12, /* bfloat16: the upper half of an f32 (NumPy: "<u2") */
+  HK_BOOL = 13  /* one byte, 0 or 1 (NumPy bool, "|b1") */
 } hk_dtype_t;
 
-#define HK_DTYPE_COUNT 11 /* one past the last hk_dtype_t value */
+#define HK_DTYPE_COUNT 14 /* one past the last hk_dtype_t value */
+
+/* f16 and bf16 are stored in 16 bits and computed in f32: in memory, in the
+ * args of hk_call and in the typed stdlib functions an element or a scalar
+ * of these types is its uint16_t bit pattern (`const uint16_t *x` for a
+ * buffer, `uint16_t alpha` for a scalar); kernel code sees a float, and what
+ * it stores is rounded to the nearest 16-bit value, ties to even. A bool is
+ * one byte (uint8_t, NumPy's |b1) holding 0 or 1: read as 0/1 (any nonzero
+ * byte reads as 1), stored as v != 0. Complex types may follow later. */
 
 /* "f32", "i64", ...; "invalid" for anything else. */
 HK_API const char *hk_dtype_name(hk_dtype_t t);
@@ -118,6 +129,17 @@ HK_API const char *hk_dtype_name(hk_dtype_t t);
 HK_API hk_dtype_t hk_dtype_from_name(const char *name);
 /* Size of one element in bytes; 0 for HK_DTYPE_INVALID. */
 HK_API size_t hk_dtype_size(hk_dtype_t t);
+
+/* f16 and bf16 values on the host, as kernels convert them: a double
+ * rounded once to the nearest f16 (bf16) bits, ties to even, inf past the
+ * largest finite, a NaN kept (its sign and top payload bits; never made an
+ * inf); and the bits to a double, exactly. NumPy's float16 conversions give
+ * the same bits. From a float: pass it as a double (exact, but for a
+ * signalling NaN, which the conversion to double makes quiet). */
+HK_API uint16_t hk_f16_from_double(double d);
+HK_API double hk_f16_to_double(uint16_t h);
+HK_API uint16_t hk_bf16_from_double(double d);
+HK_API double hk_bf16_to_double(uint16_t h);
 
 typedef enum hk_role {
   HK_ROLE_IN,    /* read-only buffer */

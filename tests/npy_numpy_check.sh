@@ -28,13 +28,15 @@ import numpy as np
 
 ours, theirs = sys.argv[1], sys.argv[2]
 TYPES = {'f32': '<f4', 'f64': '<f8', 'i8': '|i1', 'i16': '<i2', 'i32': '<i4', 'i64': '<i8',
-         'u8': '|u1', 'u16': '<u2', 'u32': '<u4', 'u64': '<u8'}
+         'u8': '|u1', 'u16': '<u2', 'u32': '<u4', 'u64': '<u8', 'f16': '<f2', 'bool': '|b1'}
 
 def expected(tag, shape):
     """The sample values of test_npy.c's sample_value(), made by NumPy."""
     dt = np.dtype(TYPES[tag])
     i = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.uint64)
-    if dt.kind in 'iu':
+    if dt.kind == 'b':
+        a = (i * np.uint64(37) + np.uint64(5)) % np.uint64(3) != 0
+    elif dt.kind in 'iu':
         a = (i * np.uint64(37) + np.uint64(5)).astype(dt)  # wraps, as C's low bytes
     else:
         a = ((i % np.uint64(1000)).astype(np.float64) * 0.25 - 7.0).astype(dt)
@@ -42,8 +44,8 @@ def expected(tag, shape):
 
 bad = 0
 names = sorted(os.listdir(ours))
-if len(names) != 80:
-    print(f"expected 80 sample files from test_npy, found {len(names)}")
+if len(names) != 96:
+    print(f"expected 96 sample files from test_npy, found {len(names)}")
     bad += 1
 for name in names:
     tag, code = name[:-len('.npy')].split('_')

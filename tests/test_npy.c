@@ -78,7 +78,7 @@ static const struct {
     {HK_F32, "f32", "<f4", 4}, {HK_F64, "f64", "<f8", 8}, {HK_I8, "i8", "|i1", 1},
     {HK_I16, "i16", "<i2", 2}, {HK_I32, "i32", "<i4", 4}, {HK_I64, "i64", "<i8", 8},
     {HK_U8, "u8", "|u1", 1},   {HK_U16, "u16", "<u2", 2}, {HK_U32, "u32", "<u4", 4},
-    {HK_U64, "u64", "<u8", 8},
+    {HK_U64, "u64", "<u8", 8}, {HK_F16, "f16", "<f2", 2}, {HK_BOOL, "bool", "|b1", 1},
 };
 #define NTYPES (sizeof types / sizeof types[0])
 
@@ -112,6 +112,22 @@ static void sample_value(size_t ti, size_t i, void *dst) {
   } else if (t == HK_F64) {
     double d = (double)(i % 1000) * 0.25 - 7.0;
     memcpy(dst, &d, 8);
+  } else if (t == HK_F16) {
+    /* (i % 1000) * 0.25 - 7: exact in f16, from -7 to 242.75, or 0 */
+    int q = (int)(i % 1000) - 28; /* the value in quarters */
+    uint16_t h = 0;
+    if (q) {
+      unsigned m = (unsigned)(q < 0 ? -q : q);
+      int e = 0;
+      while (m >= 2048) m >>= 1, e++; /* never: |q| < 1024 */
+      while (m < 1024) m <<= 1, e--;
+      /* value = m * 2^(e - 2) = (m / 1024) * 2^(e + 8), m in [1024, 2048) */
+      h = (uint16_t)((q < 0 ? 0x8000u : 0) | (unsigned)(e + 23) << 10 | (m & 1023u));
+    }
+    memcpy(dst, &h, 2);
+  } else if (t == HK_BOOL) {
+    uint8_t b = ((uint64_t)i * 37u + 5u) % 3u != 0;
+    memcpy(dst, &b, 1);
   } else {
     uint64_t v = (uint64_t)i * 37u + 5u;
     memcpy(dst, &v, types[ti].size); /* the low bytes: little-endian host */
@@ -499,7 +515,6 @@ static void test_other_dtypes(void) {
     size_t itemsize;
     const char *words;
   } other[] = {
-      {"|b1", 'b', '|', 1, "bool"},           {"<f2", 'f', '<', 2, "float16"},
       {"<f16", 'f', '<', 16, "float128"},     {"<c8", 'c', '<', 8, "complex64"},
       {"<c16", 'c', '<', 16, "complex128"},   {"<c32", 'c', '<', 32, "complex256"},
       {"|S5", 'S', '|', 5, "bytes (|S5)"},    {"<U10", 'U', '<', 40, "str (<U10)"},
@@ -527,7 +542,8 @@ static void test_other_dtypes(void) {
   }
   /* and the hk types */
   static const char *const names[NTYPES] = {"float32", "float64", "int8",   "int16", "int32",
-                                            "int64",   "uint8",   "uint16", "uint32", "uint64"};
+                                            "int64",   "uint8",   "uint16", "uint32", "uint64",
+                                            "float16", "bool"};
   for (size_t ti = 0; ti < NTYPES; ti++) {
     hk_npy_t a;
     char desc[64];
@@ -550,6 +566,7 @@ static void test_other_dtypes(void) {
 
   for (size_t ti = 0; ti < NTYPES; ti++)
     CHECK_STR_EQ(hk_npy_descr_of(types[ti].t), types[ti].descr);
+  CHECK_STR_EQ(hk_npy_descr_of(HK_BF16), "<u2"); /* NumPy has no bf16 */
   CHECK(hk_npy_descr_of(HK_DTYPE_INVALID) == NULL);
   CHECK(hk_npy_descr_of((hk_dtype_t)HK_DTYPE_COUNT) == NULL);
 }
@@ -1016,7 +1033,7 @@ static int read_samples(const char *dir) {
   hk_npy_free(&a);
   snprintf(path, sizeof path, "%s/bool_3.npy", dir);
   CHECK_MSG(t_read(path, &a, err, sizeof err) == 0, "%s", err);
-  CHECK(a.dtype == HK_DTYPE_INVALID && a.kind == 'b' && a.count == 3);
+  CHECK(a.dtype == HK_BOOL && a.kind == 'b' && a.count == 3);
   CHECK(a.data && memcmp(a.data, "\1\0\1", 3) == 0);
   CHECK_STR_EQ(hk_npy_describe(&a, desc, sizeof desc), "bool");
   hk_npy_free(&a);

@@ -468,8 +468,8 @@ static const pcase kernel_cases[] = {
      2, 13, "\"1\" is not a placeholder", NULL},
     {"types type listed twice", TYP("{\"T\": [\"f32\", \"f32\"]}", "\"T\""),
      1, "\"f32\"", 2, 2, 26, "types.T[1]: \"f32\" is listed twice", NULL},
-    {"types unknown type", TYP("{\"T\": [\"f16\"]}", "\"T\""), 1, "\"f16\"",
-     0, 2, 19, "types.T[0]: unknown type \"f16\"", NULL},
+    {"types unknown type", TYP("{\"T\": [\"f128\"]}", "\"T\""), 1, "\"f128\"",
+     0, 2, 19, "types.T[0]: unknown type \"f128\"", NULL},
     {"types type not a string", TYP("{\"T\": [32]}", "\"T\""), 1, "32", 0, 2,
      19, "types.T[0]: expected a type name, got a number", NULL},
     {"types empty list", TYP("{\"T\": []}", "\"f32\""), 1, "[]", 0, 2, 18,
@@ -1720,7 +1720,7 @@ static void test_many_errors(void) {
       "{" SV ", \"name\": \"k-1\",\n"                                  /* 1 */
       "  \"kind\": \"elementwise\",\n"                                 /* 2 */
       "  \"body\": \"y = printf(x);\",\n"                              /* 3 */
-      "  \"params\": [{\"name\": \"x\", \"type\": \"f16\", \"role\": "
+      "  \"params\": [{\"name\": \"x\", \"type\": \"f128\", \"role\": "
       "\"in\"},\n"                                                     /* 4 */
       "             {\"name\": \"y\", \"type\": \"f32\", \"role\": "
       "\"outt\"},\n"                                                   /* 5 */
@@ -1732,7 +1732,7 @@ static void test_many_errors(void) {
   static const at_msg want1[] = {
       {1, 31, "name: \"k-1\" is not a C identifier"},
       {3, 16, "body: calls 'printf'"},
-      {4, 36, "params[0].type: unknown type \"f16\""},
+      {4, 36, "params[0].type: unknown type \"f128\""},
       {5, 51, "params[1].role: unknown role \"outt\""},
       {6, 23, "params[2].name: \"int\" is a C keyword"},
       {7, 22, "targets[1]: unknown target \"tpu\""},

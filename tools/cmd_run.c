@@ -45,6 +45,11 @@ static const char *const help =
     "  --axis A[,A...]  reductions: the axes reduced (negative ones count\n"
     "                   from the end; default: all); repeatable\n"
     "  --keepdims       reductions: keep the reduced axes, with length 1\n"
+    "  --as bf16        .npy files of dtype <u2 given to bf16 parameters hold\n"
+    "                   bf16 bits (NumPy has no bfloat16; ml_dtypes' bfloat16\n"
+    "                   arrays saved with .view(np.uint16)); bf16 outputs are\n"
+    "                   written as <u2. f16 is NumPy's float16 (<f2), bool\n"
+    "                   its bool (|b1), without --as\n"
     "  --n N            the element count, for a kernel with no in/inout\n"
     "                   buffer (otherwise n is the first one's element count)\n"
     "  --backend B      cpu, cuda or auto (the default; .npy data is host\n"
@@ -88,6 +93,15 @@ static void print_values(const void *data, hk_dtype_t t, size_t count) {
       case HK_U16: printf("%u", ((const uint16_t *)data)[i]); break;
       case HK_U32: printf("%" PRIu32, ((const uint32_t *)data)[i]); break;
       case HK_U64: printf("%" PRIu64, ((const uint64_t *)data)[i]); break;
+      case HK_F16:
+        print_float(hk_f16_to_double(((const uint16_t *)data)[i]), 5);
+        break;
+      case HK_BF16:
+        print_float(hk_bf16_to_double(((const uint16_t *)data)[i]), 4);
+        break;
+      case HK_BOOL:
+        fputs(((const uint8_t *)data)[i] ? "true" : "false", stdout);
+        break;
       default: break;
     }
   }
@@ -128,6 +142,7 @@ typedef struct run_opts {
   int nouts;
   int axes[HK_MAX_DIMS];
   int naxes, keepdims;
+  const char *as;
 } run_opts;
 
 enum {
@@ -140,7 +155,8 @@ enum {
   OPT_UNSAFE,
   OPT_NO_CACHE,
   OPT_AXIS,
-  OPT_KEEPDIMS
+  OPT_KEEPDIMS,
+  OPT_AS
 };
 static const hk_cli_opt options[] = {
     [OPT_OUT] = {"out", 0, "PARAM=FILE.npy"},
@@ -153,6 +169,7 @@ static const hk_cli_opt options[] = {
     [OPT_NO_CACHE] = {"no-cache", 0, NULL},
     [OPT_AXIS] = {"axis", 0, "a list of axes"},
     [OPT_KEEPDIMS] = {"keepdims", 0, NULL},
+    [OPT_AS] = {"as", 0, "a type"},
 };
 
 /* --axis A[,A...]: appends to o->axes. */
@@ -201,6 +218,15 @@ static int parse_args(int argc, char **argv, run_opts *o, int *help_shown) {
         break;
       }
       case OPT_KEEPDIMS: o->keepdims = 1; break;
+      case OPT_AS:
+        if (strcmp(p.value, "bf16"))
+          return hk_cli_usage("run", "--as: only bf16 is known (for .npy "
+                                     "files of <u2 holding bf16 bits), got "
+                                     "'%s'",
+                              p.value);
+        o->as = p.value;
+        run_set_as_bf16(1);
+        break;
       default: /* an operand: the kernel, then PARAM=VALUE */
         if (!o->kernel)
           o->kernel = p.value;
@@ -313,7 +339,7 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
         hku_diags d = HKU_DIAGS_INIT;
         file[i] = o->assigns[a] + l + 1;
         if (hk_npy_read(file[i], &f, &d) == HK_OK)
-          given[i] = f.dtype;
+          given[i] = f.dtype == HK_U16 && o->as ? HK_BF16 : f.dtype;
         else
           file[i] = NULL, unread = 1; /* its own error comes later */
         hk_npy_free(&f);

@@ -59,7 +59,7 @@
 #define NPY_PRINTF(f, a)
 #endif
 
-/* ---- The ten hk types --------------------------------------------------- */
+/* ---- The hk types ----------------------------------------------------------- */
 
 static const struct {
   hk_dtype_t t;
@@ -70,7 +70,11 @@ static const struct {
     {HK_F32, 'f', 4, "<f4"}, {HK_F64, 'f', 8, "<f8"}, {HK_I8, 'i', 1, "|i1"},
     {HK_I16, 'i', 2, "<i2"}, {HK_I32, 'i', 4, "<i4"}, {HK_I64, 'i', 8, "<i8"},
     {HK_U8, 'u', 1, "|u1"},  {HK_U16, 'u', 2, "<u2"}, {HK_U32, 'u', 4, "<u4"},
-    {HK_U64, 'u', 8, "<u8"},
+    {HK_U64, 'u', 8, "<u8"},  {HK_F16, 'f', 2, "<f2"}, {HK_BOOL, 'b', 1, "|b1"},
+    /* NumPy has no bfloat16: bf16 is written as uint16 bits, and "<u2" reads
+     * as u16 (the entry above matches first; the caller may take it as
+     * bf16) */
+    {HK_BF16, 'u', 2, "<u2"},
 };
 #define NPY_NTYPES (sizeof npy_hk_types / sizeof npy_hk_types[0])
 
@@ -624,7 +628,8 @@ static int npy_descr(const char *d, hk_npy_t *a, const npy_err_t *e) {
   a->dtype = HK_DTYPE_INVALID;
   if (order != '>')
     for (size_t k = 0; k < NPY_NTYPES; k++)
-      if (npy_hk_types[k].kind == kind && npy_hk_types[k].size == size)
+      if (npy_hk_types[k].kind == kind && npy_hk_types[k].size == size &&
+          a->dtype == HK_DTYPE_INVALID)
         a->dtype = npy_hk_types[k].t;
   return 0;
 }
@@ -940,7 +945,7 @@ void hk_npy_free(hk_npy_t *a) {
 static int npy_check_args(hk_dtype_t t, int ndim, const size_t *shape, const void *data,
                           size_t *nbytes, const npy_err_t *e) {
   size_t size = npy_hk_size(t);
-  if (!size) return npy_fail(e, "cannot write dtype %d (expected one of the ten hk types)", (int)t);
+  if (!size) return npy_fail(e, "cannot write dtype %d (expected one of the hk types)", (int)t);
   if (ndim < 0 || ndim > HK_NPY_MAXDIM)
     return npy_fail(e, "ndim %d is out of range (expected 0 to %d)", ndim, HK_NPY_MAXDIM);
   if (ndim > 0 && !shape) return npy_fail(e, "shape is NULL for ndim %d", ndim);

@@ -21,8 +21,10 @@ typedef struct hk_npy {
   int ndim;
   size_t shape[HK_NPY_MAXDIM];
   size_t count;      /* product of shape (1 for shape ()) */
-  hk_dtype_t dtype;  /* the hk type when descr is one of the ten hk types in little-endian
-                        (or '|' for 1-byte) form, else HK_DTYPE_INVALID */
+  hk_dtype_t dtype;  /* the hk type when descr is one of the hk types in little-endian
+                        (or '|' for 1-byte) form, else HK_DTYPE_INVALID: "<f2" is
+                        HK_F16, "|b1" HK_BOOL; "<u2" is HK_U16 (NumPy has no bf16:
+                        callers take it as HK_BF16 when asked) */
   void *data;        /* count*itemsize bytes, 64-byte aligned, owned; NULL when count*itemsize == 0 */
   int version_major, version_minor;
 } hk_npy_t;
@@ -61,7 +63,8 @@ int hk_npy_encode(hk_dtype_t t, int ndim, const size_t *shape, const void *data,
  * error; "out of memory" when the list itself ran out); returns out's text. */
 const char *hk_npy_error(const hku_diags *d, hku_buf *out);
 
-/* The numpy descr for an hk type ("<f4", "|i1", ...); NULL for anything else. */
+/* The numpy descr for an hk type ("<f4", "|i1", "<f2", "|b1"; "<u2" for bf16,
+ * written as its uint16 bits); NULL for anything else. */
 const char *hk_npy_descr_of(hk_dtype_t t);
 /* A readable description of any descr for messages, written into buf and returned:
  * "<f4" -> "float32", ">f4" -> "big-endian float32", "|b1" -> "bool",

@@ -21,6 +21,11 @@
  * arithmetic on NULL is undefined even by zero. */
 static _Alignas(64) unsigned char empty_buffer[64];
 
+/* --as bf16: .npy files of dtype <u2 hold bf16 bits (NumPy has no
+ * bfloat16). Set once by hk run before anything is loaded. */
+static int c_as_bf16;
+void run_set_as_bf16(int on) { c_as_bf16 = on; }
+
 /* ---- Scalars -------------------------------------------------------------- */
 
 /* Reports that scalar parameter p's value is refused, for the reason why
@@ -42,6 +47,17 @@ static int parse_float(run_param *p) {
     return scalar_error(p, "is too large for f64");
   if (p->info->dtype == HK_F64) {
     p->s.f64 = v;
+    return HK_EXIT_OK;
+  }
+  if (p->info->dtype == HK_F16 || p->info->dtype == HK_BF16) {
+    /* rounded once, from the double, as NumPy rounds */
+    uint16_t h = p->info->dtype == HK_F16 ? hk_f16_from_double(v)
+                                          : hk_bf16_from_double(v);
+    double back = p->info->dtype == HK_F16 ? hk_f16_to_double(h)
+                                           : hk_bf16_to_double(h);
+    if (isinf(back) && !isinf(v))
+      return scalar_error(p, "is too large for its type");
+    p->s.u16 = h;
     return HK_EXIT_OK;
   }
   float f = strtof(text, &end);
@@ -78,7 +94,17 @@ static int parse_scalar(run_param *p) {
   const char *text = p->value;
   hk_dtype_t t = p->info->dtype;
   if (!*text) return scalar_error(p, "is empty");
-  if (t == HK_F32 || t == HK_F64) return parse_float(p);
+  if (t == HK_F32 || t == HK_F64 || t == HK_F16 || t == HK_BF16)
+    return parse_float(p);
+  if (t == HK_BOOL) {
+    int one = !strcmp(text, "1") || !strcmp(text, "true") ||
+              !strcmp(text, "True");
+    if (!one && strcmp(text, "0") && strcmp(text, "false") &&
+        strcmp(text, "False"))
+      return scalar_error(p, "is not a bool (0, 1, true or false)");
+    p->s.u8 = (uint8_t)one;
+    return HK_EXIT_OK;
+  }
   const char *d = text;
   if (*d == '+' || *d == '-') d++;
   if (*d < '0' || *d > '9') return scalar_error(p, "is not an integer");
@@ -204,6 +230,8 @@ static int load_buffer(const hk_kernel_info_t *k, run_param *p,
   hku_buf_free(&err);
   hku_diags_free(&diags);
   if (rc) return rc;
+  if (p->npy.dtype == HK_U16 && p->info->dtype == HK_BF16 && c_as_bf16)
+    p->npy.dtype = HK_BF16; /* --as bf16: NumPy has no bfloat16 */
   if (p->npy.dtype != p->info->dtype)
     return hk_cli_error(
         "run", "%s=%s: parameter %s of %s has type %s, but the file holds %s "

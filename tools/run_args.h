@@ -73,6 +73,9 @@ int run_call_prepare(run_call *c, const char *n_text);
  * hk_call_out_shape gives (zeroed). c->arr is then ready for
  * hk_call_arrays. */
 int run_call_prepare_arrays(run_call *c, const hk_call_opts_t *opts);
+/* --as bf16: read .npy files of dtype <u2 given to bf16 parameters as bf16
+ * bits (they are written back as <u2). */
+void run_set_as_bf16(int on);
 /* Runs the prepared array call. */
 int run_call_arrays(run_call *c);
 
