@@ -35,7 +35,6 @@ typedef struct hk_cuda_entry {
   hk_kind_t kind;
   CUfunction fn;    /* elementwise, raw; a reduction's per-block part */
   CUfunction merge; /* reductions: combines the parts, finalizes */
-  uint32_t acc_size;
   const hk_kernel_info_t *info; /* parameters, for the launch */
   int out_index;                /* reductions: the out parameter */
   unsigned vec_lanes;           /* elementwise: elements per thread step */

@@ -180,7 +180,8 @@ typedef struct hk_param_info {
   hk_role_t role;
   /* Raw kernels: the C expression (over scalars and n) giving this buffer's
    * element count, or NULL when it is n. Elementwise buffers have n
-   * elements; a reduction's in buffers n and its out buffer 1. */
+   * elements; a reduction's in buffers n and each of its results (out and
+   * inout buffers) 1. */
   const char *len;
   const char *doc; /* "" when none */
   hk_row_t row;    /* rows kernels: how the buffer steps per row */
@@ -341,8 +342,8 @@ HK_API int hk_kernel_wait_opt(hk_kernel_t *k);
 /* Runs the kernel on n elements. args holds one pointer per parameter, in
  * parameter order: a buffer's data, or a pointer to a scalar's value.
  * A rows kernel runs one row of n elements (its "one" buffers hold 1).
- * Buffers must hold the elements the kernel's description says (n, 1 for a
- * reduction's result, or their len). Large elementwise and reduction calls
+ * Buffers must hold the elements the kernel's description says (n, 1 for
+ * each of a reduction's results, or their len). Large elementwise and reduction calls
  * are shared among threads, as for the typed stdlib functions. Buffers in
  * device memory run the kernel on the GPU instead, and the call waits for
  * it (see "Backends" below). Returns HK_OK, or HK_ENOTFOUND when the

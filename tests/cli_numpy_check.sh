@@ -192,6 +192,38 @@ check("neg picks f64", np.load("o.npy"), -a.astype(np.float64))
 fails_with(["add", "x=a32.npy", "y=a64.npy"], "no instance takes the files' dtypes together")
 fails_with(["neg", "x=a16.npy"], "x=a16.npy holds i16; no instance of neg takes it")
 
+# ---- 16-bit floats and bools ----
+h = rng.standard_normal((4, 5)).astype(np.float16)
+np.save("h.npy", h)
+run("gelu", "x=h.npy", "--out", "out=o.npy")          # gelu_f16, from the dtype
+got = np.load("o.npy")
+want = (0.5 * h.astype(np.float32) * (1 + np.tanh(np.float32(0.7978845608028654) *
+        (h.astype(np.float32) + np.float32(0.044715) * h.astype(np.float32) ** 3)))).astype(np.float16)
+check("gelu f16", got, want, rtol=2e-3, atol=2e-3)
+run("add", "x=h.npy", "y=h.npy", "--out", "out=o.npy")
+check("add f16", np.load("o.npy"), h + h)
+run("sum", "x=h.npy", "--axis", "1", "--out", "out=o.npy")
+check("sum f16 axis 1", np.load("o.npy"), h.astype(np.float32).sum(axis=1).astype(np.float16),
+      rtol=2e-3, atol=2e-3)
+b = rng.standard_normal(7) > 0
+np.save("b.npy", b)
+run("logical_not", "x=b.npy", "--out", "out=o.npy")
+check("logical_not bool", np.load("o.npy"), ~b)
+out = json.loads(run("isnan", "x=h.npy"))
+check("isnan printed", np.array(out["out"]), np.isnan(h))
+# bf16 as <u2 with --as bf16: the upper halves of float32s that are exact
+f = np.array([0.0, 1.0, -2.5, 3.140625, 1e30], dtype=np.float32)
+u = (f.view(np.uint32) >> 16).astype(np.uint16)
+np.save("u.npy", u)
+run("neg", "x=u.npy", "--as", "bf16", "--out", "out=o.npy")
+back = (np.load("o.npy").astype(np.uint32) << 16).view(np.float32)
+check("neg bf16 (--as bf16)", back, -((u.astype(np.uint32) << 16).view(np.float32)))
+fails_with(["neg_bf16", "x=u.npy"], "has type bf16, but the file holds")
+fails_with(["neg", "x=u.npy", "--as", "f8"], "--as: only bf16")
+out = json.loads(run("fill_f16", "value=0.1", "--n", "2"))
+check("f16 scalar rounded once", np.array(out["out"], dtype=np.float16),
+      np.full(2, 0.1, dtype=np.float16))
+
 if fails:
     raise SystemExit(f"{fails} comparisons with NumPy failed")
 print("hk run matches NumPy")

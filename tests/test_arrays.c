@@ -281,6 +281,46 @@ static void test_reductions(void) {
   }
 }
 
+/* 16-bit and bool arrays: a transposed f16 view gives its contiguous
+ * copy's bits (2-byte copies through the tiled path); a bool mask (N, 1)
+ * broadcast against (1, M) picks from bf16 arrays. */
+static void test_small_types(void) {
+  enum { R = 40, C = 70 };
+  uint16_t *x = malloc(2 * R * C), *xt = malloc(2 * R * C), *o1 = malloc(2 * R * C),
+           *o2 = malloc(2 * R * C);
+  for (int j = 0; j < R * C; j++) x[j] = (uint16_t)(0x3c00 + (j * 37) % 4000 - 2000);
+  for (int r = 0; r < R; r++)
+    for (int c = 0; c < C; c++) xt[c * R + r] = x[r * C + c];
+  hk_kernel_t *g = kfind("gelu_f16");
+  void *args[] = {x, o1};
+  CHECK_INT_EQ(hk_call(g, R * C, args), HK_OK);
+  hk_array_t a[2];
+  hk_array_init(&a[0], xt, HK_F16, 2, (int64_t[]){R, C});
+  a[0].strides[0] = 1; /* xt viewed transposed: equals x */
+  a[0].strides[1] = R;
+  hk_array_init(&a[1], o2, HK_F16, 2, (int64_t[]){R, C});
+  CHECK_MSG(hk_call_arrays(g, a, NULL) == HK_OK, "%s", hk_last_error());
+  CHECK(memcmp(o1, o2, 2 * R * C) == 0);
+  uint8_t mask[R];
+  uint16_t p[C], q[C], *w = malloc(2 * R * C);
+  for (int r = 0; r < R; r++) mask[r] = (uint8_t)(r % 3 == 0);
+  for (int c = 0; c < C; c++) p[c] = (uint16_t)(0x3f80 + c), q[c] = (uint16_t)(0xbf80 + c);
+  hk_array_t m[4];
+  hk_array_init(&m[0], mask, HK_BOOL, 2, (int64_t[]){R, 1});
+  hk_array_init(&m[1], p, HK_BF16, 2, (int64_t[]){1, C});
+  hk_array_init(&m[2], q, HK_BF16, 1, (int64_t[]){C});
+  hk_array_init(&m[3], w, HK_BF16, 2, (int64_t[]){R, C});
+  hk_kernel_t *wh = NULL;
+  CHECK_INT_EQ(hk_kernel_select(ctx, "where", m, 4, &wh), HK_OK);
+  CHECK_STR_EQ(wh ? hk_kernel_info(wh)->name : NULL, "where_bf16");
+  CHECK_MSG(wh && hk_call_arrays(wh, m, NULL) == HK_OK, "%s", hk_last_error());
+  int bad = 0;
+  for (int r = 0; r < R; r++)
+    for (int c = 0; c < C; c++) bad += w[r * C + c] != (mask[r] ? p[c] : q[c]);
+  CHECK_MSG(bad == 0, "where bf16: %d wrong", bad);
+  free(x), free(xt), free(o1), free(o2), free(w);
+}
+
 /* ---- dispatch and errors ----------------------------------------------- */
 
 static void test_select(void) {
@@ -442,6 +482,7 @@ int main(void) {
   test_broadcast();
   test_threads();
   test_strided_out();
+  test_small_types();
   test_reductions();
   test_select();
   test_errors();

@@ -69,7 +69,7 @@ elif [ "$fuzz_rc" -ne 0 ]; then
   status=1
 fi
 suite "clang, ThreadSanitizer (threaded tests)" build-tsan \
-  "^test_(threadpool|registry|calls|loader|opt|plugins|arrays|reduce|rows)$" \
+  "^test_(threadpool|registry|calls|loader|opt|plugins|arrays|reduce|rows|types)$" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DHK_SANITIZE=thread \
   -DHK_CUDA=OFF
 

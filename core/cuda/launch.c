@@ -57,7 +57,6 @@ int hk__cuda_entry_make(CUmodule mod, const hk_kernel_info_t *info,
         info->params[i].role == HK_ROLE_INOUT)
       e->out_index = i;
   HK_ASSERT(e->out_index >= 0); /* a reduction has a result parameter */
-  e->acc_size = (uint32_t)hk_dtype_size(info->params[e->out_index].dtype);
   int rc = entry_function(mod, HK_ABI_CUDA_PART, info, &e->fn, d);
   if (!rc) rc = entry_function(mod, HK_ABI_CUDA_MERGE, info, &e->merge, d);
   return rc;
