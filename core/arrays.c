@@ -47,8 +47,8 @@
 #define ARR_SCRATCH_BYTES 32768
 /* Transposed operands: blocks of this many rows, this many columns at a
  * time (a block's lines of the transposed operand stay in L1). */
-#define ARR_TILE_ROWS 16
-#define ARR_TILE_COLS 256
+#define ARR_TILE_ROWS 32
+#define ARR_TILE_COLS 128
 
 /* ---- descriptors ------------------------------------------------------- */
 
