@@ -10,6 +10,8 @@
  * NumPy runs in one Python process started at the end, on the same shapes.
  *
  * Usage: hk bench --arrays [--quick] [--no-numpy] [--json FILE]
+ * (--smoke: one untimed pass, for tests/bench_smoke.sh: every check, every
+ * line of output, no figure worth reading)
  */
 #include <hk.h>
 #include <math.h>
@@ -457,6 +459,7 @@ int main(int argc, char **argv) {
   const char *json_path = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) quick = 1;
+    else if (!strcmp(argv[i], "--smoke")) quick = 2; /* checks, no timing worth reading */
     else if (!strcmp(argv[i], "--no-numpy")) numpy = 0;
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!strcmp(argv[i], "--hk") && i + 1 < argc) i++;
@@ -467,8 +470,8 @@ int main(int argc, char **argv) {
     }
   }
   if (quick) {
-    reps = 5;
-    min_rep_ns = 5e6;
+    reps = quick == 2 ? 1 : 5;
+    min_rep_ns = quick == 2 ? 1 : 5e6;
   }
   const char *none[] = {NULL};
   hk_options_t o = {.plugin_dirs = none, .flags = HK_NO_CACHE};

@@ -8,6 +8,15 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 export HK_CACHE_DIR="$T/cache"
 dir=$(dirname "$HK")
+# hk bench --arrays (plain C, always built): one untimed pass checks every
+# variant's output and prints every group and the targets block.
+"$HK" bench --arrays --smoke --no-numpy --json "$T/a.json" >"$T/aout" 2>"$T/aerr" || {
+  echo "FAIL: hk bench --arrays exited $?"; cat "$T/aerr" "$T/aout"; exit 1; }
+for g in "call cost" "broadcast add" "strided input" "axis reduction" \
+         "softmax over rows" "layernorm over rows" "gelu, 1M" "targets (issue 9)"; do
+  grep -q "$g" "$T/aout" || { echo "FAIL: hk bench --arrays printed no '$g'"; exit 1; }
+done
+grep -q '"group"' "$T/a.json" || { echo "FAIL: hk bench --arrays --json wrote no record"; exit 1; }
 if [ ! -x "$dir/hk-bench" ]; then
   echo "SKIPPED: hk-bench was not built (Google Benchmark, libbenchmark-dev, missing)"
   exit 77

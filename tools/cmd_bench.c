@@ -19,6 +19,7 @@
   X("help", 'h', NULL)                                                   \
   X("quick", 0, NULL)                                                    \
   X("arrays", 0, NULL)                                                   \
+  X("smoke", 0, NULL)                                                    \
   X("json", 0, "a value")                                                \
   X("plot", 0, "a value")                                                \
   X("no-numpy", 0, NULL)                                                 \
