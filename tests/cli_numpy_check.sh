@@ -9,11 +9,14 @@ if ! "$PY" -c 'import numpy' 2>/dev/null; then
   echo "SKIPPED: NumPy not available for $PY (Debian: python3-numpy)"
   exit 77
 fi
+HK_SOURCE_DIR=${HK_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+export HK_SOURCE_DIR
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
+export HK_CACHE_DIR="$T/cache"
 cd "$T"
 "$PY" - "$HK" <<'PY'
-import json, subprocess, sys
+import json, os, subprocess, sys
 import numpy as np
 
 hk = sys.argv[1]
@@ -223,6 +226,16 @@ fails_with(["neg", "x=u.npy", "--as", "f8"], "--as: only bf16")
 out = json.loads(run("fill_f16", "value=0.1", "--n", "2"))
 check("f16 scalar rounded once", np.array(out["out"], dtype=np.float16),
       np.full(2, 0.1, dtype=np.float16))
+
+# the bias_add plugin: (B, T, C) += (C,), in place, the instance by dtype
+src = os.environ.get("HK_SOURCE_DIR", "")
+if src:
+    acts = rng.standard_normal((2, 3, 8)).astype(np.float32)
+    bias = rng.standard_normal(8).astype(np.float32)
+    np.save("acts.npy", acts); np.save("bias.npy", bias)
+    run("bias_add", "--plugins", os.path.join(src, "plugins"), "x=acts.npy",
+        "bias=bias.npy", "--out", "x=acts.npy")
+    check("bias_add plugin (B,T,C)+(C,)", np.load("acts.npy"), acts + bias)
 
 if fails:
     raise SystemExit(f"{fails} comparisons with NumPy failed")
