@@ -636,7 +636,16 @@ static int run_kernel(hk_context_t *ctx, const run_opts *o) {
     if (!rc) rc = run_call_arrays(&c);
   } else if (!rc) {
     rc = run_call_prepare(&c, o->n_text);
-    if (!rc && !strcmp(backend, "cuda"))
+    if (!rc && !strcmp(backend, "cuda") && c.k->kind == HK_KIND_ROWS &&
+        c.first >= 0 && c.ps[c.first].npy.ndim > 1)
+      /* the flat path would run all the elements as one row */
+      rc = hk_cli_error("run", "--backend cuda: %s is a rows kernel and "
+                               "%s=%s has %d axes; hk run runs rows kernels "
+                               "on the GPU one row (a 1-D file) at a time, "
+                               "for now (the CPU runs every row)",
+                        c.k->name, c.ps[c.first].info->name,
+                        c.ps[c.first].value, c.ps[c.first].npy.ndim);
+    else if (!rc && !strcmp(backend, "cuda"))
       rc = run_on_gpu(kh, c.ps, c.args, c.n);
     else if (!rc && hk_call(kh, c.n, (void *const *)c.args) != HK_OK)
       rc = hk_cli_internal("run", "%s", hk_last_error());
