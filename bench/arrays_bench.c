@@ -104,7 +104,7 @@ static FILE *json;
 static int njson;
 
 typedef struct target {
-  const char *what;
+  char what[96];
   double ratio, limit;
   int below; /* met when ratio <= limit (else >= limit) */
 } target;
@@ -123,7 +123,12 @@ static void report(const char *group, variant *v, int nv) {
 }
 
 static void want(const char *what, double ratio, double limit, int below) {
-  if (ntargets < 32) targets[ntargets++] = (target){what, ratio, limit, below};
+  if (ntargets == 32) return;
+  target *t = &targets[ntargets++];
+  snprintf(t->what, sizeof t->what, "%s", what);
+  t->ratio = ratio;
+  t->limit = limit;
+  t->below = below;
 }
 
 /* ---- hk handles -------------------------------------------------------- */
@@ -228,9 +233,9 @@ static void case_broadcast(int64_t rows, int64_t C) {
   snprintf(g, sizeof g, "broadcast add: (%lld, %lld) + (%lld,), f32",
            (long long)rows, (long long)C, (long long)C);
   report(g, v, 2);
-  char *w = malloc(96);
-  snprintf(w, 96, "broadcast / same-shape add (%lld x %lld)", (long long)rows,
-           (long long)C);
+  char w[96];
+  snprintf(w, sizeof w, "broadcast / same-shape add (%lld x %lld)",
+           (long long)rows, (long long)C);
   want(w, v[1].ns / v[0].ns, 1.05, 1);
   free(x), free(y), free(b), free(o), free(o2);
 }
@@ -372,6 +377,8 @@ static void case_rows(int64_t rows, int64_t n) {
   want("hk layernorm / C -O3 -march=native -fopenmp", u[1].ns / u[0].ns, 1.0,
        1);
   hk_layernorm_ns = u[1].ns;
+  free(ref.x), free(ref.y), free(ref.w), free(ref.b), free(ref.mean);
+  free(ref.rstd), free(h.y), free(h.mean), free(h.rstd);
 }
 
 /* 6. GELU in f16 and bf16 against f32, 1M elements. */
@@ -444,8 +451,8 @@ static void numpy_rows(void) {
     if (json)
       fprintf(json, ",\n  {\"group\": \"numpy\", \"variant\": \"%s\", \"ns\": %.1f}",
               name, ns);
-    char *w = malloc(64);
-    snprintf(w, 64, "NumPy %s / hk (want >= 2)", name);
+    char w[64];
+    snprintf(w, sizeof w, "NumPy %s / hk (want >= 2)", name);
     want(w, ns / hk, 2.0, 0);
     got++;
   }
