@@ -312,8 +312,27 @@ cat >"$T/two.json" <<'EOF2'
              {"name": "out", "type": "T", "role": "out"}],
   "body": "out = x + 1;"}]}
 EOF2
-run 1 "$HK" run "$T/two.json" "x=$T/x.npy" --tier jit --no-cache
-err_has "defines 2 kernels (inc_f32, inc_f64): name one as"
+# the instances of one kernel: picked by the files' dtypes
+"$HK" run arange_i32 start=0 step=1 --n 6 --out "out=$T/i.npy" >/dev/null
+run 0 "$HK" run "$T/two.json" "x=$T/x.npy" --tier jit --no-cache
+out_is '{"out": [1, 1.5, 2, 2.5, 3, 3.5]}'
+run 0 "$HK" run "$T/two.json:inc" "x=$T/x.npy" --tier jit --no-cache
+out_is '{"out": [1, 1.5, 2, 2.5, 3, 3.5]}'
+run 1 "$HK" run "$T/two.json" "x=$T/i.npy" --tier jit --no-cache
+err_has "holds i32; no instance of inc takes it for x (instances: inc_f32, inc_f64"
+cat >"$T/pair.json" <<'EOF2'
+{"schema_version": 1, "kernels": [
+ {"name": "inc", "kind": "elementwise",
+  "params": [{"name": "x", "type": "f32", "role": "in"},
+             {"name": "out", "type": "f32", "role": "out"}],
+  "body": "out = x + 1;"},
+ {"name": "dec", "kind": "elementwise",
+  "params": [{"name": "x", "type": "f32", "role": "in"},
+             {"name": "out", "type": "f32", "role": "out"}],
+  "body": "out = x - 1;"}]}
+EOF2
+run 1 "$HK" run "$T/pair.json" "x=$T/x.npy" --tier jit --no-cache
+err_has "defines 2 kernels (dec, inc): name one as"
 run 0 "$HK" run "$T/two.json:inc_f32" "x=$T/x.npy" --tier jit --no-cache
 out_is '{"out": [1, 1.5, 2, 2.5, 3, 3.5]}'
 run 1 "$HK" run "$T/two.json:inc_i32" "x=$T/x.npy" --tier jit --no-cache

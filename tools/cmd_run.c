@@ -280,6 +280,7 @@ static int list_file_kernels(hk_kernel_t *k, void *user) {
 
 typedef struct pick_ctx {
   const char *name;
+  const char *source; /* only kernels of this file, when not NULL */
   size_t len;
   const hk_kernel_info_t *cand[64];
   hk_kernel_t *kh[64];
@@ -306,7 +307,8 @@ static int pick_fn(hk_kernel_t *k, void *user) {
   pick_ctx *p = user;
   const hk_kernel_info_t *in = hk_kernel_info(k);
   if (p->n < 64 && !strncmp(in->name, p->name, p->len) &&
-      in->name[p->len] == '_' && type_suffix(in->name + p->len + 1)) {
+      in->name[p->len] == '_' && type_suffix(in->name + p->len + 1) &&
+      (!p->source || !strcmp(in->source, p->source))) {
     p->cand[p->n] = in;
     p->kh[p->n++] = k;
   }
@@ -318,8 +320,9 @@ static int pick_fn(hk_kernel_t *k, void *user) {
  * 1 and *out, 0 when name has no instances, -1 after printing why none
  * fits. */
 static int pick_instance(hk_context_t *ctx, const run_opts *o,
+                         const char *name, const char *source,
                          hk_kernel_t **out) {
-  pick_ctx pc = {.name = o->kernel, .len = strlen(o->kernel)};
+  pick_ctx pc = {.name = name, .source = source, .len = strlen(name)};
   hk_kernel_foreach(ctx, pick_fn, &pc);
   if (!pc.n) return 0;
   const hk_kernel_info_t *k0 = pc.cand[0];
@@ -363,7 +366,7 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
   } else if (nhit > 1) {
     hk_cli_error("run", "%s: the files' dtypes fit several instances (%s): "
                         "name one",
-                 o->kernel, hku_buf_str(&names));
+                 name, hku_buf_str(&names));
   } else {
     /* the first parameter whose file's dtype no instance takes */
     int bad = -1;
@@ -379,14 +382,27 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
                           "%s (instances: %s; arrays are never converted)",
                    k0->params[bad].name, file[bad],
                    given[bad] ? hk_dtype_name(given[bad]) : "no hk type",
-                   o->kernel, k0->params[bad].name, hku_buf_str(&names));
+                   name, k0->params[bad].name, hku_buf_str(&names));
     else
       hk_cli_error("run", "%s: no instance takes the files' dtypes together "
                           "(instances: %s; arrays are never converted)",
-                   o->kernel, hku_buf_str(&names));
+                   name, hku_buf_str(&names));
   }
   hku_buf_free(&names);
   return rc;
+}
+
+/* The kernel name of an instance name ("saxpy" for "saxpy_f32",
+ * "cast" for "cast_f32_f16"): the shortest prefix followed by type
+ * suffixes only. 0 when name has no type suffix. */
+static int instances_base(const char *name, char *out, size_t n) {
+  for (const char *u = strchr(name, '_'); u; u = strchr(u + 1, '_'))
+    if (u > name && type_suffix(u + 1) && (size_t)(u - name) < n) {
+      memcpy(out, name, (size_t)(u - name));
+      out[u - name] = '\0';
+      return 1;
+    }
+  return 0;
 }
 
 /* Finds the kernel KERNEL names in ctx: a name, or a kernel file to load
@@ -417,22 +433,32 @@ static hk_kernel_t *find_kernel(hk_context_t *ctx, const run_opts *o) {
     } c = {path, &names, 0, NULL};
     hk_kernel_foreach(ctx, list_file_kernels, &c);
     if (!want && c.n == 1) want = c.only;
+    /* the instances of one kernel (saxpy_f32, saxpy_f64): its name */
+    char base[128];
+    if (!want && c.n > 1 && instances_base(c.only, base, sizeof base)) {
+      pick_ctx pc = {.name = base, .source = path, .len = strlen(base)};
+      hk_kernel_foreach(ctx, pick_fn, &pc);
+      if (pc.n == c.n) want = base;
+    }
     k = NULL;
+    int picked = 0;
     if (!want)
       hk_cli_error("run", "%s defines %d kernels (%s): name one as %s:NAME",
                    path, c.n, hku_buf_str(&names), path);
-    else if (hk_kernel_find(ctx, want, &k) != HK_OK ||
-             strcmp(hk_kernel_info(k)->source, path)) {
+    else if ((hk_kernel_find(ctx, want, &k) != HK_OK ||
+              strcmp(hk_kernel_info(k)->source, path)) &&
+             (k = NULL, picked = pick_instance(ctx, o, want, path, &k)) == 0) {
       hk_cli_error("run", "%s defines no kernel named '%s' (it defines: %s)",
                    path, want, hku_buf_str(&names));
       k = NULL;
     }
+    if (picked < 0) k = NULL;
     hku_buf_free(&names);
     free(path);
     return k;
   }
   if (hk_kernel_find(ctx, name, &k) == HK_OK) return k;
-  int picked = pick_instance(ctx, o, &k);
+  int picked = pick_instance(ctx, o, name, NULL, &k);
   if (picked == 1) return k;
   if (picked < 0) return NULL;
   struct {
