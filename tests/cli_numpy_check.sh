@@ -237,6 +237,43 @@ if src:
         "bias=bias.npy", "--out", "x=acts.npy")
     check("bias_add plugin (B,T,C)+(C,)", np.load("acts.npy"), acts + bias)
 
+# ---- every dtype, random shapes with 0- and 1-length axes ----
+def rand_shape(nd):
+    return tuple(int(rng.choice([0, 1, 1, 2, 3, 5])) for _ in range(nd))
+
+def rand_array(shape, dt):
+    if np.dtype(dt).kind == "f":
+        return rng.standard_normal(shape).astype(dt)
+    return rng.integers(-50, 50, shape).astype(dt)
+
+for dt in (np.float32, np.float64, np.float16, np.int32, np.int64):
+    for trial in range(6):
+        nd = int(rng.integers(0, 4))
+        sx = rand_shape(nd)
+        # y: a suffix of x's shape, with some axes set to 1 (broadcast)
+        sy = tuple(1 if rng.random() < 0.4 else d for d in sx[int(rng.integers(0, nd + 1)):])
+        x, y = rand_array(sx, dt), rand_array(sy, dt)
+        np.save("x.npy", x); np.save("y.npy", y)
+        run("add", "x=x.npy", "y=y.npy", "--out", "out=o.npy")
+        check(f"add {np.dtype(dt).name} {sx}+{sy}", np.load("o.npy"), x + y)
+        if nd == 0:
+            continue
+        axes = tuple(sorted({int(a) for a in rng.integers(-nd, nd, int(rng.integers(1, nd + 1)))}))
+        if len({a % nd for a in axes}) != len(axes):
+            continue
+        spec = ",".join(map(str, axes))
+        kd = bool(rng.integers(0, 2))
+        extra = ["--keepdims"] if kd else []
+        run("sum", "x=x.npy", "--axis", spec, *extra, "--out", "out=o.npy")
+        if np.dtype(dt).kind == "i":  # NumPy sums signed ints into int64, as hk
+            want = x.sum(axis=axes, keepdims=kd)
+            check(f"sum {np.dtype(dt).name} {sx} axis={spec}", np.load("o.npy"), want)
+        else:
+            want = x.astype(np.float64).sum(axis=axes, keepdims=kd).astype(dt)
+            tol = 1e-2 if dt == np.float16 else 1e-5
+            check(f"sum {np.dtype(dt).name} {sx} axis={spec}", np.load("o.npy"), want,
+                  rtol=tol, atol=tol)
+
 if fails:
     raise SystemExit(f"{fails} comparisons with NumPy failed")
 print("hk run matches NumPy")
