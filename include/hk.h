@@ -611,9 +611,11 @@ typedef struct hk_call_opts {
  * hk_last_error() naming the parameter: a dtype that is not the
  * parameter's, shapes that do not broadcast, a bad axis, an out array of
  * the wrong shape, an array reaching outside its bounds, an out array
- * overlapping another), or as hk_call(). On the GPU only calls whose
- * arrays are all contiguous and of one shape (and whole reductions) are
- * supported yet: others are HK_EUNSUPPORTED. */
+ * overlapping another), or as hk_call(). On the GPU (device arrays, or
+ * opts->backend HK_BACKEND_CUDA) only contiguous arrays are supported
+ * yet: elementwise calls whose arrays have one shape, whole reductions,
+ * and rows kernels (one GPU thread per row); strided, broadcast and axis
+ * calls are HK_EUNSUPPORTED there. */
 HK_API int hk_call_arrays(const hk_kernel_t *k, const hk_array_t *args,
                           const hk_call_opts_t *opts);
 /* The shape parameter `param` (an out or inout) must have for a call of k
