@@ -2,7 +2,8 @@
  * names, through the public API of hk.h.
  *
  *  1. eight threads finding and calling kernels (and asking for notes and
- *     tier opt) while the folder is rewritten and reloaded 200 times: tier
+ *     tier opt) while the folder is rewritten and reloaded 200 times
+ *     (HK_SOAK_RELOADS=N: N times; tools/soak.sh runs 1,000): tier
  *     jit, then tier auto with the opt worker and the cache. Every result
  *     is checked. Meant to be clean under ThreadSanitizer too.
  *  2. hk_last_error per thread, hk_kernel_foreach, hk_load_string,
@@ -161,8 +162,14 @@ static void stress(hk_tier_t tier, const char *label) {
   }
   CHECK_INT_EQ(started, NTHREADS);
   int reloads = 0, failed = 0, kk = 2;
+  /* HK_SOAK_RELOADS=N (tools/soak.sh): N reloads, however long they take;
+   * the suite's run: 200, or 3 seconds */
+  const char *soak = getenv("HK_SOAK_RELOADS");
+  int want = soak ? atoi(soak) : 200;
+  double limit = soak ? 1e9 : 3.0;
+  if (want < 1) want = 200;
   double t0 = now_s();
-  while (reloads < 200 && now_s() - t0 < 3.0) {
+  while (reloads < want && now_s() - t0 < limit) {
     kk = kk == 2 ? 3 : 2;
     write_cmul(file, kk);
     if (hk_reload(ctx) != HK_OK) {
