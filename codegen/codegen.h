@@ -48,6 +48,10 @@ unsigned hkc_file_targets(const hkc_file *f);
 /* Its registered name: "add_f32", or the kernel's name without
  * placeholders. */
 const char *hkc_instance_name(const hkc_instance *in);
+/* 1 when name is the registered name of an instance of the kernel named
+ * base: base, then "_TYPE" per placeholder ("add_f32" of "add",
+ * "cast_f32_f16" of "cast"). */
+int hkc_is_instance_of(const char *name, const char *base);
 hk_kind_t hkc_instance_kind(const hkc_instance *in);
 unsigned hkc_instance_targets(const hkc_instance *in);
 /* 1 when its code calls a math function (abi.h, HK_ABI_HEAVY). */

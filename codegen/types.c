@@ -2,6 +2,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "codegen.h"
 #include "hk.h"
 
 static const struct {
@@ -26,6 +27,23 @@ HK_API hk_dtype_t hk_dtype_from_name(const char *name) {
   for (int t = 1; t < HK_DTYPE_COUNT; t++)
     if (!strcmp(dtypes[t].name, name)) return (hk_dtype_t)t;
   return HK_DTYPE_INVALID;
+}
+
+int hkc_is_instance_of(const char *name, const char *base) {
+  size_t len = strlen(base);
+  if (strncmp(name, base, len) || name[len] != '_') return 0;
+  const char *s = name + len + 1;
+  for (;;) { /* TYPE, then _TYPE ... to the end */
+    const char *u = strchr(s, '_');
+    size_t l = u ? (size_t)(u - s) : strlen(s);
+    char t[16];
+    if (l == 0 || l >= sizeof t) return 0;
+    memcpy(t, s, l);
+    t[l] = '\0';
+    if (hk_dtype_from_name(t) == HK_DTYPE_INVALID) return 0;
+    if (!u) return 1;
+    s = u + 1;
+  }
 }
 
 HK_API size_t hk_dtype_size(hk_dtype_t t) {

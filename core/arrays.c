@@ -31,6 +31,7 @@
 #endif
 
 #include "abi.h"
+#include "codegen.h"
 #include "cuda.h"
 #include "dispatch.h"
 #include "hk.h"
@@ -1307,7 +1308,6 @@ HK_API int hk_call_out_shape(const hk_kernel_t *k, const hk_array_t *args,
 
 typedef struct select_ctx {
   const char *name;
-  size_t len;
   const hk_array_t *args;
   int nargs;
   hk_kernel_t *hit;
@@ -1316,28 +1316,10 @@ typedef struct select_ctx {
   char cands[512];
 } select_ctx;
 
-/* 1 when s is "TYPE" or "TYPE_TYPE..." of dtype names. */
-static int is_type_suffix(const char *s) {
-  while (*s) {
-    const char *u = strchr(s, '_');
-    size_t l = u ? (size_t)(u - s) : strlen(s);
-    char t[16];
-    if (l == 0 || l >= sizeof t) return 0;
-    memcpy(t, s, l);
-    t[l] = 0;
-    if (hk_dtype_from_name(t) == HK_DTYPE_INVALID) return 0;
-    s += l + (u != NULL);
-    if (u && !*s) return 0;
-  }
-  return 1;
-}
-
 static int select_fn(hk_kernel_t *k, void *user) {
   select_ctx *s = user;
   const hk_kernel_info_t *in = hk_kernel_info(k);
-  if (strncmp(in->name, s->name, s->len) || in->name[s->len] != '_' ||
-      !is_type_suffix(in->name + s->len + 1))
-    return 0;
+  if (!hkc_is_instance_of(in->name, s->name)) return 0;
   size_t used = strlen(s->cands);
   if (used + strlen(in->name) + 3 < sizeof s->cands)
     snprintf(s->cands + used, sizeof s->cands - used, "%s%s",
@@ -1372,7 +1354,7 @@ HK_API int hk_kernel_select(hk_context_t *ctx, const char *name,
     *out = k;
     return HK_OK;
   }
-  select_ctx s = {.name = name, .len = strlen(name), .args = args, .nargs = nargs};
+  select_ctx s = {.name = name, .args = args, .nargs = nargs};
   hk_kernel_foreach(ctx, select_fn, &s);
   if (s.hit) {
     *out = s.hit;

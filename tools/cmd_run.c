@@ -15,6 +15,7 @@
 
 #include "buf.h"
 #include "cli.h"
+#include "codegen.h"
 #include "fsutil.h"
 #include "npy.h"
 #include "run_args.h"
@@ -281,33 +282,15 @@ static int list_file_kernels(hk_kernel_t *k, void *user) {
 typedef struct pick_ctx {
   const char *name;
   const char *source; /* only kernels of this file, when not NULL */
-  size_t len;
   const hk_kernel_info_t *cand[64];
   hk_kernel_t *kh[64];
   int n;
 } pick_ctx;
 
-/* 1 when s is TYPE or TYPE_TYPE... */
-static int type_suffix(const char *s) {
-  while (*s) {
-    const char *u = strchr(s, '_');
-    size_t l = u ? (size_t)(u - s) : strlen(s);
-    char t[16];
-    if (!l || l >= sizeof t) return 0;
-    memcpy(t, s, l);
-    t[l] = 0;
-    if (hk_dtype_from_name(t) == HK_DTYPE_INVALID) return 0;
-    s += l + (u != NULL);
-    if (u && !*s) return 0;
-  }
-  return 1;
-}
-
 static int pick_fn(hk_kernel_t *k, void *user) {
   pick_ctx *p = user;
   const hk_kernel_info_t *in = hk_kernel_info(k);
-  if (p->n < 64 && !strncmp(in->name, p->name, p->len) &&
-      in->name[p->len] == '_' && type_suffix(in->name + p->len + 1) &&
+  if (p->n < 64 && hkc_is_instance_of(in->name, p->name) &&
       (!p->source || !strcmp(in->source, p->source))) {
     p->cand[p->n] = in;
     p->kh[p->n++] = k;
@@ -322,7 +305,7 @@ static int pick_fn(hk_kernel_t *k, void *user) {
 static int pick_instance(hk_context_t *ctx, const run_opts *o,
                          const char *name, const char *source,
                          hk_kernel_t **out) {
-  pick_ctx pc = {.name = name, .source = source, .len = strlen(name)};
+  pick_ctx pc = {.name = name, .source = source};
   hk_kernel_foreach(ctx, pick_fn, &pc);
   if (!pc.n) return 0;
   const hk_kernel_info_t *k0 = pc.cand[0];
@@ -396,12 +379,12 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
  * "cast" for "cast_f32_f16"): the shortest prefix followed by type
  * suffixes only. 0 when name has no type suffix. */
 static int instances_base(const char *name, char *out, size_t n) {
-  for (const char *u = strchr(name, '_'); u; u = strchr(u + 1, '_'))
-    if (u > name && type_suffix(u + 1) && (size_t)(u - name) < n) {
-      memcpy(out, name, (size_t)(u - name));
-      out[u - name] = '\0';
-      return 1;
-    }
+  for (const char *u = strchr(name, '_'); u; u = strchr(u + 1, '_')) {
+    if (u == name || (size_t)(u - name) >= n) continue;
+    memcpy(out, name, (size_t)(u - name));
+    out[u - name] = '\0';
+    if (hkc_is_instance_of(name, out)) return 1;
+  }
   return 0;
 }
 
@@ -436,7 +419,7 @@ static hk_kernel_t *find_kernel(hk_context_t *ctx, const run_opts *o) {
     /* the instances of one kernel (saxpy_f32, saxpy_f64): its name */
     char base[128];
     if (!want && c.n > 1 && instances_base(c.only, base, sizeof base)) {
-      pick_ctx pc = {.name = base, .source = path, .len = strlen(base)};
+      pick_ctx pc = {.name = base, .source = path};
       hk_kernel_foreach(ctx, pick_fn, &pc);
       if (pc.n == c.n) want = base;
     }
