@@ -101,4 +101,10 @@ void hkc_check_acc_size(hkc_parser *P, const hkj_node *obj, const char *prefix,
 /* Frees what hkc_parse_reduction added to k. */
 void hkc_reduction_free(hkc_kernel *k);
 
+/* Why name cannot name something kernel code sees (a parameter, an
+ * accumulator field), or NULL: a C (or, for cuda, C++) keyword, an hk_
+ * name, a math name, a type name or a placeholder letter (parse_params.c). */
+const char *hkc_bad_code_name(const char *name, unsigned targets,
+                              const hkc_kernel *k);
+
 #endif /* HKC_PARSE_H */

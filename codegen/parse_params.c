@@ -21,6 +21,11 @@ static const char *bad_param_name(const char *name, unsigned targets,
       (!strcmp(name, "row") || !strcmp(name, "rows")))
     return "is reserved in a rows kernel: row is the row's index in the "
            "body, rows the row count of the typed function";
+  return hkc_bad_code_name(name, targets, k);
+}
+
+const char *hkc_bad_code_name(const char *name, unsigned targets,
+                              const hkc_kernel *k) {
   if (hkc_is_c_keyword(name)) return "is a C keyword";
   if ((targets & HK_TARGET_CUDA) && hkc_is_cxx_keyword(name))
     return "is a C++ keyword, and the kernel targets cuda (CUDA is C++)";

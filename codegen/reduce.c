@@ -96,20 +96,7 @@ static const char *bad_field_name(const char *name, const hkc_kernel *k) {
   if (!hkc_is_identifier(name))
     return "is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)";
   if (strlen(name) > HKC_NAME_MAX) return "is too long (at most 63 characters)";
-  if (hkc_is_c_keyword(name)) return "is a C keyword";
-  if ((k->targets & HK_TARGET_CUDA) && hkc_is_cxx_keyword(name))
-    return "is a C++ keyword, and the kernel targets cuda (CUDA is C++)";
-  if (!strncmp(name, "hk_", 3) || !strncmp(name, "HK_", 3))
-    return "is reserved: names beginning with hk_ or HK_ belong to generated "
-           "code";
-  if (hkc_is_math_name(name))
-    return "is a math function or constant that kernel code may use";
-  if (hkc_is_type_name(name)) return "is a type name";
-  if (name[0] >= 'A' && name[0] <= 'Z' && !name[1])
-    for (int h = 0; h < k->nholders; h++)
-      if (k->holders[h].letter == name[0])
-        return "is the name of a type placeholder";
-  return NULL;
+  return hkc_bad_code_name(name, k->targets, k);
 }
 
 /* Reads "acc" (v): a type, or an object of fields. HK_OK or HK_ENOMEM;
