@@ -447,6 +447,15 @@ typedef struct ew_state {
   unsigned char *ptr[ARR_MAX_ARGS]; /* each operand at the row's column 0 */
 } ew_state;
 
+/* After the last axis's index reached its length: wraps it to 0 and
+ * carries into the axes before it (the C-order successor of a row). */
+static void carry(int64_t *idx, int last, const int64_t *shape) {
+  for (int d = last; d > 0 && idx[d] >= shape[d]; d--) {
+    idx[d] = 0;
+    idx[d - 1]++;
+  }
+}
+
 static void unravel(size_t flat, int nd, const int64_t *shape, int64_t *idx) {
   for (int d = nd - 1; d >= 0; d--) {
     idx[d] = (int64_t)(flat % (size_t)shape[d]);
@@ -647,10 +656,7 @@ static void ew_span(const ew_plan *P, size_t a, size_t b) {
     a += seg;
     idx[in] += (int64_t)seg;
     if (idx[in] < (int64_t)L) break; /* b reached mid-row */
-    for (int d = in; d > 0 && idx[d] >= P->shape[d]; d--) {
-      idx[d] = 0;
-      idx[d - 1]++;
-    }
+    carry(idx, in, P->shape);
     if (a < b) ew_row(P, &S, idx);
   }
 }
@@ -769,11 +775,7 @@ static void red_block(const red_plan *P, unsigned char *const *base,
     /* walk the reduced multi-index from b0, one run of the inner axis at
      * a time */
     int64_t idx[HK_MAX_DIMS];
-    size_t rem = b0;
-    for (int d = P->nr - 1; d >= 0; d--) {
-      idx[d] = (int64_t)(rem % (size_t)P->rshape[d]);
-      rem /= (size_t)P->rshape[d];
-    }
+    unravel(b0, P->nr, P->rshape, idx);
     const int in = P->nr - 1;
     size_t at = b0;
     while (at < b1) {
@@ -785,10 +787,7 @@ static void red_block(const red_plan *P, unsigned char *const *base,
              q->st[in], q->es, seg);
       at += seg;
       idx[in] += (int64_t)seg;
-      for (int d = in; d > 0 && idx[d] >= P->rshape[d]; d--) {
-        idx[d] = 0;
-        idx[d - 1]++;
-      }
+      carry(idx, in, P->rshape);
     }
     args[o] = shift_back(buf[o], b0, q->es);
   }
@@ -799,11 +798,7 @@ static void red_block(const red_plan *P, unsigned char *const *base,
 static void red_span(const red_plan *P, size_t p0, size_t p1,
                      unsigned char *const *bufs) {
   int64_t idx[HK_MAX_DIMS];
-  size_t rem = p0;
-  for (int d = P->nk - 1; d >= 0; d--) {
-    idx[d] = (int64_t)(rem % (size_t)P->kshape[d]);
-    rem /= (size_t)P->kshape[d];
-  }
+  unravel(p0, P->nk, P->kshape, idx);
   void *args[ARR_MAX_ARGS];
   unsigned char *base[ARR_MAX_ARGS];
   _Alignas(32) unsigned char partials[HK_REDUCE_MAX_BLOCKS * HK_REDUCE_ACC_MAX];
