@@ -12,7 +12,8 @@
  * timing.h says. The target (issue 10): the better mode ≤ 1.0× C.
  *
  * Usage: hk bench --gpt2 [--quick] [--threads N] [--json FILE]
- *        [--kernels DIR]   (--smoke: tiny shapes, one untimed pass)
+ *        [--kernels DIR] [--only KERNEL]
+ * (--smoke: small odd shapes, one untimed pass: every check)
  */
 #include <cJSON.h>
 #include <hk.h>
@@ -240,17 +241,18 @@ static const char *const KERNELS[] = {
 int main(int argc, char **argv) {
   bench_name = "hk bench --gpt2";
   int quick = 0;
-  const char *json_path = NULL, *dir = HK_GPT2_KERNELS;
+  const char *json_path = NULL, *dir = HK_GPT2_KERNELS, *only = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) quick = 1;
     else if (!strcmp(argv[i], "--smoke")) quick = 2;
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!strcmp(argv[i], "--kernels") && i + 1 < argc) dir = argv[++i];
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--hk") && i + 1 < argc) i++;
     else {
       fprintf(stderr, "usage: hk bench --gpt2 [--quick] [--threads N] "
-                      "[--json FILE] [--kernels DIR]\n");
+                      "[--json FILE] [--kernels DIR] [--only KERNEL]\n");
       return 1;
     }
   }
@@ -260,7 +262,8 @@ int main(int argc, char **argv) {
     bench_min_rep_ns = quick == 2 ? 1 : 5e6;
   }
   if (quick == 2) {
-    B = 2, T = 8, C = 64, NH = 4, V = 1000, NPARAMS = 10007;
+    /* odd sizes: every tail of the tiled loops runs */
+    B = 3, T = 7, C = 70, NH = 5, V = 1001, NPARAMS = 10007;
   }
   BT = B * T, C3 = 3 * C, C4 = 4 * C, N4 = BT * C4;
   hk_set_threads(threads);
@@ -348,7 +351,7 @@ int main(int argc, char **argv) {
   };
 
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-    run_case(&cases[i]);
+    if (!only || !strcmp(only, cases[i].name)) run_case(&cases[i]);
   if (bench_json) {
     fputs("\n]\n", bench_json);
     fclose(bench_json);

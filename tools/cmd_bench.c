@@ -22,6 +22,7 @@
   X("gpt2", 0, NULL)                                                     \
   X("threads", 0, "a value")                                             \
   X("kernels", 0, "a value")                                             \
+  X("only", 0, "a value")                                                \
   X("smoke", 0, NULL)                                                    \
   X("json", 0, "a value")                                                \
   X("plot", 0, "a value")                                                \
