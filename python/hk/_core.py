@@ -85,7 +85,7 @@ class Kernel(_hk.Kernel):
         super().__init__(context, name)
 
     @classmethod
-    def from_json(cls, text: str, *, name: str = "<string>",
+    def from_json(cls, text: str, *, name: str = "string",
                   context: Optional[Context] = None
                   ) -> Union["Kernel", Tuple["Kernel", ...]]:
         """The kernel(s) of a kernel file held in ``text`` (``name`` stands

@@ -52,7 +52,7 @@ def _types(params: List[Dict[str, str]],
 def _load(desc: dict, context: Optional[Context]) -> Kernel:
     # one field per line: located errors name a line of their own
     text = json.dumps(desc, indent=1)
-    k = Kernel.from_json(text, name="<%s %s>" % (desc["kind"], desc["name"]),
+    k = Kernel.from_json(text, name="%s %s" % (desc["kind"], desc["name"]),
                          context=context)
     assert isinstance(k, Kernel)
     return k
@@ -83,8 +83,11 @@ def ElementwiseKernel(in_params: str, out_params: str, operation: str,
     for p in params:
         if p["name"] in {o["name"] for o in outs} and p in ins:
             p["role"] = "inout"
+    body = operation.strip()
+    if not body.endswith((";", "}")):
+        body += ";"  # CuPy's operations may leave out the last ';'
     desc = {"schema_version": 1, "name": name, "doc": doc,
-            "kind": "elementwise", "params": params, "body": operation}
+            "kind": "elementwise", "params": params, "body": body}
     t = _types(params, types)
     if t:
         desc["types"] = t

@@ -192,7 +192,7 @@ static PyObject *ctx_load_file(hkpy_Context *self, PyObject *arg) {
 }
 
 static PyObject *ctx_load_string(hkpy_Context *self, PyObject *args) {
-  load_str l = {.name = "<string>"};
+  load_str l = {.name = "string"};
   Py_ssize_t len;
   if (!PyArg_ParseTuple(args, "s#|s", &l.text, &len, &l.name)) return NULL;
   l.len = (size_t)len;
@@ -320,7 +320,7 @@ static PyMethodDef ctx_methods[] = {
     {"load_file", (PyCFunction)ctx_load_file, METH_O,
      "load_file(path)\n--\n\nLoads one kernel file (.json) or plugin (.so)."},
     {"load_string", (PyCFunction)ctx_load_string, METH_VARARGS,
-     "load_string(text, name='<string>')\n--\n\nLoads a kernel file held in "
+     "load_string(text, name='string')\n--\n\nLoads a kernel file held in "
      "a string; name stands for the file in messages."},
     {"kernels", (PyCFunction)ctx_kernels, METH_NOARGS,
      "kernels()\n--\n\nEvery kernel's description, as `hk list --json`."},

@@ -216,6 +216,52 @@ static int takes(const hkpy_Kernel *K, const instance *I,
   return 1;
 }
 
+/* Raises the error for dtypes no instance takes together, naming the
+ * parameter where the instance that takes the longest run of them stops
+ * (hk_kernel_select names a parameter only when no instance takes its
+ * dtype at all). */
+static hk_kernel_t *no_instance(hkpy_Kernel *K, const hk_dtype_t *key) {
+  int best = -1, stop = -1;
+  for (int i = 0; i < K->ninst; i++) {
+    int p = 0;
+    while (p < K->nparams && (key[p] == HK_DTYPE_INVALID ||
+                              key[p] == K->inst[i].dtype[p]))
+      p++;
+    if (p > stop) {
+      stop = p;
+      best = i;
+    }
+  }
+  char names[512] = "";
+  for (int i = 0; i < K->ninst; i++) {
+    size_t o = strlen(names);
+    snprintf(names + o, sizeof names - o, "%s%s", i ? ", " : "",
+             hk_kernel_info(K->inst[i].k)->name);
+  }
+  char msg[1024];
+  if (stop < K->nparams) {
+    int prev = -1;
+    for (int p = 0; p < stop; p++)
+      if (key[p] != HK_DTYPE_INVALID) prev = p;
+    char with[160] = "";
+    if (prev >= 0)
+      snprintf(with, sizeof with, " with '%s' %s", K->cpname[prev],
+               hk_dtype_name(key[prev]));
+    snprintf(msg, sizeof msg, "%s: parameter '%s' is %s%s: no instance "
+             "takes that (%s would take %s; arrays are never converted)",
+             K->cname, K->cpname[stop], hk_dtype_name(key[stop]), with,
+             hk_kernel_info(K->inst[best].k)->name,
+             hk_dtype_name(K->inst[best].dtype[stop]));
+  } else {
+    snprintf(msg, sizeof msg, "%s: no instance has out type %s (dtype=) for "
+             "these arguments (instances: %s)", K->cname,
+             hk_dtype_name(key[K->nparams]), names);
+  }
+  (void)names;
+  hkpy_raise(HK_EINVAL, msg);
+  return NULL;
+}
+
 /* The instance for the dtype signature key (see cache_entry); NULL with an
  * exception naming the parameter. */
 static hk_kernel_t *pick_slow(hkpy_Kernel *K, const hk_dtype_t *key) {
@@ -226,9 +272,10 @@ static hk_kernel_t *pick_slow(hkpy_Kernel *K, const hk_dtype_t *key) {
         if (nhit == 0) hit = i;
         nhit++;
       }
+  if (nhit == 0) return no_instance(K, key);
   hk_array_t a[HKPY_MAXP];
   memset(a, 0, sizeof a);
-  const instance *I = &K->inst[hit < 0 ? 0 : hit];
+  const instance *I = &K->inst[hit];
   for (int p = 0; p < K->nparams; p++) {
     if (nhit > 1 && key[p] == HK_DTYPE_INVALID)
       for (int i = hit + 1; i < K->ninst; i++)
@@ -428,8 +475,11 @@ static int alloc_out(hkpy_Kernel *K, hk_kernel_t *k, hkpy_arg *g,
   return 0;
 }
 
-/* Names the first host and the first device parameter when both exist. */
-static int check_sides(hkpy_Kernel *K, hkpy_arg *g, int *device) {
+/* A call's arrays all on one side: names the first host and the first
+ * device parameter when both exist; on the GPU, every out array must be
+ * given and the CUDA backend started (hk_cuda_init recognises pointers
+ * allocated outside hk from then on). */
+static int check_sides(hkpy_Kernel *K, hkpy_arg *g) {
   int host = -1, dev = -1, val = -1;
   for (int p = 0; p < K->nparams; p++) {
     if (!g[p].obj || K->role[p] == HK_ROLE_SCALAR) continue;
@@ -437,7 +487,6 @@ static int check_sides(hkpy_Kernel *K, hkpy_arg *g, int *device) {
     if (g[p].where == HKPY_HOST && host < 0) host = p;
     if (g[p].where == HKPY_DEVICE && dev < 0) dev = p;
   }
-  *device = dev >= 0;
   if (dev >= 0 && host >= 0) {
     PyErr_Format(PyExc_ValueError, "%s: parameters '%s' (host memory, %s) "
                  "and '%s' (GPU memory, %s) are on different devices: a call "
@@ -451,6 +500,13 @@ static int check_sides(hkpy_Kernel *K, hkpy_arg *g, int *device) {
                  "GPU array", K->cname, K->cpname[val], K->cpname[dev]);
     return -1;
   }
+  for (int p = 0; dev >= 0 && p < K->nparams; p++)
+    if (K->role[p] == HK_ROLE_OUT && !g[p].obj) {
+      PyErr_Format(PyExc_ValueError, "%s: parameter '%s' must be given on "
+                   "the GPU (hk allocates NumPy arrays only)", K->cname,
+                   K->cpname[p]);
+      return -1;
+    }
   if (dev >= 0) {
     int rc = hk_cuda_init();
     if (rc != HK_OK) {
@@ -532,8 +588,7 @@ static PyObject *call_once(hkpy_Kernel *K, PyObject *const *args,
     if (!g[p].value) key[p] = g[p].a.dtype;
   }
   key[np] = kw.dtype;
-  int device;
-  if (check_sides(K, g, &device)) goto done;
+  if (check_sides(K, g)) goto done;
   hk_kernel_t *k = pick(K, key);
   if (!k) goto done;
   K->last = k;
@@ -556,15 +611,7 @@ static PyObject *call_once(hkpy_Kernel *K, PyObject *const *args,
           move_to_last(&g[p].a, axis);
   }
   for (int p = 0; p < np; p++)
-    if (!g[p].obj) {
-      if (device) {
-        PyErr_Format(PyExc_ValueError, "%s: parameter '%s' must be given on "
-                     "the GPU (hk allocates NumPy arrays only)", K->cname,
-                     K->cpname[p]);
-        goto done;
-      }
-      if (alloc_out(K, k, g, &kw.opts, p, axis)) goto done;
-    }
+    if (!g[p].obj && alloc_out(K, k, g, &kw.opts, p, axis)) goto done;
   hk_array_t a[HKPY_MAXP];
   int64_t big = 0;
   for (int p = 0; p < np; p++) {
