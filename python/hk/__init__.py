@@ -17,6 +17,8 @@
 """
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 from . import _errors, _hk
 from ._core import Context, Kernel, list_kernels
 from ._errors import (ArgumentError, ContextClosedError, DeviceError, Error,
@@ -32,6 +34,37 @@ __version__ = _hk.version
 #: The context the stdlib functions (hk.add ...) run in: the stdlib only.
 stdlib_context = Context(plugins=[])
 globals().update(_make_functions(stdlib_context))
+
+
+#: An array in hk's memory (:func:`empty`) or borrowed (:func:`from_dlpack`).
+Array = _hk.Array
+
+
+def empty(shape: Sequence[int], dtype: Any = "f32",
+          device: str = "cpu") -> Array:
+    """An uninitialised :class:`Array` of ``shape`` and ``dtype`` (``"f32"``,
+    ``np.float32`` ...) in host memory, or with ``device="cuda"`` in GPU
+    memory from hk's pool (``hk.UnsupportedError`` without a GPU). Kernels
+    take it in place; ``copy_from(a)`` and ``numpy()`` copy in and out;
+    ``np.from_dlpack``, ``torch.from_dlpack``, ``cupy.from_dlpack`` view it
+    without a copy (it exports ``__dlpack__``, and
+    ``__cuda_array_interface__`` or ``__array_interface__``)."""
+    return _hk.empty(tuple(shape), dtype, device)
+
+
+def from_dlpack(obj: Any) -> Array:
+    """``obj``'s memory as an :class:`Array`, borrowed (no copy): any object
+    with ``__dlpack__`` (PyTorch, CuPy, JAX, NumPy) or
+    ``__cuda_array_interface__``. hk waits for nothing the producer queued
+    on its own CUDA stream: synchronise it first."""
+    return _hk.from_dlpack(obj)
+
+
+def to_dlpack(array: Array) -> Any:
+    """A DLPack capsule of an hk :class:`Array` (for ``from_dlpack`` of
+    libraries that still take capsules); the array stays alive as long as
+    the consumer holds it."""
+    return array.__dlpack__()
 
 
 def set_threads(n: int) -> None:

@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#include "dlpack.h"
+
 /* ---- dtypes ------------------------------------------------------------- */
 
 hk_dtype_t hkpy_dtype_from_descr(PyArray_Descr *d) {
@@ -229,34 +231,7 @@ bad:
   return -1;
 }
 
-/* ---- DLPack ----------------------------------------------------------------
- * The ABI of dlpack.h (v0.8), written out: the capsule "dltensor" holds a
- * DLManagedTensor; its consumer renames the capsule "used_dltensor" and
- * calls the deleter when done. */
-
-typedef struct {
-  int32_t device_type, device_id;
-} dl_device;
-typedef struct {
-  uint8_t code, bits;
-  uint16_t lanes;
-} dl_dtype;
-typedef struct {
-  void *data;
-  dl_device device;
-  int32_t ndim;
-  dl_dtype dtype;
-  int64_t *shape, *strides;
-  uint64_t byte_offset;
-} dl_tensor;
-typedef struct dl_managed {
-  dl_tensor t;
-  void *manager_ctx;
-  void (*deleter)(struct dl_managed *);
-} dl_managed;
-
-enum { DL_CPU = 1, DL_CUDA = 2, DL_CUDA_HOST = 3, DL_CUDA_MANAGED = 13 };
-enum { DL_INT = 0, DL_UINT = 1, DL_FLOAT = 2, DL_BFLOAT = 4, DL_BOOL = 6 };
+/* ---- DLPack (dlpack.h) ---------------------------------------------------- */
 
 static hk_dtype_t dtype_from_dl(dl_dtype d) {
   if (d.lanes != 1) return HK_DTYPE_INVALID;

@@ -59,6 +59,16 @@ extern PyTypeObject hkpy_KernelType;
 PyObject *hkpy_make_function(PyObject *kernel, const char *name,
                              const char *doc);
 
+/* ---- array.c ----------------------------------------------------------- */
+
+extern PyTypeObject hkpy_ArrayType;
+/* hk.empty: an array in host or GPU memory hk allocates. */
+PyObject *hkpy_array_empty(PyObject *shape, PyObject *dtype,
+                           const char *device);
+/* hk.from_dlpack: obj's memory (DLPack, __cuda_array_interface__, NumPy),
+ * borrowed. */
+PyObject *hkpy_array_from_dlpack(PyObject *obj);
+
 /* ---- convert.c --------------------------------------------------------- */
 
 enum { HKPY_NONE = 0, HKPY_HOST, HKPY_DEVICE };

@@ -75,7 +75,31 @@ static PyObject *get_threads(PyObject *m, PyObject *unused) {
   return PyLong_FromLong(hk_get_threads());
 }
 
+static PyObject *empty(PyObject *m, PyObject *args, PyObject *kw) {
+  (void)m;
+  static char *names[] = {"shape", "dtype", "device", NULL};
+  PyObject *shape, *dtype;
+  const char *device = "cpu";
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|s", names, &shape, &dtype,
+                                   &device))
+    return NULL;
+  return hkpy_array_empty(shape, dtype, device);
+}
+
+static PyObject *from_dlpack(PyObject *m, PyObject *obj) {
+  (void)m;
+  return hkpy_array_from_dlpack(obj);
+}
+
 static PyMethodDef module_methods[] = {
+    {"empty", (PyCFunction)(void (*)(void))empty,
+     METH_VARARGS | METH_KEYWORDS,
+     "empty(shape, dtype, device='cpu')\n--\n\nAn uninitialised hk.Array "
+     "in host memory or, device='cuda', in GPU memory from hk's pool."},
+    {"from_dlpack", from_dlpack, METH_O,
+     "from_dlpack(obj)\n--\n\nobj's memory as an hk.Array, borrowed (no "
+     "copy): any object with __dlpack__ or __cuda_array_interface__, or a "
+     "NumPy array."},
     {"_set_error_factory", set_error_factory, METH_O,
      "Registers fn(code, name, message) -> exception."},
     {"make_function", make_function, METH_VARARGS,
@@ -101,14 +125,17 @@ PyMODINIT_FUNC PyInit__hk(void); /* what Python looks up */
 PyMODINIT_FUNC PyInit__hk(void) {
   import_array();
   if (PyType_Ready(&hkpy_ContextType) < 0 ||
-      PyType_Ready(&hkpy_KernelType) < 0)
+      PyType_Ready(&hkpy_KernelType) < 0 ||
+      PyType_Ready(&hkpy_ArrayType) < 0)
     return NULL;
   PyObject *m = PyModule_Create(&module_def);
   if (!m) return NULL;
   Py_INCREF(&hkpy_ContextType);
   Py_INCREF(&hkpy_KernelType);
+  Py_INCREF(&hkpy_ArrayType);
   if (PyModule_AddObject(m, "Context", (PyObject *)&hkpy_ContextType) ||
       PyModule_AddObject(m, "Kernel", (PyObject *)&hkpy_KernelType) ||
+      PyModule_AddObject(m, "Array", (PyObject *)&hkpy_ArrayType) ||
       PyModule_AddStringConstant(m, "version", HK_VERSION_STRING) ||
       PyModule_AddIntConstant(m, "ALLOW_UNSAFE_PERMISSIONS",
                               HK_ALLOW_UNSAFE_PERMISSIONS) ||

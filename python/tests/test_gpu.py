@@ -73,3 +73,45 @@ def test_dlpack_host_arrays_run_in_place():
     np.testing.assert_array_equal(z, 2 * x)
     np.testing.assert_array_equal(hk.mul(DLHost(x[:, ::2]), 3.0),
                                   3 * x[:, ::2])
+
+
+def test_hk_arrays_and_dlpack_on_the_host():
+    a = hk.empty((2, 3), np.float32)
+    assert (a.shape, a.dtype, a.device) == ((2, 3), "f32", "cpu")
+    a.copy_from(np.arange(6, dtype=np.float32).reshape(2, 3))
+    view = np.from_dlpack(a)            # zero-copy, through __dlpack__
+    assert view.ctypes.data == a.ptr
+    assert np.asarray(a).ctypes.data == a.ptr   # __array_interface__
+    b = hk.empty((2, 3), "f32")
+    assert hk.add(a, a, out=b) is b
+    np.testing.assert_array_equal(b.numpy(), 2 * view)
+    np.asarray(a)[0, 0] = 100           # the same memory (NumPy's DLPack
+    assert view[0, 0] == 100            # views are read-only)
+    assert a.numpy()[0, 0] == 100
+    x = np.arange(4.0)
+    h = hk.from_dlpack(x)               # NumPy's memory, borrowed
+    assert h.ptr == x.ctypes.data and h.dtype == "f64"
+    h2 = hk.from_dlpack(DLHost(x))      # through a DLPack capsule
+    assert h2.ptr == x.ctypes.data
+    del h2
+    cap = hk.to_dlpack(a)
+    assert type(cap).__name__ == "PyCapsule"
+    del cap                             # never consumed: freed
+    with pytest.raises(TypeError, match="not an array"):
+        hk.from_dlpack(3.0)
+    with pytest.raises(ValueError, match="device"):
+        hk.empty((2,), "f32", device="tpu")
+
+
+def test_gpu_arrays_need_a_device():
+    if hk.cuda_available():
+        a = hk.empty((1000,), "f32", device="cuda")
+        a.copy_from(np.ones(1000, np.float32))
+        b = hk.empty((1000,), "f32", device="cuda")
+        hk.add(a, a, out=b)
+        np.testing.assert_array_equal(b.numpy(), 2)
+        assert a.__dlpack_device__()[0] == 2
+        assert a.__cuda_array_interface__["data"][0] == a.ptr
+        return
+    with pytest.raises(hk.UnsupportedError, match="CUDA"):
+        hk.empty((4,), "f32", device="cuda")
