@@ -4,9 +4,13 @@
 #include "hkpy.h"
 
 #include <string.h>
+#include <time.h>
 
 hk_context_t *hkpy_context_get(hkpy_Context *c) {
-  if (!c->ctx) hkpy_raise(HKPY_ECLOSED, "the context was closed");
+  if (!c->ctx || c->closing) {
+    hkpy_raise(HKPY_ECLOSED, "the context was closed");
+    return NULL;
+  }
   return c->ctx;
 }
 
@@ -88,20 +92,23 @@ static int ctx_init(hkpy_Context *self, PyObject *args, PyObject *kw) {
   return 0;
 }
 
-static int close_ctx(hkpy_Context *self) {
-  if (self->busy) {
-    PyErr_Format(PyExc_RuntimeError, "the context is in use by %d call(s) "
-                 "on other threads", self->busy);
-    return -1;
+/* Closes the context: new calls are refused at once (ContextClosedError),
+ * and the calls other threads run without the GIL are waited for (busy is
+ * only changed with the GIL held) before hk_context_destroy. */
+static void close_ctx(hkpy_Context *self) {
+  if (!self->ctx || self->closing) return;
+  self->closing = 1;
+  while (self->busy) {
+    Py_BEGIN_ALLOW_THREADS
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL);
+    Py_END_ALLOW_THREADS
   }
   hk_context_t *c = self->ctx;
   self->ctx = NULL;
-  if (c) {
-    Py_BEGIN_ALLOW_THREADS
-    hk_context_destroy(c);
-    Py_END_ALLOW_THREADS
-  }
-  return 0;
+  Py_BEGIN_ALLOW_THREADS
+  hk_context_destroy(c);
+  Py_END_ALLOW_THREADS
 }
 
 static void ctx_dealloc(hkpy_Context *self) {
@@ -113,7 +120,7 @@ static void ctx_dealloc(hkpy_Context *self) {
 
 static PyObject *ctx_close(hkpy_Context *self, PyObject *unused) {
   (void)unused;
-  if (close_ctx(self)) return NULL;
+  close_ctx(self);
   Py_RETURN_NONE;
 }
 
@@ -207,7 +214,7 @@ static PyObject *ctx_problems(hkpy_Context *self, void *unused) {
 
 static PyObject *ctx_closed(hkpy_Context *self, void *unused) {
   (void)unused;
-  return PyBool_FromLong(self->ctx == NULL);
+  return PyBool_FromLong(self->ctx == NULL || self->closing);
 }
 
 static PyObject *ctx_generation(hkpy_Context *self, void *unused) {
@@ -309,8 +316,8 @@ static PyObject *ctx_kernels(hkpy_Context *self, PyObject *unused) {
 
 static PyMethodDef ctx_methods[] = {
     {"close", (PyCFunction)ctx_close, METH_NOARGS,
-     "close()\n--\n\nFrees the context and its kernels; later calls on them "
-     "raise hk.ContextClosedError."},
+     "close()\n--\n\nFrees the context and its kernels, once the calls other "
+     "threads are running end; later calls raise hk.ContextClosedError."},
     {"wait", (PyCFunction)ctx_wait, METH_NOARGS,
      "wait()\n--\n\nWaits until no tier-opt compile is pending."},
     {"reload", (PyCFunction)ctx_reload, METH_NOARGS,

@@ -42,6 +42,7 @@ typedef struct {
   PyObject_HEAD
   hk_context_t *ctx; /* NULL once closed */
   int busy;          /* calls and waits running without the GIL */
+  int closing;       /* close() waits for busy calls: no new ones */
   unsigned long gen; /* bumped by every load and reload */
   PyObject *weak;
 } hkpy_Context;

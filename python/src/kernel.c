@@ -552,7 +552,7 @@ static PyObject *results(hkpy_Kernel *K, hkpy_arg *g) {
 
 static PyObject *call_once(hkpy_Kernel *K, PyObject *const *args,
                            Py_ssize_t nargs, PyObject *kwnames, int *stale) {
-  if (!K->ctx || !K->ctx->ctx)
+  if (!K->ctx->ctx || K->ctx->closing)
     return hkpy_raise(HKPY_ECLOSED, "the context was closed");
   if (K->gen != K->ctx->gen && gather(K)) return NULL;
   const int np = K->nparams;

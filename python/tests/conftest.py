@@ -16,6 +16,12 @@ def _cache(tmp_path_factory):
     os.environ.pop("HK_PLUGIN_PATH", None)
 
 
-@pytest.fixture
-def plugins():
-    return ROOT / "plugins"
+@pytest.fixture(scope="session")
+def plugins(tmp_path_factory):
+    """A plugin folder of two of plugins/' kernels (few to compile on tier
+    opt: ctx.wait() waits for them)."""
+    d = tmp_path_factory.mktemp("plugins")
+    d.chmod(0o700)
+    for name in ("saxpy.json", "huber.json"):
+        (d / name).write_text((ROOT / "plugins" / name).read_text())
+    return d
