@@ -59,17 +59,24 @@ static PyObject *array_ptr(hkpy_Array *self, void *u) {
   return PyLong_FromVoidPtr(self->a.data);
 }
 
+/* Whether a is C-contiguous (hk.h has no call for it: core/arrays.c keeps
+ * its own, internal). */
+static int contiguous(const hk_array_t *a) {
+  int64_t s = 1;
+  for (int i = a->ndim - 1; i >= 0; i--) {
+    if (a->shape[i] != 1 && a->strides[i] != s) return 0;
+    s *= a->shape[i];
+  }
+  return 1;
+}
+
 /* strides in bytes, or None when C-contiguous */
 static PyObject *byte_strides(hkpy_Array *self) {
-  int64_t s = 1, b[HK_MAX_DIMS];
-  int contiguous = 1;
+  if (contiguous(&self->a)) Py_RETURN_NONE;
+  int64_t b[HK_MAX_DIMS];
   size_t size = hk_dtype_size(self->a.dtype);
-  for (int i = self->a.ndim - 1; i >= 0; i--) {
-    if (self->a.shape[i] != 1 && self->a.strides[i] != s) contiguous = 0;
+  for (int i = 0; i < self->a.ndim; i++)
     b[i] = self->a.strides[i] * (int64_t)size;
-    s *= self->a.shape[i];
-  }
-  if (contiguous) Py_RETURN_NONE;
   return tuple_of(b, self->a.ndim);
 }
 
@@ -191,15 +198,6 @@ static PyObject *array_dlpack_device(hkpy_Array *self, PyObject *u) {
 
 static int64_t nbytes_of(const hk_array_t *a) {
   return hk_array_size(a) * (int64_t)hk_dtype_size(a->dtype);
-}
-
-static int contiguous(const hk_array_t *a) {
-  int64_t s = 1;
-  for (int i = a->ndim - 1; i >= 0; i--) {
-    if (a->shape[i] != 1 && a->strides[i] != s) return 0;
-    s *= a->shape[i];
-  }
-  return 1;
 }
 
 /* A NumPy copy of a contiguous array. */

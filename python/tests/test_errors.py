@@ -109,3 +109,17 @@ def test_kernel_file_with_errors():
 def test_unknown_kernel():
     with pytest.raises(hk.NotFoundError, match="nope"):
         hk.stdlib_context.kernel("nope")
+
+
+def test_odd_arrays():
+    x = np.ones(4, np.float32)
+    with pytest.raises(ValueError, match="'x'.*at most 8"):
+        hk.neg(np.ones((1,) * 9, np.float32))
+    raw = np.zeros(16, np.uint8)
+    odd = np.ndarray((3,), np.float32, raw, offset=0, strides=(5,))
+    with pytest.raises(ValueError, match="'x'.*stride"):
+        hk.neg(odd)
+    with pytest.raises(TypeError, match="'alpha'"):
+        hk.axpy("two", x, x.copy())
+    with pytest.raises(TypeError, match="'value' is i32: 1.5"):
+        hk.fill(1.5, out=np.empty(2, np.int32))

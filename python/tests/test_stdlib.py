@@ -101,3 +101,22 @@ def test_help_says_what_it_does():
     assert "out = x + y" in hk.add.__doc__
     assert hk.add.__text_signature__.startswith("(x, y, out=None")
     assert "axis" in hk.sum.__doc__
+
+
+def test_bf16_as_uint16_and_half_values():
+    bits = np.array([0x3F80, 0x4000], np.uint16)        # bf16 1.0, 2.0 -> 2.0, 4.0
+    np.testing.assert_array_equal(hk.add(bits, bits), [0x4000, 0x4080])
+    h = np.array([1.5, 2.5], np.float16)
+    np.testing.assert_array_equal(hk.mul(h, 2.0), [3.0, 5.0])
+
+
+def test_fill_and_arange_take_values():
+    out = np.empty(5, np.int64)
+    assert hk.fill(7, out=out) is out and (out == 7).all()
+    np.testing.assert_array_equal(hk.arange(1.0, 0.5, out=np.empty(4)),
+                                  [1, 1.5, 2, 2.5])
+
+
+def test_tiers_visible():
+    assert hk.add.__self__.tier == "inline"
+    assert {i["name"] for i in hk.add.__self__.instances} >= {"add_f32"}
