@@ -182,8 +182,13 @@ static int kernel_init(hkpy_Kernel *self, PyObject *args, PyObject *kw) {
   Py_XSETREF(self->ctx, ctx);
   Py_INCREF(name);
   Py_XSETREF(self->name, name);
-  self->vectorcall = kernel_vectorcall;
   return gather(self);
+}
+
+static PyObject *kernel_new(PyTypeObject *t, PyObject *a, PyObject *kw) {
+  hkpy_Kernel *self = (hkpy_Kernel *)PyType_GenericNew(t, a, kw);
+  if (self) self->vectorcall = kernel_vectorcall;
+  return (PyObject *)self;
 }
 
 static void kernel_dealloc(hkpy_Kernel *self) {
@@ -552,6 +557,10 @@ static PyObject *results(hkpy_Kernel *K, hkpy_arg *g) {
 
 static PyObject *call_once(hkpy_Kernel *K, PyObject *const *args,
                            Py_ssize_t nargs, PyObject *kwnames, int *stale) {
+  if (!K->ctx) {
+    PyErr_SetString(PyExc_TypeError, "Kernel.__init__ was not called");
+    return NULL;
+  }
   if (!K->ctx->ctx || K->ctx->closing)
     return hkpy_raise(HKPY_ECLOSED, "the context was closed");
   if (K->gen != K->ctx->gen && gather(K)) return NULL;
@@ -664,18 +673,27 @@ static PyObject *kernel_vectorcall(PyObject *self, PyObject *const *args,
 
 /* ---- attributes -------------------------------------------------------------- */
 
+/* The kernel's instances, read again after a load or reload; -1 with an
+ * exception when the context is closed (or the kernel was never made). */
+static int current(hkpy_Kernel *K) {
+  if (!K->ctx) {
+    PyErr_SetString(PyExc_TypeError, "Kernel.__init__ was not called");
+    return -1;
+  }
+  if (!hkpy_context_get(K->ctx)) return -1;
+  return K->gen != K->ctx->gen ? gather(K) : 0;
+}
+
 static PyObject *kernel_tier(hkpy_Kernel *K, void *unused) {
   (void)unused;
-  if (!hkpy_context_get(K->ctx)) return NULL;
-  if (K->gen != K->ctx->gen && gather(K)) return NULL;
+  if (current(K)) return NULL;
   hk_kernel_t *k = K->last ? K->last : K->inst[0].k;
   return PyUnicode_FromString(hk_tier_name(hk_kernel_tier(k)));
 }
 
 static PyObject *kernel_instances(hkpy_Kernel *K, void *unused) {
   (void)unused;
-  if (!hkpy_context_get(K->ctx)) return NULL;
-  if (K->gen != K->ctx->gen && gather(K)) return NULL;
+  if (current(K)) return NULL;
   PyObject *l = PyList_New(K->ninst);
   if (!l) return NULL;
   for (int i = 0; i < K->ninst; i++) {
@@ -691,8 +709,7 @@ static PyObject *kernel_instances(hkpy_Kernel *K, void *unused) {
 
 static PyObject *kernel_wait(hkpy_Kernel *K, PyObject *unused) {
   (void)unused;
-  if (!hkpy_context_get(K->ctx)) return NULL;
-  if (K->gen != K->ctx->gen && gather(K)) return NULL;
+  if (current(K)) return NULL;
   for (int i = 0; i < K->ninst; i++) {
     int rc;
     K->ctx->busy++;
@@ -707,12 +724,14 @@ static PyObject *kernel_wait(hkpy_Kernel *K, PyObject *unused) {
 
 static PyObject *kernel_context(hkpy_Kernel *K, void *unused) {
   (void)unused;
+  if (!K->ctx) Py_RETURN_NONE;
   Py_INCREF(K->ctx);
   return (PyObject *)K->ctx;
 }
 
 static PyObject *kernel_name(hkpy_Kernel *K, void *unused) {
   (void)unused;
+  if (!K->name) Py_RETURN_NONE;
   Py_INCREF(K->name);
   return K->name;
 }
@@ -739,7 +758,7 @@ PyTypeObject hkpy_KernelType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE |
                 Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "The C side of hk.Kernel.",
-    .tp_new = PyType_GenericNew,
+    .tp_new = kernel_new,
     .tp_init = (initproc)kernel_init,
     .tp_dealloc = (destructor)kernel_dealloc,
     .tp_call = PyVectorcall_Call,

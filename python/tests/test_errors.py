@@ -123,3 +123,16 @@ def test_odd_arrays():
         hk.axpy("two", x, x.copy())
     with pytest.raises(TypeError, match="'value' is i32: 1.5"):
         hk.fill(1.5, out=np.empty(2, np.int32))
+
+
+def test_objects_never_initialised():
+    k = hk.Kernel.__new__(hk.Kernel)
+    with pytest.raises(TypeError, match="__init__"):
+        k(1.0)
+    with pytest.raises(TypeError, match="__init__"):
+        k.tier
+    c = hk.Context.__new__(hk.Context)
+    with pytest.raises(hk.ContextClosedError):
+        c.kernels()
+    with pytest.raises(TypeError):
+        hk.Kernel(object(), "add")
