@@ -66,6 +66,7 @@ setup(
     version="0.1.0",
     description="hk kernels for NumPy and GPU arrays, over libhk",
     packages=["hk"],
+    package_data={"hk": ["py.typed", "*.pyi"]},
     ext_modules=[Extension(
         "hk._hk",
         sources=sorted(glob.glob(os.path.join("src", "*.c"))),
