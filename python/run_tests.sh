@@ -9,16 +9,19 @@ set -eu
 PY=$1 B=$2 S=$3 CLI=$4
 export PYTHONDONTWRITEBYTECODE=1
 if [ "${5:-}" = install ]; then
-  "$PY" -c "import ensurepip, setuptools, wheel" 2>/dev/null || {
-    echo "skipped: python3-venv, python3-setuptools or python3-wheel missing"
+  "$PY" -c "import venv, setuptools, wheel, pip" 2>/dev/null || {
+    echo "skipped: python3-venv, python3-pip, python3-setuptools or" \
+      "python3-wheel missing"
     exit 77
   }
   t=$(mktemp -d)
   trap 'rm -rf "$t"' EXIT
   cp -r "$S/python" "$t/python"
   rm -rf "$t/python/build" "$t/python/build-libhk" "$t/python"/*.egg-info
-  "$PY" -m venv --system-site-packages "$t/venv"
-  HK_BUILD_DIR=$B HK_SOURCE_DIR=$S "$t/venv/bin/pip" install -q \
+  # without pip of its own (ensurepip takes seconds): the system's pip,
+  # seen through --system-site-packages, installs into the venv
+  "$PY" -m venv --system-site-packages --without-pip "$t/venv"
+  HK_BUILD_DIR=$B HK_SOURCE_DIR=$S "$t/venv/bin/python" -m pip install -q \
     --no-build-isolation --no-index "$t/python"
   cd "$t"
   "$t/venv/bin/python" - <<'PYEOF'
