@@ -157,3 +157,28 @@ def test_close_while_another_thread_calls():
     ctx.close()
     t.join()
     assert len(ended) == 1 and ctx.closed
+
+
+def test_reload_switches_a_kernel_in_place(tmp_path):
+    d = tmp_path / "plug"
+    d.mkdir(mode=0o700)
+    f = d / "scale.json"
+    desc = {"schema_version": 1, "name": "scale", "kind": "elementwise",
+            "params": [{"name": "x", "type": "f64", "role": "in"},
+                       {"name": "y", "type": "f64", "role": "out"}],
+            "body": "y = 2 * x;"}
+    f.write_text(json.dumps(desc))
+    ctx = hk.Context(plugins=[d], tier="jit")
+    k = ctx.kernel("scale")
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(k(x), 2 * x)
+    f.write_text(json.dumps(dict(desc, body="y = 3 * x;")))
+    (d / "neg2.json").write_text(json.dumps(dict(desc, name="neg2",
+                                                 body="y = -x;")))
+    ctx.reload()
+    np.testing.assert_array_equal(k(x), 3 * x)       # the same handle
+    np.testing.assert_array_equal(ctx.kernel("neg2")(x), -x)
+    desc["params"][0]["type"] = desc["params"][1]["type"] = "f32"
+    f.write_text(json.dumps(desc))                   # parameters changed
+    ctx.reload()
+    assert k(x.astype(np.float32)).dtype == np.float32
