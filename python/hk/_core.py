@@ -76,7 +76,8 @@ class Kernel(_hk.Kernel):
     (a tuple when there are several). Arrays are used in place, never
     copied: NumPy arrays (any strides), objects with the buffer protocol,
     ``__cuda_array_interface__`` or ``__dlpack__`` (GPU arrays run on the
-    GPU). Out arrays not given are allocated (NumPy). The instance is picked
+    GPU). Out arrays not given are allocated (NumPy; on the GPU an
+    :class:`hk.Array` of hk's pool). The instance is picked
     from the arrays' dtypes (``saxpy_f32`` for float32). Returns the out
     arrays (one, or a tuple), else the inout ones, else None.
     """

@@ -304,6 +304,10 @@ PyObject *hkpy_array_empty(PyObject *shape, PyObject *dtype,
   return (PyObject *)self;
 }
 
+const hk_array_t *hkpy_array_desc(PyObject *arr) {
+  return &((hkpy_Array *)arr)->a;
+}
+
 PyObject *hkpy_array_from_dlpack(PyObject *obj) {
   hkpy_arg g;
   memset(&g, 0, sizeof g);

@@ -66,6 +66,8 @@ extern PyTypeObject hkpy_ArrayType;
 /* hk.empty: an array in host or GPU memory hk allocates. */
 PyObject *hkpy_array_empty(PyObject *shape, PyObject *dtype,
                            const char *device);
+/* An hk.Array's descriptor. */
+const hk_array_t *hkpy_array_desc(PyObject *arr);
 /* hk.from_dlpack: obj's memory (DLPack, __cuda_array_interface__, NumPy),
  * borrowed. */
 PyObject *hkpy_array_from_dlpack(PyObject *obj);

@@ -6,7 +6,8 @@
  * parameter), makes each into an hk_array_t (convert.c), picks the
  * instance from the arrays' dtypes (hk_kernel_select, its answer cached per
  * dtype signature: the cached path is a few compares), allocates the out
- * arrays not given (hk_call_out_shape) and runs hk_call_arrays, without the
+ * arrays not given (hk_call_out_shape: NumPy arrays, or hk.Arrays in GPU
+ * memory for a GPU call) and runs hk_call_arrays, without the
  * GIL from hkpy_gil_min elements. The hot path is vectorcall end to end:
  * no tuple, no dict, no Python frame. */
 #include "hkpy.h"
@@ -452,9 +453,11 @@ static int rows_axis(hkpy_Kernel *K, call_kw *kw, hkpy_arg *g) {
   return v == nd - 1 ? -1 : (int)v;
 }
 
-/* Allocates out parameter p (not given) as a NumPy array. */
+/* Allocates out parameter p (not given): a NumPy array, or for a call on
+ * the GPU an hk.Array in GPU memory (hk's pool). */
 static int alloc_out(hkpy_Kernel *K, hk_kernel_t *k, hkpy_arg *g,
-                     const hk_call_opts_t *opts, int p, int axis) {
+                     const hk_call_opts_t *opts, int p, int axis,
+                     int device) {
   int nd;
   int64_t shape[HK_MAX_DIMS];
   hk_array_t a[HKPY_MAXP];
@@ -469,11 +472,30 @@ static int alloc_out(hkpy_Kernel *K, hk_kernel_t *k, hkpy_arg *g,
   for (int d = 0, s = 0; d < nd; d++)
     dims[d] = moved ? (d == axis ? shape[nd - 1] : shape[s++]) : shape[d];
   hk_dtype_t t = hk_kernel_info(k)->params[p].dtype;
-  PyObject *arr = PyArray_SimpleNew(nd, dims, hkpy_typenum(t));
-  if (!arr) return -1;
-  rc = hkpy_arg_ndarray(&g[p], (PyArrayObject *)arr, K->cname, K->cpname[p]);
-  Py_DECREF(arr);
-  if (rc) return -1;
+  if (device) {
+    PyObject *shp = PyTuple_New(nd), *arr = NULL;
+    for (int d = 0; shp && d < nd; d++) {
+      PyObject *v = PyLong_FromSsize_t(dims[d]);
+      if (!v) Py_CLEAR(shp);
+      else PyTuple_SET_ITEM(shp, d, v);
+    }
+    PyObject *dt = PyUnicode_FromString(hk_dtype_name(t));
+    if (shp && dt) arr = hkpy_array_empty(shp, dt, "cuda");
+    Py_XDECREF(shp);
+    Py_XDECREF(dt);
+    if (!arr) return -1;
+    g[p].a = *hkpy_array_desc(arr);
+    g[p].arr = arr;
+    g[p].where = HKPY_DEVICE;
+    g[p].via = "hk.Array";
+  } else {
+    PyObject *arr = PyArray_SimpleNew(nd, dims, hkpy_typenum(t));
+    if (!arr) return -1;
+    rc = hkpy_arg_ndarray(&g[p], (PyArrayObject *)arr, K->cname,
+                          K->cpname[p]);
+    Py_DECREF(arr);
+    if (rc) return -1;
+  }
   g[p].a.dtype = t;
   g[p].obj = NULL; /* allocated here: returned from g->arr */
   if (moved) move_to_last(&g[p].a, axis);
@@ -481,9 +503,9 @@ static int alloc_out(hkpy_Kernel *K, hk_kernel_t *k, hkpy_arg *g,
 }
 
 /* A call's arrays all on one side: names the first host and the first
- * device parameter when both exist; on the GPU, every out array must be
- * given and the CUDA backend started (hk_cuda_init recognises pointers
- * allocated outside hk from then on). */
+ * device parameter when both exist; on the GPU, starts the CUDA backend
+ * (hk_cuda_init recognises pointers allocated outside hk from then on).
+ * 1 for a GPU call, 0 for the CPU, -1 with an exception. */
 static int check_sides(hkpy_Kernel *K, hkpy_arg *g) {
   int host = -1, dev = -1, val = -1;
   for (int p = 0; p < K->nparams; p++) {
@@ -505,13 +527,6 @@ static int check_sides(hkpy_Kernel *K, hkpy_arg *g) {
                  "GPU array", K->cname, K->cpname[val], K->cpname[dev]);
     return -1;
   }
-  for (int p = 0; dev >= 0 && p < K->nparams; p++)
-    if (K->role[p] == HK_ROLE_OUT && !g[p].obj) {
-      PyErr_Format(PyExc_ValueError, "%s: parameter '%s' must be given on "
-                   "the GPU (hk allocates NumPy arrays only)", K->cname,
-                   K->cpname[p]);
-      return -1;
-    }
   if (dev >= 0) {
     int rc = hk_cuda_init();
     if (rc != HK_OK) {
@@ -523,7 +538,7 @@ static int check_sides(hkpy_Kernel *K, hkpy_arg *g) {
       return -1;
     }
   }
-  return 0;
+  return dev >= 0;
 }
 
 /* What a call returns: its out arrays (one, or a tuple), else its inout
@@ -535,7 +550,7 @@ static PyObject *results(hkpy_Kernel *K, hkpy_arg *g) {
   for (int p = 0; p < K->nparams; p++) {
     if (K->role[p] != (hk_role_t)want) continue;
     PyObject *o = g[p].obj ? g[p].obj : g[p].arr;
-    if (!g[p].obj && K->kind == HK_KIND_REDUCTION &&
+    if (!g[p].obj && K->kind == HK_KIND_REDUCTION && PyArray_Check(o) &&
         PyArray_NDIM((PyArrayObject *)o) == 0) {
       Py_INCREF(o); /* PyArray_Return steals it */
       o = PyArray_Return((PyArrayObject *)o);
@@ -597,7 +612,8 @@ static PyObject *call_once(hkpy_Kernel *K, PyObject *const *args,
     if (!g[p].value) key[p] = g[p].a.dtype;
   }
   key[np] = kw.dtype;
-  if (check_sides(K, g)) goto done;
+  int device = check_sides(K, g);
+  if (device < 0) goto done;
   hk_kernel_t *k = pick(K, key);
   if (!k) goto done;
   K->last = k;
@@ -620,7 +636,8 @@ static PyObject *call_once(hkpy_Kernel *K, PyObject *const *args,
           move_to_last(&g[p].a, axis);
   }
   for (int p = 0; p < np; p++)
-    if (!g[p].obj && alloc_out(K, k, g, &kw.opts, p, axis)) goto done;
+    if (!g[p].obj && alloc_out(K, k, g, &kw.opts, p, axis, device))
+      goto done;
   hk_array_t a[HKPY_MAXP];
   int64_t big = 0;
   for (int p = 0; p < np; p++) {
