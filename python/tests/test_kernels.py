@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import hk
+from conftest import ROOT
 
 SAXPY = {
     "schema_version": 1, "name": "saxpy2", "kind": "elementwise",
@@ -182,3 +183,10 @@ def test_reload_switches_a_kernel_in_place(tmp_path):
     f.write_text(json.dumps(desc))                   # parameters changed
     ctx.reload()
     assert k(x.astype(np.float32)).dtype == np.float32
+
+
+def test_raw_kernel_out_from_len():
+    k = hk.Kernel.from_file(ROOT / "plugins" / "matvec.json")
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    y = k(a, np.ones(3, np.float32), 2, 3)     # y's len: rows
+    np.testing.assert_array_equal(y, a.sum(axis=1))
