@@ -326,13 +326,9 @@ static int run_cc(const hk_cc_t *cc, hk_purpose_t purpose, const char *src,
   return rc;
 }
 
-/* Builds u in a private folder of cc->workdir and reads the object back
- * (compiler.h: compile). */
-static int cc_compile(const hk_compiler_t *c, const hkc_unit *u,
-                      const hk_compile_opts_t *o, hk_object_t *out,
-                      hku_diags *d) {
-  const hk_cc_t *cc = c->state;
-  const char *path = hkc_file_path(hkc_unit_file(u));
+int hk__cc_build_text(const hk_cc_t *cc, const char *text, size_t len,
+                      const hk_compile_opts_t *o, const char *path,
+                      hk_object_t *out, hku_buf *msgs, hku_diags *d) {
   if (cc->why_not) {
     hku_diag_add(d, HKU_ERROR, path, 0, 0, "%s", cc->why_not);
     return HK_EUNSUPPORTED;
@@ -347,31 +343,42 @@ static int cc_compile(const hk_compiler_t *c, const hkc_unit *u,
   snprintf(src, sizeof src, "%s/kernel.c", dir);
   snprintf(so, sizeof so, "%s/kernel.so", dir);
   int rc = HK_OK;
-  hku_buf msgs = HKU_BUF_INIT;
   int fd = open(src, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  int wrote = fd >= 0 &&
-              hku_write_all(fd, hkc_unit_text(u), hkc_unit_len(u)) == HK_OK;
+  int wrote = fd >= 0 && hku_write_all(fd, text, len) == HK_OK;
   if (fd >= 0 && close(fd) != 0) wrote = 0; /* closed either way */
   if (!wrote) {
     hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot write %s: %s", src,
                  strerror(errno));
     rc = HK_EIO;
-  } else if (run_cc(cc, o->purpose, src, so, &msgs,
+  } else if (run_cc(cc, o->purpose, src, so, msgs,
                     o->timeout_s ? o->timeout_s : DEFAULT_TIMEOUT_S,
                     o->cancel) != 0) {
-    if (!hkc_unit_report(u, hku_buf_str(&msgs), c->name, d))
-      hku_diag_add(d, HKU_ERROR, path, 0, 0, "%s", hku_buf_str(&msgs));
-    rc = msgs.oom ? HK_ENOMEM : HK_ECOMPILE;
+    rc = msgs->oom ? HK_ENOMEM : HK_ECOMPILE;
   } else if (access(so, F_OK) != 0) {
     hku_diag_add(d, HKU_ERROR, path, 0, 0, "no object was built");
     rc = HK_ECOMPILE;
   } else {
     rc = hku_read_file(so, &out->image, &out->size, NULL, d);
   }
-  hku_buf_free(&msgs);
   unlink(src);
   unlink(so);
   rmdir(dir);
+  return rc;
+}
+
+/* Builds u (hk__cc_build_text) and locates the compiler's complaints in
+ * the kernel file (compiler.h: compile). */
+static int cc_compile(const hk_compiler_t *c, const hkc_unit *u,
+                      const hk_compile_opts_t *o, hk_object_t *out,
+                      hku_diags *d) {
+  const char *path = hkc_file_path(hkc_unit_file(u));
+  hku_buf msgs = HKU_BUF_INIT;
+  int rc = hk__cc_build_text(c->state, hkc_unit_text(u), hkc_unit_len(u), o,
+                             path, out, &msgs, d);
+  if (rc == HK_ECOMPILE && msgs.len &&
+      !hkc_unit_report(u, hku_buf_str(&msgs), c->name, d))
+    hku_diag_add(d, HKU_ERROR, path, 0, 0, "%s", hku_buf_str(&msgs));
+  hku_buf_free(&msgs);
   return rc;
 }
 

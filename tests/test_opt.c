@@ -18,11 +18,21 @@
  *     compiler that adds a call to puts) is said: forced tier opt fails
  *     with the reason; tier auto stays on jit, and the reason is in the
  *     note, in hk_kernel_wait_opt's error and in the log.
+ *  5. batches: a folder of kernel files reaches tier opt in batches (the
+ *     process pinned to two CPUs: two compiler runs), one of which holds a
+ *     file the system compiler rejects (a macro of a -include'd header
+ *     breaks it; libtcc is fine with it): the others all reach tier opt
+ *     and compute what jit computes, it stays on jit with the compiler's
+ *     complaint in its note; the cache holds one entry per good file, and
+ *     files of one batch share one object (one inode); a second context
+ *     takes them all at once; a file that changes is the only one built
+ *     again.
  * `test_opt --race-child DIR CACHE` is the child process of part 2 (the
  * test spawns itself). The temp tree and the helpers:
  * tests/registry_fixture.h.
  */
 #include <dirent.h>
+#include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -758,6 +768,132 @@ static void test_refused_said(void) {
   CHECK_INT_EQ(cache_entries(P("cache_syn_evil"), NULL, 0), 0);
 }
 
+/* ---- 5. Batches ------------------------------------------------------------------- */
+
+#define NBATCH 7 /* kernel files; b3 is the one cc rejects */
+
+static void write_batch_file(int i, float scale) {
+  char path[64], name[32], body[128], text[1024];
+  snprintf(path, sizeof path, "batch/b%d.json", i);
+  snprintf(name, sizeof name, "b%d", i);
+  if (i == 3) /* poison_b is a macro of the header cc is given */
+    snprintf(text, sizeof text,
+             "{\"schema_version\": 1, \"name\": \"b3\", \"kind\": "
+             "\"elementwise\", \"params\": [\n"
+             " {\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+             " {\"name\": \"poison_b\", \"type\": \"f32\", \"role\": "
+             "\"scalar\"},\n"
+             " {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
+             " \"body\": \"out = x + poison_b;\"}\n");
+  else {
+    snprintf(body, sizeof body, "out = x * %.1ff + %d.0f;", scale, i);
+    snprintf(text, sizeof text, GOOD_JSON_FMT, name, body);
+  }
+  write_text(P(path), text);
+}
+
+/* How many distinct files the cache entries in dir are. */
+static int cache_inodes(const char *dir) {
+  ino_t seen[64];
+  int n = 0;
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while (d && (e = readdir(d)))
+    if (strlen(e->d_name) == 67 && !strcmp(e->d_name + 64, ".so")) {
+      struct stat st;
+      if (fstatat(dirfd(d), e->d_name, &st, 0) != 0) continue;
+      int k = 0;
+      while (k < n && seen[k] != st.st_ino) k++;
+      if (k == n && n < 64) seen[n++] = st.st_ino;
+    }
+  if (d) closedir(d);
+  return n;
+}
+
+/* Every good kernel of the batch folder on tier tier, computing
+ * x * scale + i. */
+static void check_batch_kernels(hk_context_t *c, hk_tier_t tier,
+                                const char *what, float scale5) {
+  for (int i = 0; i < NBATCH; i++) {
+    if (i == 3) continue;
+    char name[32];
+    snprintf(name, sizeof name, "b%d", i);
+    hk_kernel_t *k = find(c, name);
+    if (!k) continue;
+    CHECK_MSG(hk_kernel_tier(k) == tier, "%s: %s is on tier %d", what, name,
+              (int)hk_kernel_tier(k));
+    float *out = g_got;
+    void *args[] = {gx32, out};
+    CHECK_INT_EQ(hk_call(k, 1000, args), HK_OK);
+    int bad = 0;
+    float scale = i == 5 ? scale5 : 2.0f;
+    for (int j = 0; j < 1000; j++)
+      bad += out[j] != gx32[j] * scale + (float)i;
+    CHECK_MSG(!bad, "%s: %s computes something else", what, name);
+  }
+}
+
+static void test_batches(void) {
+  if (!g_have_cc) return;
+  cpu_set_t was, two;
+  CHECK(sched_getaffinity(0, sizeof was, &was) == 0);
+  CPU_ZERO(&two);
+  for (int c = 0, got = 0; c < CPU_SETSIZE && got < 2; c++)
+    if (CPU_ISSET(c, &was)) {
+      CPU_SET(c, &two);
+      got++;
+    }
+  CHECK(sched_setaffinity(0, sizeof two, &two) == 0);
+  check_make_dir(P("batch"));
+  for (int i = 0; i < NBATCH; i++) write_batch_file(i, 2.0f);
+  PATH(hdr, "batch_poison.h");
+  write_text(hdr, "#define poison_b )\n");
+  char cc[4300];
+  snprintf(cc, sizeof cc, "cc -include %s", hdr);
+  PATH(cache, "cache_batch");
+  check_make_dir(cache);
+
+  hk_context_t *c = mkctx(HK_TIER_AUTO, P("batch"), cache, 0, cc);
+  if (c) {
+    CHECK_STR_EQ(hk_context_problems(c), "");
+    hk_context_wait(c);
+    check_batch_kernels(c, HK_TIER_OPT, "cold", 2.0f);
+    hk_kernel_t *k = find(c, "b3");
+    if (k) {
+      CHECK(hk_kernel_wait_opt(k) != HK_OK);
+      CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_JIT);
+      show("note", note_of(k));
+      CHECK_CONTAINS(note_of(k), "opt: the system compiler failed");
+    }
+  }
+  hk_context_destroy(c);
+  CHECK_INT_EQ(cache_entries(cache, NULL, 0), NBATCH - 1);
+  int files = cache_inodes(cache);
+  CHECK_MSG(files >= 1 && files < NBATCH - 1,
+            "%d objects for %d kernel files: no batch shares one", files,
+            NBATCH - 1);
+  CHECK_INT_EQ(cache_leftovers(cache), 0);
+
+  /* warm: all at once from the cache */
+  c = mkctx(HK_TIER_AUTO, P("batch"), cache, 0, cc);
+  if (c) check_batch_kernels(c, HK_TIER_OPT, "warm", 2.0f);
+  hk_context_destroy(c);
+
+  /* one file changes: it alone is built again */
+  sleep_ms(20);
+  write_batch_file(5, 3.0f);
+  c = mkctx(HK_TIER_AUTO, P("batch"), cache, 0, cc);
+  if (c) {
+    hk_kernel_t *k = find(c, "b0");
+    if (k) CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_OPT);
+    hk_context_wait(c);
+    check_batch_kernels(c, HK_TIER_OPT, "one changed", 3.0f);
+  }
+  hk_context_destroy(c);
+  CHECK_INT_EQ(cache_entries(cache, NULL, 0), NBATCH);
+  CHECK(sched_setaffinity(0, sizeof was, &was) == 0);
+}
+
 int main(int argc, char **argv) {
   umask(022);
   if (argc == 4 && !strcmp(argv[1], "--race-child"))
@@ -770,6 +906,7 @@ int main(int argc, char **argv) {
   PART("shared objects", test_shared_objects());
   PART("synthesised imports", test_synthesised());
   PART("refused objects said", test_refused_said());
+  PART("batches", test_batches());
   fixture_teardown();
   CHECK_DONE();
 }
