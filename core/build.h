@@ -53,7 +53,8 @@ HK_INTERNAL int hk__build_image_fd(const hk_object_t *o, const char *path,
 
 /* The disk cache key of a C unit for tier opt: SHA-256 of the ABI
  * version, the compiler's identity, its flags, the CPU, the prelude (all
- * hashed once per process) and the unit's text around the prelude. */
+ * hashed once per process), the flags of the unit's kernels
+ * (hk__cc_unit_flags) and the unit's text around the prelude. */
 HK_INTERNAL void hk__build_key(const hkc_unit *u, const char *identity,
                                const char *flags, const char *cpu,
                                uint8_t key[32]);
@@ -64,7 +65,8 @@ HK_INTERNAL void hk__build_key(const hkc_unit *u, const char *identity,
  * prelude exactly (hkc_prelude_text) and its own code defines no macro. */
 HK_INTERNAL int hk__build_mergeable(const hkc_unit *u);
 
-/* Builds the n mergeable units (distinct instance names) with the system
+/* Builds the n mergeable units (distinct instance names, the same
+ * hk__cc_unit_flags) with the system
  * compiler cc (compiler_cc.h) as ONE object holding the entry points of
  * them all: one translation unit, the prelude once. HK_OK and out's image
  * (malloc'ed; not yet checked: hk__build_image_fd). HK_ECOMPILE with

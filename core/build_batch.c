@@ -102,8 +102,9 @@ int hk__build_batch(const hk_cc_t *cc, const hkc_unit *const *units, int n,
     d->oom = 1;
     rc = HK_ENOMEM;
   } else {
-    rc = hk__cc_build_text(cc, hku_buf_str(&text), text.len, o, path, out,
-                           &msgs, d);
+    rc = hk__cc_build_text(cc, hku_buf_str(&text), text.len,
+                           hk__cc_unit_flags(units[0]), o, path, out, &msgs,
+                           d);
   }
   if (rc == HK_ECOMPILE && !blame(hku_buf_str(&msgs), n, bad))
     hku_diag_add(d, HKU_ERROR, path, 0, 0,

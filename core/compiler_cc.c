@@ -60,6 +60,22 @@ const char *hk__cc_flags(hk_purpose_t purpose) {
   return COMMON_FLAGS;
 }
 
+/* What a unit's kernels allow beyond the flags of every build (codegen.h):
+ * "fp": "fast" lets the compiler contract into FMAs and reassociate (sums
+ * and dot products vectorise; NaN and infinities keep their meaning, the
+ * sign of a zero may not); a file of raw kernels only drops -fwrapv (signed
+ * overflow is undefined there, as in C, and int index loops vectorise). */
+#define FAST_FP \
+  " -ffp-contract=fast -fassociative-math -fno-signed-zeros -fno-trapping-math"
+#define NO_WRAP " -fno-wrapv"
+
+const char *hk__cc_unit_flags(const hkc_unit *u) {
+  const hkc_file *f = hkc_unit_file(u);
+  int fast = hkc_file_fp_fast(f, HK_TARGET_CPU), wrap = hkc_file_wraps(f);
+  if (fast) return wrap ? FAST_FP : FAST_FP NO_WRAP;
+  return wrap ? "" : NO_WRAP;
+}
+
 /* Libraries after the sources: libm for the math functions, libc for
  * memcpy and friends, libgcc for helpers gcc may call. The import check
  * (elfcheck) decides what the object may actually use. */
@@ -298,10 +314,12 @@ void hk__cc_free(hk_cc_t *cc) {
 
 /* Runs cc on src, making so; the compiler's output goes to msgs. Returns
  * run_captured's status, or -1 when out of memory (said in msgs). */
-static int run_cc(const hk_cc_t *cc, hk_purpose_t purpose, const char *src,
-                  const char *so, hku_buf *msgs, int timeout_s,
-                  const _Atomic int *cancel) {
-  char **flags = split_words(hk__cc_flags(purpose));
+static int run_cc(const hk_cc_t *cc, hk_purpose_t purpose, const char *extra,
+                  const char *src, const char *so, hku_buf *msgs,
+                  int timeout_s, const _Atomic int *cancel) {
+  char all[1024];
+  snprintf(all, sizeof all, "%s%s", hk__cc_flags(purpose), extra);
+  char **flags = split_words(all);
   size_t n = 0, nf = 0;
   while (cc->argv[n]) n++;
   while (flags && flags[nf]) nf++;
@@ -327,8 +345,9 @@ static int run_cc(const hk_cc_t *cc, hk_purpose_t purpose, const char *src,
 }
 
 int hk__cc_build_text(const hk_cc_t *cc, const char *text, size_t len,
-                      const hk_compile_opts_t *o, const char *path,
-                      hk_object_t *out, hku_buf *msgs, hku_diags *d) {
+                      const char *extra, const hk_compile_opts_t *o,
+                      const char *path, hk_object_t *out, hku_buf *msgs,
+                      hku_diags *d) {
   if (cc->why_not) {
     hku_diag_add(d, HKU_ERROR, path, 0, 0, "%s", cc->why_not);
     return HK_EUNSUPPORTED;
@@ -350,7 +369,7 @@ int hk__cc_build_text(const hk_cc_t *cc, const char *text, size_t len,
     hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot write %s: %s", src,
                  strerror(errno));
     rc = HK_EIO;
-  } else if (run_cc(cc, o->purpose, src, so, msgs,
+  } else if (run_cc(cc, o->purpose, extra, src, so, msgs,
                     o->timeout_s ? o->timeout_s : DEFAULT_TIMEOUT_S,
                     o->cancel) != 0) {
     rc = msgs->oom ? HK_ENOMEM : HK_ECOMPILE;
@@ -373,8 +392,8 @@ static int cc_compile(const hk_compiler_t *c, const hkc_unit *u,
                       hku_diags *d) {
   const char *path = hkc_file_path(hkc_unit_file(u));
   hku_buf msgs = HKU_BUF_INIT;
-  int rc = hk__cc_build_text(c->state, hkc_unit_text(u), hkc_unit_len(u), o,
-                             path, out, &msgs, d);
+  int rc = hk__cc_build_text(c->state, hkc_unit_text(u), hkc_unit_len(u),
+                             hk__cc_unit_flags(u), o, path, out, &msgs, d);
   if (rc == HK_ECOMPILE && msgs.len &&
       !hkc_unit_report(u, hku_buf_str(&msgs), c->name, d))
     hku_diag_add(d, HKU_ERROR, path, 0, 0, "%s", hku_buf_str(&msgs));

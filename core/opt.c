@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "build.h"
+#include "compiler_cc.h"
 #include "loader.h"
 #include "threadpool.h"
 
@@ -259,11 +260,13 @@ typedef struct opt_round {
   _Atomic int next; /* the next job to take */
 } opt_round;
 
+static void jobs_free_one(opt_job *job) {
+  free(job->ms);
+  free(job->redo);
+}
+
 static void jobs_free(opt_job *jobs, int n) {
-  for (int j = 0; jobs && j < n; j++) {
-    free(jobs[j].ms);
-    free(jobs[j].redo);
-  }
+  for (int j = 0; jobs && j < n; j++) jobs_free_one(&jobs[j]);
   free(jobs);
 }
 
@@ -294,47 +297,76 @@ static size_t weight(const hk_module_t *m) {
   return hkc_unit_len(m->unit) - len;
 }
 
-/* The first round's jobs for the n modules ms: the mergeable ones spread
- * over as many batches as there are CPUs (fewer for few modules, more for
- * big ones: BATCH_MAX_INSTANCES), each to the lightest batch so far; the
- * others alone. HK_OK and *jobs, *njobs, or HK_ENOMEM. */
-static int plan(hk_module_t **ms, int n, opt_job **jobs, int *njobs) {
-  int nmerge = 0, ninst = 0;
-  for (int j = 0; j < n; j++)
-    if (hk__build_mergeable(ms[j]->unit)) {
-      nmerge++;
-      ninst += ms[j]->ninst;
-    }
+/* Adds the jobs of the n modules ms, all mergeable with the same flags,
+ * to v (*nv of them, room for as many more as there are modules): as
+ * many batches as there are CPUs (fewer for few modules, more for big
+ * ones: BATCH_MAX_INSTANCES), each module to the lightest batch so far
+ * where no name collides, else alone. HK_OK or HK_ENOMEM. */
+static int plan_group(hk_module_t **ms, int n, opt_job *v, int *nv) {
+  int ninst = 0;
+  for (int j = 0; j < n; j++) ninst += ms[j]->ninst;
   int nb = hk__cpu_count();
   if (nb < (ninst + BATCH_MAX_INSTANCES - 1) / BATCH_MAX_INSTANCES)
     nb = (ninst + BATCH_MAX_INSTANCES - 1) / BATCH_MAX_INSTANCES;
-  if (nb > nmerge) nb = nmerge;
-  opt_job *v = calloc((size_t)n + (size_t)nb, sizeof *v);
+  if (nb > n) nb = n;
+  opt_job *bv = v + *nv;
   size_t *w = calloc((size_t)nb + 1, sizeof *w);
-  int nj = nb, rc = v && w ? HK_OK : HK_ENOMEM;
+  if (!w) return HK_ENOMEM;
+  int rc = HK_OK;
   for (int b = 0; rc == HK_OK && b < nb; b++)
-    if (job_init(&v[b], n)) rc = HK_ENOMEM;
+    if (job_init(&bv[b], n)) rc = HK_ENOMEM;
+  *nv += nb;
   for (int j = 0; rc == HK_OK && j < n; j++) {
     int best = -1;
-    if (hk__build_mergeable(ms[j]->unit))
-      for (int b = 0; b < nb; b++)
-        if ((best < 0 || w[b] < w[best]) && !collides(&v[b], ms[j])) best = b;
-    if (best < 0) {
-      best = nj++;
-      if (job_init(&v[best], 1)) rc = HK_ENOMEM;
-    }
-    if (rc == HK_OK) {
-      v[best].ms[v[best].n++] = ms[j];
-      if (best < nb) w[best] += weight(ms[j]);
-    }
+    for (int b = 0; b < nb; b++)
+      if ((best < 0 || w[b] < w[best]) && !collides(&bv[b], ms[j])) best = b;
+    opt_job *to = best >= 0 ? &bv[best] : &v[(*nv)++];
+    if (best < 0 && job_init(to, 1)) rc = HK_ENOMEM;
+    if (rc == HK_OK) to->ms[to->n++] = ms[j];
+    if (best >= 0) w[best] += weight(ms[j]);
   }
   free(w);
+  return rc;
+}
+
+/* The first round's jobs for the n modules ms: those that can be merged
+ * in batches of the same flags (plan_group), the others alone. HK_OK and
+ * *jobs, *njobs (empty batches dropped), or HK_ENOMEM. */
+static int plan(hk_module_t **ms, int n, opt_job **jobs, int *njobs) {
+  opt_job *v = calloc(2 * (size_t)n, sizeof *v);
+  hk_module_t **group = calloc((size_t)n, sizeof *group);
+  char *taken = calloc((size_t)n, 1);
+  int nv = 0, rc = v && group && taken ? HK_OK : HK_ENOMEM;
+  for (int j = 0; rc == HK_OK && j < n; j++) {
+    if (taken[j]) continue;
+    if (!hk__build_mergeable(ms[j]->unit)) {
+      opt_job *alone = &v[nv++];
+      if (job_init(alone, 1)) rc = HK_ENOMEM;
+      else alone->ms[alone->n++] = ms[j];
+      continue;
+    }
+    const char *flags = hk__cc_unit_flags(ms[j]->unit);
+    int ng = 0;
+    for (int i = j; i < n; i++)
+      if (!taken[i] && hk__build_mergeable(ms[i]->unit) &&
+          !strcmp(hk__cc_unit_flags(ms[i]->unit), flags)) {
+        group[ng++] = ms[i];
+        taken[i] = 1;
+      }
+    rc = plan_group(group, ng, v, &nv);
+  }
+  free(group);
+  free(taken);
+  int kept = 0;
+  for (int j = 0; j < nv; j++) /* drop empty batches */
+    if (v[j].n) v[kept++] = v[j];
+    else jobs_free_one(&v[j]);
   if (rc) {
-    jobs_free(v, nj);
+    jobs_free(v, kept);
     return rc;
   }
   *jobs = v;
-  *njobs = nj;
+  *njobs = kept;
   return HK_OK;
 }
 

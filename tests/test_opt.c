@@ -27,6 +27,13 @@
  *     files of one batch share one object (one inode); a second context
  *     takes them all at once; a file that changes is the only one built
  *     again.
+ *  6. "fp" modes and signed overflow: the flags each kind of file is
+ *     built with (a compiler that logs its arguments): elementwise keeps
+ *     -fwrapv, a file of raw kernels drops it, "fp": "fast" adds
+ *     contraction and reassociation; a fast raw dot product on tier opt
+ *     differs from the strict one in the last bits (it was vectorised),
+ *     while the strict one on tier opt equals tier jit bit for bit; a bad
+ *     "fp" is a located error.
  * `test_opt --race-child DIR CACHE` is the child process of part 2 (the
  * test spawns itself). The temp tree and the helpers:
  * tests/registry_fixture.h.
@@ -35,6 +42,7 @@
 #include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -894,6 +902,103 @@ static void test_batches(void) {
   CHECK(sched_setaffinity(0, sizeof was, &was) == 0);
 }
 
+/* ---- 6. fp modes and signed overflow ----------------------------------------- */
+
+#define DOT_JSON_FMT                                                        \
+  "{\"schema_version\": 1, \"name\": \"%s\", \"kind\": \"raw\",%s\n"     \
+  " \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"  \
+  "  {\"name\": \"y\", \"type\": \"f32\", \"role\": \"in\"},\n"              \
+  "  {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\", \"len\": "    \
+  "\"1\"}],\n"                                                              \
+  " \"cpu\": \"float s = 0; for (int i = 0; i < (int)n; i++) s += x[i] * "  \
+  "y[i]; out[0] = s;\"}\n"
+
+/* Loads text into c and returns the compiler's arguments (from the log
+ * of the wrapper), in a static buffer ("" when it did not run). */
+static const char *load_logged(hk_context_t *c, const char *text,
+                               const char *label, const char *log) {
+  static char args[8192];
+  write_text(log, "");
+  int rc = hk_load_string(c, text, strlen(text), label);
+  CHECK_MSG(rc == HK_OK, "load: %s", hk_last_error());
+  FILE *f = fopen(log, "r");
+  size_t n = f ? fread(args, 1, sizeof args - 1, f) : 0;
+  args[n] = '\0';
+  if (f) fclose(f);
+  return args;
+}
+
+static float dot_on(hk_context_t *c, const char *name) {
+  hk_kernel_t *k = find(c, name);
+  float out = 0;
+  void *args[] = {gx32, gy32, &out};
+  if (k) CHECK_INT_EQ(hk_call(k, 4099, args), HK_OK);
+  return out;
+}
+
+static void test_fp_modes(void) {
+  if (!g_have_cc) return;
+  PATH(log, "cc_args.log");
+  PATH(wrapper, "cc_logged.sh");
+  char script[4400];
+  snprintf(script, sizeof script,
+           "#!/bin/sh\necho \"$*\" >> '%s'\nexec cc \"$@\"\n", log);
+  write_text(wrapper, script);
+  CHECK(chmod(wrapper, 0755) == 0);
+  check_make_dir(P("cache_fp"));
+  hk_context_t *opt = mkctx(HK_TIER_OPT, NULL, P("cache_fp"), 0, wrapper);
+  hk_context_t *jit = mkctx(HK_TIER_JIT, NULL, NULL, HK_NO_CACHE, NULL);
+  if (!opt || !jit) {
+    hk_context_destroy(opt);
+    hk_context_destroy(jit);
+    return;
+  }
+  char text[2048];
+  snprintf(text, sizeof text, GOOD_JSON_FMT, "fp_ew", "out = x * 2.0f;");
+  const char *args = load_logged(opt, text, "ew.json", log);
+  CHECK_CONTAINS(args, "-fwrapv");
+  CHECK(!strstr(args, "-fno-wrapv") && !strstr(args, "-fassociative-math"));
+  CHECK_CONTAINS(args, "-ffp-contract=off");
+
+  snprintf(text, sizeof text, DOT_JSON_FMT, "dot_strict", "");
+  args = load_logged(opt, text, "strict.json", log);
+  CHECK_CONTAINS(args, "-fno-wrapv");
+  CHECK(!strstr(args, "-fassociative-math"));
+  CHECK_INT_EQ(hk_load_string(jit, text, strlen(text), "strict.json"), HK_OK);
+
+  snprintf(text, sizeof text, DOT_JSON_FMT, "dot_fast", " \"fp\": \"fast\",");
+  args = load_logged(opt, text, "fast.json", log);
+  CHECK_CONTAINS(args, "-fno-wrapv");
+  CHECK_CONTAINS(args, "-ffp-contract=fast -fassociative-math");
+  CHECK_INT_EQ(hk_load_string(jit, text, strlen(text), "fast.json"), HK_OK);
+
+  float strict_opt = dot_on(opt, "dot_strict"),
+        strict_jit = dot_on(jit, "dot_strict"),
+        fast_opt = dot_on(opt, "dot_fast"), fast_jit = dot_on(jit, "dot_fast");
+  printf("note: dot of 4099: strict %.9g (jit %.9g), fast %.9g (jit %.9g)\n",
+         strict_opt, strict_jit, fast_opt, fast_jit);
+  CHECK(memcmp(&strict_opt, &strict_jit, sizeof(float)) == 0);
+  CHECK(memcmp(&fast_jit, &strict_jit, sizeof(float)) == 0); /* tcc: strict */
+  CHECK_MSG(fast_opt != strict_opt,
+            "the fast dot product gave the strict bits: not vectorised?");
+  CHECK(fabsf(fast_opt - strict_opt) <= 1e-3f * (1 + fabsf(strict_opt)));
+
+  /* bad modes, located at the value */
+  static const char *const bad[][2] = {
+      {" \"fp\": \"fastest\",", "fp: unknown mode \"fastest\"; expected "
+                                 "\"strict\" or \"fast\""},
+      {" \"fp\": 1,", "fp: expected \"strict\" or \"fast\", got a number"}};
+  for (size_t b = 0; b < COUNT(bad); b++) {
+    snprintf(text, sizeof text, DOT_JSON_FMT, "dot_bad", bad[b][0]);
+    CHECK(hk_load_string(jit, text, strlen(text), "bad_fp.json") != HK_OK);
+    int line, col;
+    pos_of(text, "\"fp\": ", &line, &col);
+    check_at(hk_last_error(), "<bad_fp.json>", line, col + 6, bad[b][1]);
+  }
+  hk_context_destroy(opt);
+  hk_context_destroy(jit);
+}
+
 int main(int argc, char **argv) {
   umask(022);
   if (argc == 4 && !strcmp(argv[1], "--race-child"))
@@ -907,6 +1012,7 @@ int main(int argc, char **argv) {
   PART("synthesised imports", test_synthesised());
   PART("refused objects said", test_refused_said());
   PART("batches", test_batches());
+  PART("fp modes", test_fp_modes());
   fixture_teardown();
   CHECK_DONE();
 }
