@@ -71,14 +71,9 @@ hk_kernel_info_t *hkc_instance_info_new(const hkc_instance *in,
 
 /* 1 when every kernel of f with target (HK_TARGET_CPU or _CUDA) asks for
  * "fp": "fast" (and there is one): its unit for that target may then be
- * compiled with contraction and reassociation; a file that mixes modes is
- * compiled strict, which "fast" allows. */
+ * compiled with contraction and reassociation, and without -fwrapv; a
+ * file that mixes modes is compiled strict, which "fast" allows. */
 int hkc_file_fp_fast(const hkc_file *f, unsigned target);
-/* 1 when f has a CPU kernel whose loop is hk's (elementwise, reduction,
- * rows): signed arithmetic wraps in it (-fwrapv), as integer element ops
- * must; 0 when every loop is the author's (raw), where signed overflow is
- * undefined, as in C, so that loops with int indices vectorise. */
-int hkc_file_wraps(const hkc_file *f);
 
 /* ---- Generated source ---- */
 

@@ -54,17 +54,6 @@ int hkc_file_fp_fast(const hkc_file *f, unsigned target) {
   return any;
 }
 
-int hkc_file_wraps(const hkc_file *f) {
-  for (int i = 0; i < f->nkernels; i++) {
-    hk_kind_t kind = f->kernels[i].kind;
-    if ((f->kernels[i].targets & HK_TARGET_CPU) &&
-        (kind == HK_KIND_ELEMENTWISE || kind == HK_KIND_REDUCTION ||
-         kind == HK_KIND_ROWS))
-      return 1;
-  }
-  return 0;
-}
-
 /* ---- Instances ---- */
 
 const char *hkc_instance_name(const hkc_instance *in) { return in->name; }

@@ -60,20 +60,17 @@ const char *hk__cc_flags(hk_purpose_t purpose) {
   return COMMON_FLAGS;
 }
 
-/* What a unit's kernels allow beyond the flags of every build (codegen.h):
- * "fp": "fast" lets the compiler contract into FMAs and reassociate (sums
- * and dot products vectorise; NaN and infinities keep their meaning, the
- * sign of a zero may not); a file of raw kernels only drops -fwrapv (signed
- * overflow is undefined there, as in C, and int index loops vectorise). */
-#define FAST_FP \
-  " -ffp-contract=fast -fassociative-math -fno-signed-zeros -fno-trapping-math"
-#define NO_WRAP " -fno-wrapv"
+/* What "fp": "fast" kernels allow beyond the flags of every build
+ * (codegen.h: a unit is fast when all its CPU kernels are): contraction
+ * into FMAs and reassociation (sums and dot products vectorise; NaN and
+ * infinities keep their meaning, the sign of a zero may not), and signed
+ * overflow undefined, as in C (loops with int indices vectorise). */
+#define FAST_FLAGS                                                        \
+  " -ffp-contract=fast -fassociative-math -fno-signed-zeros "             \
+  "-fno-trapping-math -fno-wrapv"
 
 const char *hk__cc_unit_flags(const hkc_unit *u) {
-  const hkc_file *f = hkc_unit_file(u);
-  int fast = hkc_file_fp_fast(f, HK_TARGET_CPU), wrap = hkc_file_wraps(f);
-  if (fast) return wrap ? FAST_FP : FAST_FP NO_WRAP;
-  return wrap ? "" : NO_WRAP;
+  return hkc_file_fp_fast(hkc_unit_file(u), HK_TARGET_CPU) ? FAST_FLAGS : "";
 }
 
 /* Libraries after the sources: libm for the math functions, libc for
