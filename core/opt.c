@@ -12,8 +12,8 @@
  * errors are located as usual, and the rest of its batch again without it:
  * a bad kernel file costs the others one more compile, never their code.
  */
-#include <pthread.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
