@@ -25,6 +25,7 @@
 
 #include "abi.h"
 #include "fsutil.h"
+#include "mathfns.h"
 #include "sha256.h"
 
 extern char **environ;
@@ -62,15 +63,66 @@ const char *hk__cc_flags(hk_purpose_t purpose) {
 
 /* What "fp": "fast" kernels allow beyond the flags of every build
  * (codegen.h: a unit is fast when all its CPU kernels are): contraction
- * into FMAs and reassociation (sums and dot products vectorise; NaN and
- * infinities keep their meaning, the sign of a zero may not), and signed
- * overflow undefined, as in C (loops with int indices vectorise). */
+ * into FMAs, signed overflow undefined, as in C (loops with int indices
+ * vectorise), and reassociation (sums and dot products vectorise; NaN and
+ * infinities keep their meaning, the sign of a zero may not). */
+#define CONTRACT_FLAGS " -ffp-contract=fast -fno-wrapv"
 #define FAST_FLAGS                                                        \
-  " -ffp-contract=fast -fassociative-math -fno-signed-zeros "             \
-  "-fno-trapping-math -fno-wrapv"
+  CONTRACT_FLAGS " -fassociative-math -fno-signed-zeros -fno-trapping-math"
+
+/* Math functions that are one rounding of one operation (instructions,
+ * not algorithms): reassociation cannot change what they compute. */
+static const char *const exact_math[] = {
+    "fabs", "fmax",  "fmin",      "fma",  "copysign", "sqrt",
+    "fdim", "floor", "ceil",      "trunc", "round",   "rint",
+    "lrint", "llrint", "nearbyint", "lround", "llround", NULL};
+
+/* Is the identifier p (n bytes) a math function (mathfns.h, double or
+ * float) that is an algorithm? */
+static int is_math_algorithm(const char *p, size_t n) {
+  if (n && p[n - 1] == 'f' && is_math_algorithm(p, n - 1)) return 1;
+  for (const char *const *e = exact_math; *e; e++)
+    if (strlen(*e) == n && !memcmp(*e, p, n)) return 0;
+#define NAMED(name, sig) \
+  if (sizeof #name - 1 == n && !memcmp(#name, p, n)) return 1;
+  HKC_MATH_FUNCTIONS(NAMED)
+#undef NAMED
+  return 0;
+}
+
+/* 1 when u's own code (outside the prelude) names a math function that is
+ * an algorithm: hk's are inlined into the kernel's loop, and their range
+ * reductions round with exact steps ((x + 1.5 * 2^23) - 1.5 * 2^23) that
+ * reassociation folds away, so such a unit gets contraction only. */
+static int names_math(const hkc_unit *u) {
+  const char *t = hkc_unit_text(u);
+  size_t n = hkc_unit_len(u), off, len;
+  hkc_unit_prelude(u, &off, &len);
+  for (size_t i = 0; i < n;) {
+    if (i == off && len) {
+      i += len;
+      continue;
+    }
+    int start = (t[i] >= 'a' && t[i] <= 'z') || (t[i] >= 'A' && t[i] <= 'Z') ||
+                t[i] == '_';
+    if (!start) {
+      i++;
+      continue;
+    }
+    size_t j = i;
+    while (j < n && ((t[j] >= 'a' && t[j] <= 'z') ||
+                     (t[j] >= 'A' && t[j] <= 'Z') ||
+                     (t[j] >= '0' && t[j] <= '9') || t[j] == '_'))
+      j++;
+    if (is_math_algorithm(t + i, j - i)) return 1;
+    i = j;
+  }
+  return 0;
+}
 
 const char *hk__cc_unit_flags(const hkc_unit *u) {
-  return hkc_file_fp_fast(hkc_unit_file(u), HK_TARGET_CPU) ? FAST_FLAGS : "";
+  if (!hkc_file_fp_fast(hkc_unit_file(u), HK_TARGET_CPU)) return "";
+  return names_math(u) ? CONTRACT_FLAGS : FAST_FLAGS;
 }
 
 /* Libraries after the sources: libm for the math functions, libc for

@@ -38,8 +38,10 @@ HK_INTERNAL const char *hk__cc_flags(hk_purpose_t purpose);
 HK_INTERNAL hk_compiler_t hk__compiler_cc(const hk_cc_t *cc);
 
 /* The flags u's kernels add to those of every build ("" or more, each
- * with a blank before it; a static string): those of "fp": "fast". Part of
- * the cache key (build.c); the units of one batch have the same. */
+ * with a blank before it; a static string): those of "fp": "fast"
+ * (contraction and no -fwrapv; reassociation too unless the unit calls a
+ * math function that reassociation would break). Part of the cache key
+ * (build.c); the units of one batch have the same. */
 HK_INTERNAL const char *hk__cc_unit_flags(const hkc_unit *u);
 
 /* Compiles the C text (len bytes) as compile does (the flags of

@@ -335,27 +335,30 @@ static int plan_group(hk_module_t **ms, int n, opt_job *v, int *nv) {
 static int plan(hk_module_t **ms, int n, opt_job **jobs, int *njobs) {
   opt_job *v = calloc(2 * (size_t)n, sizeof *v);
   hk_module_t **group = calloc((size_t)n, sizeof *group);
+  const char **flags = calloc((size_t)n, sizeof *flags); /* NULL: alone */
   char *taken = calloc((size_t)n, 1);
-  int nv = 0, rc = v && group && taken ? HK_OK : HK_ENOMEM;
+  int nv = 0, rc = v && group && flags && taken ? HK_OK : HK_ENOMEM;
+  for (int j = 0; rc == HK_OK && j < n; j++)
+    if (hk__build_mergeable(ms[j]->unit))
+      flags[j] = hk__cc_unit_flags(ms[j]->unit);
   for (int j = 0; rc == HK_OK && j < n; j++) {
     if (taken[j]) continue;
-    if (!hk__build_mergeable(ms[j]->unit)) {
+    if (!flags[j]) {
       opt_job *alone = &v[nv++];
       if (job_init(alone, 1)) rc = HK_ENOMEM;
       else alone->ms[alone->n++] = ms[j];
       continue;
     }
-    const char *flags = hk__cc_unit_flags(ms[j]->unit);
     int ng = 0;
     for (int i = j; i < n; i++)
-      if (!taken[i] && hk__build_mergeable(ms[i]->unit) &&
-          !strcmp(hk__cc_unit_flags(ms[i]->unit), flags)) {
+      if (!taken[i] && flags[i] && !strcmp(flags[i], flags[j])) {
         group[ng++] = ms[i];
         taken[i] = 1;
       }
     rc = plan_group(group, ng, v, &nv);
   }
   free(group);
+  free(flags);
   free(taken);
   int kept = 0;
   for (int j = 0; j < nv; j++) /* drop empty batches */

@@ -30,7 +30,8 @@
  *  6. "fp" modes and signed overflow: the flags each mode is built with
  *     (a compiler that logs its arguments): strict kernels -fwrapv and no
  *     contraction, "fp": "fast" contraction, reassociation and no -fwrapv
- *     (int index loops vectorise); a fast raw dot product on tier opt
+ *     (int index loops vectorise), but no reassociation for a kernel that
+ *     calls exp (close to strict); a fast raw dot product on tier opt
  *     differs from the strict one in the last bits (it was vectorised),
  *     while the strict one on tier opt equals tier jit bit for bit; a bad
  *     "fp" is a located error.
@@ -968,9 +969,32 @@ static void test_fp_modes(void) {
 
   snprintf(text, sizeof text, DOT_JSON_FMT, "dot_fast", " \"fp\": \"fast\",");
   args = load_logged(opt, text, "fast.json", log);
-  CHECK_CONTAINS(args, "-fno-wrapv");
-  CHECK_CONTAINS(args, "-ffp-contract=fast -fassociative-math");
+  CHECK_CONTAINS(args, "-ffp-contract=fast -fno-wrapv -fassociative-math");
   CHECK_INT_EQ(hk_load_string(jit, text, strlen(text), "fast.json"), HK_OK);
+
+  /* a fast kernel that calls exp: contraction only (hk's exp rounds with
+   * exact steps that reassociation would fold away), close to strict */
+  snprintf(text, sizeof text,
+           "{\"schema_version\": 1, \"name\": \"fp_exp\", \"kind\": "
+           "\"elementwise\", \"fp\": \"fast\",\n \"params\": [{\"name\": "
+           "\"x\", \"type\": \"f32\", \"role\": \"in\"},\n {\"name\": "
+           "\"out\", \"type\": \"f32\", \"role\": \"out\"}],\n \"body\": "
+           "\"out = expf(x) * 0.5f + x * x;\"}\n");
+  args = load_logged(opt, text, "exp.json", log);
+  CHECK_CONTAINS(args, "-ffp-contract=fast -fno-wrapv");
+  CHECK(!strstr(args, "-fassociative-math"));
+  CHECK_INT_EQ(hk_load_string(jit, text, strlen(text), "exp.json"), HK_OK);
+  hk_kernel_t *ke = find(opt, "fp_exp"), *kj = find(jit, "fp_exp");
+  float *e_opt = g_got, *e_jit = (float *)g_ref;
+  void *a_opt[] = {gx32, e_opt}, *a_jit[] = {gx32, e_jit};
+  if (ke && kj) {
+    CHECK_INT_EQ(hk_call(ke, 4099, a_opt), HK_OK);
+    CHECK_INT_EQ(hk_call(kj, 4099, a_jit), HK_OK);
+    int far = 0;
+    for (int j = 0; j < 4099; j++)
+      far += fabsf(e_opt[j] - e_jit[j]) > 1e-5f * fabsf(e_jit[j]);
+    CHECK_MSG(!far, "fast exp: %d of 4099 results far from strict", far);
+  }
 
   float strict_opt = dot_on(opt, "dot_strict"),
         strict_jit = dot_on(jit, "dot_strict"),
