@@ -62,7 +62,8 @@ HK_INTERNAL void hk__build_key(const hkc_unit *u, const char *identity,
 /* ---- build_batch.c: several units, one compile ---- */
 
 /* 1 when u can be built in a batch with others: it holds the shared
- * prelude exactly (hkc_prelude_text) and its own code defines no macro. */
+ * prelude exactly (hkc_prelude_text), and its own code undefines each
+ * macro it defines and has no other preprocessor directive. */
 HK_INTERNAL int hk__build_mergeable(const hkc_unit *u);
 
 /* Builds the n mergeable units (distinct instance names, the same

@@ -17,20 +17,63 @@
 #include "build.h"
 #include "compiler_cc.h"
 
-/* The unit's own code (its text without the prelude) holds no
- * preprocessor directive: a macro it defined would reach the units after
- * it in a batch. */
-static int no_directives(const char *p, size_t n) {
-  int bol = 1;
-  for (size_t i = 0; i < n; i++) {
-    char ch = p[i];
-    if (ch == '\n') {
-      bol = 1;
-    } else if (bol && ch == '#') {
+/* Most macros a unit's own code may have defined at once. */
+#define MAX_OPEN_MACROS 256
+
+typedef struct macros {
+  const char *name[MAX_OPEN_MACROS];
+  size_t len[MAX_OPEN_MACROS];
+  int n;
+} macros;
+
+/* The identifier at p (before end) after blanks; its length in *n. */
+static const char *ident_at(const char *p, const char *end, size_t *n) {
+  while (p < end && (*p == ' ' || *p == '\t')) p++;
+  const char *q = p;
+  while (q < end && (*q == '_' || (*q >= 'a' && *q <= 'z') ||
+                     (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9')))
+    q++;
+  *n = (size_t)(q - p);
+  return p;
+}
+
+/* Follows the directive at p (after its '#', the line ending at end): a
+ * #define opens a macro, an #undef closes one. 0, or -1 for any other
+ * directive, or one the unit's code could leak to the units after it. */
+static int directive(const char *p, const char *end, macros *m) {
+  size_t n, k;
+  const char *word = ident_at(p, end, &k);
+  const char *name = ident_at(word + k, end, &n);
+  if (!n) return -1;
+  if (k == 6 && !memcmp(word, "define", 6)) {
+    if (m->n == MAX_OPEN_MACROS) return -1;
+    m->name[m->n] = name;
+    m->len[m->n++] = n;
+    return 0;
+  }
+  if (k != 5 || memcmp(word, "undef", 5)) return -1;
+  for (int i = m->n - 1; i >= 0; i--)
+    if (m->len[i] == n && !memcmp(m->name[i], name, n)) {
+      m->name[i] = m->name[--m->n];
+      m->len[i] = m->len[m->n];
       return 0;
-    } else if (ch != ' ' && ch != '\t') {
-      bol = 0;
     }
+  return -1;
+}
+
+/* The unit's own code (its text without the prelude) leaves nothing
+ * behind for the units after it in a batch: each macro it defines it
+ * undefines again (the emitter's consts and helpers do), and it has no
+ * other directive. */
+static int self_contained(const char *p, size_t n, macros *m) {
+  const char *end = p + n;
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *eol = nl ? nl : end;
+    const char *q = p;
+    while (q < eol && (*q == ' ' || *q == '\t')) q++;
+    if (q < eol && *q == '#' && directive(q + 1, eol, m)) return 0;
+    p = nl ? nl + 1 : end;
   }
   return 1;
 }
@@ -41,10 +84,11 @@ int hk__build_mergeable(const hkc_unit *u) {
   hkc_unit_prelude(u, &off, &len);
   const char *text = hkc_unit_text(u);
   size_t n = hkc_unit_len(u);
+  macros m = {.n = 0};
   return prelude && len && len == plen &&
          memcmp(text + off, prelude, plen) == 0 &&
-         no_directives(text, off) &&
-         no_directives(text + off + len, n - off - len);
+         self_contained(text, off, &m) &&
+         self_contained(text + off + len, n - off - len, &m) && m.n == 0;
 }
 
 /* The batch's translation unit: the prelude, then each unit's text around
