@@ -80,12 +80,12 @@ static int fill_variant(hku_buf *o, void *arg) {
  * a baseline-only build. */
 static int write_isa(const char *dir, hkc_file **files, int nfiles, int variants) {
   static const char *const names[] = {"hk_stdlib_base.c", "hk_stdlib_v3.c",
-                                      "hk_stdlib_v4.c"};
+                                      "hk_stdlib_v4.c", "hk_stdlib_v4x.c"};
   isa_args a = {files, nfiles, variants, 0};
   int rc = write_isa_file(dir, "hk_stdlib_isa.c", fill_dispatch, &a);
   if (rc || !variants) return rc;
   rc = write_isa_file(dir, "hk_stdlib_rename.h", fill_rename, &a);
-  for (a.level = 0; !rc && a.level < 3; a.level++)
+  for (a.level = 0; !rc && a.level < 4; a.level++)
     rc = write_isa_file(dir, names[a.level], fill_variant, &a);
   return rc;
 }

@@ -26,7 +26,7 @@ static int detect(void) {
   const unsigned want1 = 1u << 12 | 1u << 22 | 1u << 27 | 1u << 28 | 1u << 29;
   if ((c1 & want1) != want1 || (xcr0() & 0x6) != 0x6) return HK_ISA_BASE;
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return HK_ISA_BASE;
-  const unsigned b7 = b;
+  const unsigned b7 = b, c7 = c;
   /* BMI1, AVX2, BMI2 */
   const unsigned want7 = 1u << 3 | 1u << 5 | 1u << 8;
   if ((b7 & want7) != want7) return HK_ISA_BASE;
@@ -35,7 +35,10 @@ static int detect(void) {
   /* AVX512F, DQ, CD, BW, VL */
   const unsigned want512 = 1u << 16 | 1u << 17 | 1u << 28 | 1u << 30 | 1u << 31;
   if ((b7 & want512) != want512 || (xcr0() & 0xe6) != 0xe6) return HK_ISA_V3;
-  return HK_ISA_V4;
+  /* ECX: VBMI, VBMI2, GFNI, VNNI, BITALG, VPOPCNTDQ; EBX: IFMA */
+  const unsigned wantx = 1u << 1 | 1u << 6 | 1u << 8 | 1u << 11 | 1u << 12 | 1u << 14;
+  if ((c7 & wantx) != wantx || !(b7 & 1u << 21)) return HK_ISA_V4;
+  return HK_ISA_V4X;
 }
 #else
 static int detect(void) { return HK_ISA_BASE; }
@@ -57,6 +60,7 @@ const char *hk__isa_name(int level) {
     case HK_ISA_BASE: return "baseline";
     case HK_ISA_V3: return "x86-64-v3";
     case HK_ISA_V4: return "x86-64-v4";
+    case HK_ISA_V4X: return "x86-64-v4+icl";
   }
   return NULL;
 }

@@ -184,8 +184,16 @@ static void test_level(void) {
     want = HK_ISA_V3;
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512cd"))
+        __builtin_cpu_supports("avx512cd")) {
       want = HK_ISA_V4;
+      if (__builtin_cpu_supports("avx512vbmi") &&
+          __builtin_cpu_supports("avx512vbmi2") &&
+          __builtin_cpu_supports("avx512bitalg") &&
+          __builtin_cpu_supports("avx512vpopcntdq") &&
+          __builtin_cpu_supports("avx512ifma") &&
+          __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("gfni"))
+        want = HK_ISA_V4X;
+    }
   }
 #endif
   CHECK_INT_EQ(hk__isa_level(), want);
@@ -198,7 +206,7 @@ static void test_level(void) {
 }
 
 int main(void) {
-  if (!hk__stdlib_isa[HK_ISA_V3] || !hk__stdlib_isa[HK_ISA_V4])
+  if (!hk__stdlib_isa[HK_ISA_V3] || !hk__stdlib_isa[HK_ISA_V4X])
     CHECK_SKIP("libhk was built with the baseline stdlib only (HK_STDLIB_ISA off)");
   test_level();
   test_same_bits();
