@@ -1494,8 +1494,8 @@ int main(int argc, char **argv) {
   if (o.extras) measure_extras(o);
   std::fprintf(stderr, "\n");
 
-  std::printf("hk bench: %s, %u cores, f32%s\n", cpu.c_str(), cores,
-              o.quick ? " (quick)" : "");
+  std::printf("hk bench: %s, %u cores, f32, inline stdlib built for %s%s\n",
+              cpu.c_str(), cores, hk_stdlib_isa(), o.quick ? " (quick)" : "");
   print_table(o);
   print_targets(o);
   if (!numpy_note.empty()) std::printf("%s\n", numpy_note.c_str());

@@ -4,6 +4,8 @@
 #include "dispatch.h"
 
 #include <stdatomic.h>
+
+#include "hk.h"
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -70,6 +72,8 @@ int hk__stdlib_level(void) {
   while (l > HK_ISA_BASE && !hk__stdlib_isa[l]) l--;
   return l;
 }
+
+const char *hk_stdlib_isa(void) { return hk__isa_name(hk__stdlib_level()); }
 
 const hk_stdlib_entry_t *hk__stdlib_find(const char *name) {
   for (size_t i = 0; i < hk__stdlib_count; i++)

@@ -198,7 +198,8 @@ static void test_level(void) {
 #endif
   CHECK_INT_EQ(hk__isa_level(), want);
   CHECK_INT_EQ(hk__stdlib_level(), want);
-  printf("# this CPU runs the %s stdlib\n", hk__isa_name(hk__stdlib_level()));
+  CHECK_STR_EQ(hk_stdlib_isa(), hk__isa_name(want));
+  printf("# this CPU runs the %s stdlib\n", hk_stdlib_isa());
   /* the public function is the picked variant's (ifunc) */
   const hk_stdlib_entry_t *e = hk__stdlib_find("add_f32");
   CHECK(e && hk__stdlib_typed(e) == (void (*)(void))hk_add_f32);
