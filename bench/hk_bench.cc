@@ -1113,6 +1113,12 @@ void print_targets(const Options &o) {
                ratios(o, OPT, INLINE, false,
                       [](int, size_t n) { return n >= 3072; }),
                1.02, false);
+  // The inline stdlib runs the best of its x86-64 variants (core/dispatch.h):
+  // no slower than tier opt's -march=native code.
+  ratio_target("inline / opt from n=1000", "<= 1.02",
+               ratios(o, INLINE, OPT, false,
+                      [](int, size_t n) { return n >= 1000; }),
+               1.02, false);
   ratio_target("registry / inline everywhere", "<= 1.05",
                ratios(o, REGISTRY, INLINE, false, any), 1.05, false);
   const Case *ei = find_case(EMPTY, o.sizes.empty() ? 0 : o.sizes[0], INLINE);
@@ -1492,8 +1498,8 @@ int main(int argc, char **argv) {
   if (o.extras) measure_extras(o);
   std::fprintf(stderr, "\n");
 
-  std::printf("hk bench: %s, %u cores, f32%s\n", cpu.c_str(), cores,
-              o.quick ? " (quick)" : "");
+  std::printf("hk bench: %s, %u cores, f32, inline stdlib built for %s%s\n",
+              cpu.c_str(), cores, hk_stdlib_isa(), o.quick ? " (quick)" : "");
   print_table(o);
   print_targets(o);
   if (!numpy_note.empty()) std::printf("%s\n", numpy_note.c_str());

@@ -651,6 +651,16 @@ HK_API int hk_set_threads(int n);
 /* The number of threads a large call is shared among (at least 1). */
 HK_API int hk_get_threads(void);
 
+/* ---- The stdlib's instruction set ---------------------------------------
+ *
+ * On x86-64 libhk holds the stdlib built for several instruction sets and
+ * binds every hk_NAME, when it is loaded, to the best one this CPU runs;
+ * each gives the same results (a NaN's sign and payload aside). This names
+ * the one in use: "baseline", "x86-64-v3", "x86-64-v4" or "x86-64-v4+icl"
+ * (v4 with Ice Lake's AVX-512 additions). "baseline" on other CPUs and in
+ * builds with -DHK_STDLIB_ISA=OFF. */
+HK_API const char *hk_stdlib_isa(void);
+
 #ifdef __cplusplus
 }
 #endif
