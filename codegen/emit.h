@@ -99,6 +99,8 @@ int hkc_is_buffer(const hkc_param *p);
 void hkc_put_code(hku_buf *o, const hkc_src *s, int ind);
 /* An expression on one line, in parentheses, comments removed. */
 void hkc_put_expr(hku_buf *o, const hkc_src *s);
+/* The same without the parentheses (a type, a parameter list). */
+void hkc_put_oneline(hku_buf *o, const hkc_src *s);
 /* "typedef float T;" for each placeholder the given code uses. */
 void hkc_put_holders(hku_buf *o, const hkc_instance *in,
                      const hkc_src *const *srcs, int nsrcs, int ind);
@@ -175,7 +177,16 @@ typedef struct hkc_emitter {
   hkc_kind_fn elementwise, reduction, raw;
   hkc_kind_fn every; /* after the kind's code, for every instance; or NULL */
   hkc_kind_fn rows;  /* rows kernels (emit_rows.c) */
+  hkc_kind_fn grid;  /* grid kernels (emit_grid.c) */
 } hkc_emitter;
+/* The code of a grid instance, in C and in CUDA C (emit_grid.c). */
+void hkc_emit_grid_c(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode);
+void hkc_emit_grid_cuda(hku_buf *o, const hkc_instance *in,
+                        hkc_emit_mode mode);
+/* An instance's consts and helpers before its code (cuda: as __device__
+ * functions), and their macros undefined after it (emit_scope.c). */
+void hkc_put_scope_open(hku_buf *o, const hkc_instance *in, int cuda);
+void hkc_put_scope_close(hku_buf *o, const hkc_instance *in);
 /* The code of a rows instance, in C and in CUDA C (emit_rows.c). */
 void hkc_emit_rows_c(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode);
 void hkc_emit_rows_cuda(hku_buf *o, const hkc_instance *in,

@@ -648,6 +648,7 @@ static void put_table_entry(hku_buf *o, const hkc_file *f,
                  k->kind == HK_KIND_ELEMENTWISE ? "ELEMENTWISE"
                  : k->kind == HK_KIND_REDUCTION ? "REDUCTION"
                  : k->kind == HK_KIND_ROWS      ? "ROWS"
+                 : k->kind == HK_KIND_GRID      ? "GRID"
                                                 : "RAW",
                  k->targets, k->nparams, nm);
   hkc_emit_c_string(o, f->path);
@@ -673,7 +674,7 @@ static void emit_table(hku_buf *o, hkc_file *const *files, int nfiles) {
 static const hkc_emitter c_emitter = {HK_TARGET_CPU,  1,
                                       emit_elementwise, emit_reduction,
                                       emit_raw,       emit_lens,
-                                      hkc_emit_rows_c};
+                                      hkc_emit_rows_c, hkc_emit_grid_c};
 
 int hkc_emit_c_mapped(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
                       hku_buf *o, hkc_linemap *map) {

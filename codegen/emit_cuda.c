@@ -370,7 +370,8 @@ static void emit_raw(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
 static const hkc_emitter cuda_emitter = {HK_TARGET_CUDA,   0,
                                          emit_elementwise, emit_reduction,
                                          emit_raw,         NULL,
-                                         hkc_emit_rows_cuda};
+                                         hkc_emit_rows_cuda,
+                                         hkc_emit_grid_cuda};
 
 int hkc_emit_cuda_mapped(hkc_file *const *files, int nfiles,
                          hkc_emit_mode mode, hku_buf *o, hkc_linemap *map) {

@@ -66,8 +66,8 @@ size_t hkc_acc_size(const hkc_instance *in) {
 
 /* Reads a type name or a declared placeholder letter from v (at field f)
  * into *t or *ph; 0 when it is not one (reported). */
-static int read_type(hkc_parser *P, const hkj_node *v, const char *f,
-                     const hkc_kernel *k, hk_dtype_t *t, char *ph) {
+int hkc_read_type(hkc_parser *P, const hkj_node *v, const char *f,
+                  const hkc_kernel *k, hk_dtype_t *t, char *ph) {
   const char *s = hkc_want_string(P, v, f, "a type name");
   if (!s) return 0;
   *t = hk_dtype_from_name(s);
@@ -106,7 +106,7 @@ static int parse_acc(hkc_parser *P, const hkj_node *v, const char *prefix,
   const char *f = hkc_fld(prefix, "acc");
   if (v->type == HKJ_STRING) {
     k->acc_form = HKC_ACC_TYPE;
-    read_type(P, v, f, k, &k->acc_dtype, &k->acc_placeholder);
+    hkc_read_type(P, v, f, k, &k->acc_dtype, &k->acc_placeholder);
     return HK_OK;
   }
   if (v->type != HKJ_OBJECT) {
@@ -144,7 +144,7 @@ static int parse_acc(hkc_parser *P, const hkj_node *v, const char *prefix,
     hkc_acc_field *af = &k->acc_fields[k->nacc_fields++];
     af->node = m;
     if (!(af->name = hku_strdup(m->key))) return HK_ENOMEM;
-    read_type(P, m, ff, k, &af->dtype, &af->placeholder);
+    hkc_read_type(P, m, ff, k, &af->dtype, &af->placeholder);
   }
   return HK_OK;
 }

@@ -133,6 +133,44 @@ HK_INTERNAL void hk__par_rows(hk_range_fn range, void *const *args,
   hk__tpool_run(rows_task, &j, div_up(rows, group));
 }
 
+/* ---- grid ------------------------------------------------------------- */
+
+typedef struct grid_job {
+  hk_range_fn range;
+  void *const *args;
+  size_t n, count, chunk;
+} grid_job;
+
+static void grid_task(void *ctx, size_t t) {
+  const grid_job *j = ctx;
+  size_t begin = t * j->chunk;
+  size_t end = j->count - begin > j->chunk ? begin + j->chunk : j->count;
+  j->range(j->args, j->n, begin, end, NULL);
+}
+
+HK_INTERNAL int hk__par_grid(hk_range_fn range, void *const *args, size_t n,
+                             unsigned flags) {
+  int64_t x[4] = {-1, 1, 1, 1};
+  range(args, n, 0, 0, x);
+  if (x[0] < 0) return HK_EINVAL;
+  size_t count = (size_t)x[0];
+  int heavy = (flags & HK_ABI_HEAVY) != 0;
+  int threads;
+  if (count < 2 || (!heavy && (count < hk__par_min[0] || count <= PAR_CHUNK_MIN)) ||
+      (threads = hk__tpool_threads()) <= 1) {
+    if (count) range(args, n, 0, count, NULL);
+    return HK_OK;
+  }
+  size_t chunk = div_up(count, (size_t)threads * PAR_TASKS_PER_THREAD);
+  if (!heavy) {
+    chunk = (chunk + PAR_ALIGN - 1) & ~(size_t)(PAR_ALIGN - 1);
+    if (chunk < PAR_CHUNK_MIN) chunk = PAR_CHUNK_MIN;
+  }
+  grid_job j = {range, args, n, count, chunk};
+  hk__tpool_run(grid_task, &j, div_up(count, chunk));
+  return HK_OK;
+}
+
 /* ---- reductions -------------------------------------------------------- */
 
 HK_INTERNAL size_t hk__reduce_blocks(size_t n, size_t *block_len) {
