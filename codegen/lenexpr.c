@@ -213,8 +213,8 @@ static int primary_name(lp *L) {
     return HK_OK;
   }
   if (p) return scalar_operand(L, p, s);
-  lerr(L, s, "'%s' is not one of the kernel's integer scalars, consts and n",
-       name);
+  lerr(L, s, "'%s' is not one of the kernel's integer scalars%s and n", name,
+       L->k->nconsts ? ", consts" : "");
   return HK_ESCHEMA;
 }
 

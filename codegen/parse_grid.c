@@ -71,8 +71,9 @@ static int take_name(hkc_parser *P, const hkj_node *v, const char *f,
                      const char *name, const hkc_kernel *k, int is_index,
                      char **out) {
   const char *why = bad_decl_name(name, k, is_index);
-  if (why) {
-    hkc_err(P, v, f, "\"%s\" %s; choose another name", name, why);
+  if (why) { /* at the key when the name is one ("grid", "consts") */
+    hkc_err_at(P, v->key && !strcmp(v->key, name) ? v->key_off : v->off, f,
+               "\"%s\" %s; choose another name", name, why);
     return HK_OK;
   }
   *out = hku_strdup(name);
