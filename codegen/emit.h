@@ -211,6 +211,9 @@ int hkc_report_compiler_output(const char *out, const hkc_linemap *m,
  * (part of every prelude). */
 int hkc_emit_len(const hkc_src *src, const hkc_instance *in, hku_buf *out);
 void hkc_emit_len_helpers(hku_buf *o);
+/* The same helpers as CUDA device functions (the CUDA prelude has none:
+ * emit_cuda.c adds them to a unit holding a grid kernel). */
+void hkc_emit_len_helpers_cuda(hku_buf *o);
 
 /* Appends s as a C string literal. */
 void hkc_emit_c_string(hku_buf *out, const char *s);

@@ -381,6 +381,16 @@ int hkc_emit_cuda_mapped(hkc_file *const *files, int nfiles,
   return rc;
 }
 
+/* 1 when a kernel of the files with the cuda target is a grid kernel. */
+static int any_grid(hkc_file *const *files, int nfiles) {
+  for (int f = 0; f < nfiles; f++)
+    for (int i = 0; i < files[f]->nkernels; i++)
+      if (files[f]->kernels[i].kind == HK_KIND_GRID &&
+          (files[f]->kernels[i].targets & HK_TARGET_CUDA))
+        return 1;
+  return 0;
+}
+
 int hkc_emit_cuda(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
                   hku_buf *o) {
   hku_buf_printf(o,
@@ -389,6 +399,8 @@ int hkc_emit_cuda(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
                  "again.\n * Launch with 1-D blocks of %d threads. */\n\n",
                  HK_ABI_CUDA_BLOCK);
   hkc_emit_cuda_prelude(o);
+  if (any_grid(files, nfiles)) /* grid extents are checked len arithmetic */
+    hkc_emit_len_helpers_cuda(o);
   hkc_emit_instances(files, nfiles, mode, &cuda_emitter, o);
   return o->oom ? HK_ENOMEM : HK_OK;
 }

@@ -417,35 +417,54 @@ int hkc_emit_len(const hkc_src *src, const hkc_instance *in, hku_buf *out) {
   return run(&none, src, in->k, in, out, NULL, NULL);
 }
 
-void hkc_emit_len_helpers(hku_buf *o) {
-  hku_buf_put(
-      o,
+/* The helpers, each declared with qual (HK_LEN_QUAL in the text). */
+static void put_len_helpers(hku_buf *o, const char *qual) {
+  static const char text[] =
       "/* Checked int64 arithmetic for len expressions: *bad is set on\n"
       " * overflow or division by zero (results are then meaningless). */\n"
-      "HK_MAYBE_UNUSED static inline int64_t hk_len_add(int64_t a, int64_t "
+      "HK_LEN_QUAL int64_t hk_len_add(int64_t a, int64_t "
       "b, int *bad) { if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < "
       "INT64_MIN - b)) { *bad = 1; return 0; } return a + b; }\n"
-      "HK_MAYBE_UNUSED static inline int64_t hk_len_sub(int64_t a, int64_t "
+      "HK_LEN_QUAL int64_t hk_len_sub(int64_t a, int64_t "
       "b, int *bad) { if ((b < 0 && a > INT64_MAX + b) || (b > 0 && a < "
       "INT64_MIN + b)) { *bad = 1; return 0; } return a - b; }\n"
-      "HK_MAYBE_UNUSED static inline int64_t hk_len_mul(int64_t a, int64_t "
+      "HK_LEN_QUAL int64_t hk_len_mul(int64_t a, int64_t "
       "b, int *bad) { if (a == 0 || b == 0) return 0; if ((a == -1 && b == "
       "INT64_MIN) || (b == -1 && a == INT64_MIN)) { *bad = 1; return 0; } "
       "if (a > 0 ? (b > 0 ? a > INT64_MAX / b : b < INT64_MIN / a) : (b > "
       "0 ? a < INT64_MIN / b : a < INT64_MAX / b)) { *bad = 1; return 0; } "
       "return a * b; }\n"
-      "HK_MAYBE_UNUSED static inline int64_t hk_len_div(int64_t a, int64_t "
+      "HK_LEN_QUAL int64_t hk_len_div(int64_t a, int64_t "
       "b, int *bad) { if (b == 0 || (a == INT64_MIN && b == -1)) { *bad = "
       "1; return 0; } return a / b; }\n"
-      "HK_MAYBE_UNUSED static inline int64_t hk_len_mod(int64_t a, int64_t "
+      "HK_LEN_QUAL int64_t hk_len_mod(int64_t a, int64_t "
       "b, int *bad) { if (b == 0 || (a == INT64_MIN && b == -1)) { *bad = "
       "1; return 0; } return a % b; }\n"
-      "HK_MAYBE_UNUSED static inline int64_t hk_len_neg(int64_t a, int "
+      "HK_LEN_QUAL int64_t hk_len_neg(int64_t a, int "
       "*bad) { if (a == INT64_MIN) { *bad = 1; return 0; } return -a; }\n"
-      "HK_MAYBE_UNUSED static inline int64_t hk_len_u64(uint64_t a, int "
+      "HK_LEN_QUAL int64_t hk_len_u64(uint64_t a, int "
       "*bad) { if (a > (uint64_t)INT64_MAX) { *bad = 1; return 0; } return "
       "(int64_t)a; }\n"
-      "HK_MAYBE_UNUSED static inline int64_t hk_len_size(size_t a, int "
+      "HK_LEN_QUAL int64_t hk_len_size(size_t a, int "
       "*bad) { if (a > (size_t)INT64_MAX) { *bad = 1; return 0; } return "
-      "(int64_t)a; }\n\n");
+      "(int64_t)a; }\n\n";
+  static const char mark[] = "HK_LEN_QUAL";
+  for (const char *t = text, *q; *t; t = q + sizeof mark - 1) {
+    q = strstr(t, mark);
+    if (!q) {
+      hku_buf_put(o, t);
+      break;
+    }
+    hku_buf_putn(o, t, (size_t)(q - t));
+    hku_buf_put(o, qual);
+  }
+}
+
+void hkc_emit_len_helpers(hku_buf *o) {
+  put_len_helpers(o, "HK_MAYBE_UNUSED static inline");
+}
+
+void hkc_emit_len_helpers_cuda(hku_buf *o) {
+  put_len_helpers(o,
+                  "static __device__ __forceinline__ __attribute__((unused))");
 }

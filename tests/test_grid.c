@@ -1,6 +1,6 @@
 /* test_grid.c — grid kernels, consts and helpers (schemas/README.md §6.5,
- * §6.6): the example plugins (plugins/attention.json, matmul.json,
- * adamw.json) against plain C reference loops, on tiers jit and opt, on 1
+ * §6.6): the example plugins (plugins/llm.json: attention_forward,
+ * matmul_forward, adamw) against plain C reference loops, on tiers jit and opt, on 1
  * and 2 threads (bit-identical across thread counts and tiers); a kernel
  * file whose results are exact integers and that uses every field (a 3-D
  * and a 2-D index space, setup values, zeroed scratch arrays, helpers
@@ -46,12 +46,16 @@ static hk_context_t *context_of(hk_tier_t tier) {
   return ctx;
 }
 
-static hk_kernel_t *plugin(hk_context_t *ctx, const char *file,
-                           const char *name, hk_tier_t tier) {
+/* Loads plugins/FILE into ctx. */
+static void load_plugin(hk_context_t *ctx, const char *file) {
   const char *src = getenv("HK_SOURCE_DIR");
   char path[4096];
   snprintf(path, sizeof path, "%s/plugins/%s", src ? src : ".", file);
   CHECK_MSG(hk_load_file(ctx, path) == HK_OK, "%s", hk_last_error());
+}
+
+static hk_kernel_t *plugin(hk_context_t *ctx, const char *name,
+                           hk_tier_t tier) {
   hk_kernel_t *k = NULL;
   CHECK_INT_EQ(hk_kernel_find(ctx, name, &k), HK_OK);
   if (k) CHECK_INT_EQ(hk_kernel_tier(k), tier);
@@ -132,7 +136,7 @@ typedef struct tier_results {
 
 static void test_attention(hk_context_t *ctx, hk_tier_t tier,
                            tier_results *r) {
-  hk_kernel_t *k = plugin(ctx, "attention.json", "attention_forward", tier);
+  hk_kernel_t *k = plugin(ctx, "attention_forward", tier);
   if (!k) return;
   int64_t B = 2, T = 7, C = 12, NH = 3;
   size_t nin = (size_t)(B * T * 3 * C), nout = (size_t)(B * T * C),
@@ -158,7 +162,7 @@ static void test_attention(hk_context_t *ctx, hk_tier_t tier,
 }
 
 static void test_matmul(hk_context_t *ctx, hk_tier_t tier, tier_results *r) {
-  hk_kernel_t *k = plugin(ctx, "matmul.json", "matmul_forward", tier);
+  hk_kernel_t *k = plugin(ctx, "matmul_forward", tier);
   if (!k) return;
   /* rows and columns that are not multiples of the tiles, C not of the
    * lanes: every tail runs */
@@ -187,7 +191,7 @@ static void test_matmul(hk_context_t *ctx, hk_tier_t tier, tier_results *r) {
 }
 
 static void test_adamw(hk_context_t *ctx, hk_tier_t tier, tier_results *r) {
-  hk_kernel_t *k = plugin(ctx, "adamw.json", "adamw", tier);
+  hk_kernel_t *k = plugin(ctx, "adamw", tier);
   if (!k) return;
   /* large enough to be cut into tasks on 2 threads */
   int64_t np = 300001;
@@ -221,6 +225,7 @@ static void test_examples(void) {
   for (int i = 0; i < 2; i++) {
     rng_state = 0x2545F4914F6CDD1Du; /* the same inputs on each tier */
     hk_context_t *ctx = context_of(tiers[i]);
+    load_plugin(ctx, "llm.json");
     test_attention(ctx, tiers[i], &r[i]);
     test_matmul(ctx, tiers[i], &r[i]);
     test_adamw(ctx, tiers[i], &r[i]);
