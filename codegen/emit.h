@@ -114,6 +114,10 @@ void hkc_put_param(hku_buf *o, const hkc_instance *in, const hkc_param *p,
 /* Appends s for use inside a C comment: no comment end slips in, and
  * line breaks become spaces. */
 void hkc_put_comment_text(hku_buf *o, const char *s);
+/* Parameter i taken from the uniform argument array hk_args (as stored):
+ * "*(const float *)hk_args[2]" for a scalar, "(const float *)hk_args[0]"
+ * for an in buffer. */
+void hkc_put_arg(hku_buf *o, const hkc_instance *in, int i);
 /* hkc_put_param for every parameter in order (with skip_out, every one
  * but a reduction's results: its out and inout parameters), each followed
  * by ", ". */

@@ -188,6 +188,16 @@ void hkc_put_param(hku_buf *o, const hkc_instance *in, const hkc_param *p,
                    hkc_param_stype(in, p), ptr_prefix, p->name);
 }
 
+void hkc_put_arg(hku_buf *o, const hkc_instance *in, int i) {
+  const hkc_param *p = &in->k->params[i];
+  if (!hkc_is_buffer(p))
+    hku_buf_printf(o, "*(const %s *)hk_args[%d]", hkc_param_stype(in, p), i);
+  else
+    hku_buf_printf(o, "(%s%s *)hk_args[%d]",
+                   p->role == HK_ROLE_IN ? "const " : "", hkc_param_stype(in, p),
+                   i);
+}
+
 void hkc_put_params(hku_buf *o, const hkc_instance *in,
                     const char *ptr_prefix, int const_scalar, int skip_out) {
   const hkc_kernel *k = in->k;

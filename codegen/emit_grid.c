@@ -181,17 +181,6 @@ static void put_grid_fn(hku_buf *o, const hkc_instance *in) {
                    "            }\n        }\n    }\n}\n\n");
 }
 
-/* Parameter i from the argument array (as emit_rows.c's). */
-static void put_arg(hku_buf *o, const hkc_instance *in, int i) {
-  const hkc_param *p = &in->k->params[i];
-  if (!is_buffer(p))
-    hku_buf_printf(o, "*(const %s *)hk_args[%d]", hkc_param_stype(in, p), i);
-  else
-    hku_buf_printf(o, "(%s%s *)hk_args[%d]",
-                   p->role == HK_ROLE_IN ? "const " : "", hkc_param_stype(in, p),
-                   i);
-}
-
 void hkc_emit_grid_c(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
@@ -211,7 +200,7 @@ void hkc_emit_grid_c(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
                  "        return;\n    hk_grid__%s(",
                  mode == HKC_EMIT_STDLIB ? "static " : "", nm, nm, nm, nm);
   for (int i = 0; i < k->nparams; i++) {
-    put_arg(o, in, i);
+    hkc_put_arg(o, in, i);
     hku_buf_put(o, ", ");
   }
   hku_buf_put(o, "n, (int64_t)hk_begin, (int64_t)hk_end, hk_e);\n}\n\n");

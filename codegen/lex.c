@@ -526,7 +526,8 @@ static void check_tokens(checker *c, hkc_code_mode mode,
       err(c, k->off,
           "calls '%s', which is not allowed: kernel code may call only the "
           "C99 <math.h> functions%s (see schemas/README.md)",
-          name, c->callables ? " and the kernel's helpers" : "");
+          name,
+          c->callables && c->callables[0] ? " and the kernel's helpers" : "");
       continue;
     }
     if (mode == HKC_CODE_EXPR && idents) {

@@ -290,47 +290,36 @@ static void refuse_other_kinds(hkc_parser *P, const hkj_node *obj,
   }
 }
 
+/* Reads the required, non-blank "body" of an elementwise, rows or grid
+ * kernel; `what` says what it is when it is missing. HK_OK or HK_ENOMEM. */
+static int take_body(hkc_parser *P, const hkj_node *obj, const char *prefix,
+                     hkc_kernel *k, const char *what) {
+  if (take_code(P, obj, "body", prefix, &k->body) != HK_OK) return HK_ENOMEM;
+  if (!hkj_get(obj, "body"))
+    hkc_err(P, obj, hkc_obj_name(prefix), "missing required field \"body\" (%s)",
+            what);
+  else if (k->body.text && blank(&k->body))
+    hkc_err(P, src_node(&k->body), k->body.field, "is empty: expected C code");
+  return HK_OK;
+}
+
 /* Reads the fields of the kernel's kind and refuses those of other kinds.
  * HK_OK or HK_ENOMEM; problems are reported. */
 static int parse_kind_fields(hkc_parser *P, const hkj_node *obj,
                              const char *prefix, hkc_kernel *k) {
   refuse_other_kinds(P, obj, prefix, k);
-  if (k->kind == HK_KIND_ELEMENTWISE) {
-    if (take_code(P, obj, "body", prefix, &k->body) != HK_OK) return HK_ENOMEM;
-    if (!hkj_get(obj, "body"))
-      hkc_err(P, obj, hkc_obj_name(prefix),
-              "missing required field \"body\" (C statements run for each "
-              "element i)");
-    else if (k->body.text && blank(&k->body))
-      hkc_err(P, src_node(&k->body), k->body.field,
-              "is empty: expected C code");
-    return HK_OK;
-  }
+  if (k->kind == HK_KIND_ELEMENTWISE)
+    return take_body(P, obj, prefix, k, "C statements run for each element i");
   if (k->kind == HK_KIND_REDUCTION)
     return hkc_parse_reduction(P, obj, prefix, k);
-  if (k->kind == HK_KIND_ROWS) {
-    if (take_code(P, obj, "body", prefix, &k->body) != HK_OK) return HK_ENOMEM;
-    if (!hkj_get(obj, "body"))
-      hkc_err(P, obj, hkc_obj_name(prefix),
-              "missing required field \"body\" (C statements run for each "
-              "row: buffers are pointers to the row, n its length, row its "
-              "index)");
-    else if (k->body.text && blank(&k->body))
-      hkc_err(P, src_node(&k->body), k->body.field,
-              "is empty: expected C code");
-    return HK_OK;
-  }
-  if (k->kind == HK_KIND_GRID) {
-    if (take_code(P, obj, "body", prefix, &k->body) != HK_OK) return HK_ENOMEM;
-    if (!hkj_get(obj, "body"))
-      hkc_err(P, obj, hkc_obj_name(prefix),
-              "missing required field \"body\" (C statements run for each "
-              "index of the grid: buffers are pointers, the indices int64_t)");
-    else if (k->body.text && blank(&k->body))
-      hkc_err(P, src_node(&k->body), k->body.field,
-              "is empty: expected C code");
-    return HK_OK;
-  }
+  if (k->kind == HK_KIND_ROWS)
+    return take_body(P, obj, prefix, k,
+                     "C statements run for each row: buffers are pointers to "
+                     "the row, n its length, row its index");
+  if (k->kind == HK_KIND_GRID)
+    return take_body(P, obj, prefix, k,
+                     "C statements run for each index of the grid: buffers "
+                     "are pointers, the indices int64_t");
   if (take_code(P, obj, "cpu", prefix, &k->cpu) != HK_OK) return HK_ENOMEM;
   if (hkj_get(obj, "body")) {
     if (hkj_get(obj, "cpu"))

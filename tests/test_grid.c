@@ -438,8 +438,7 @@ static const bad_case bad_cases[] = {
     {"a body calling an unknown function",
      G P GRID " \"body\": \"y[i] = h(1);\"}",
      "<bad.json>:5:18: error: body: calls 'h', which is not allowed: kernel "
-     "code may call only the C99 <math.h> functions and the kernel's "
-     "helpers (see schemas/README.md)"},
+     "code may call only the C99 <math.h> functions (see schemas/README.md)"},
     {"scratch too large",
      G P GRID " \"consts\": {\"TILE\": 64},\n"
      " \"scratch\": [{\"name\": \"s\", \"type\": \"f64\", \"len\": \"TILE * TILE\"}],\n" BODY,
