@@ -368,6 +368,19 @@ static void test_exact_tier(hk_tier_t tier) {
       CHECK_MSG(!bad, "grid2 on tier %s, %d thread(s): %d wrong",
                 hk_tier_name(tier), threads, bad);
     }
+    /* over arrays: contiguous buffers, scalars as 0-d arrays; the out
+     * shape is its len */
+    hk_array_t a[3];
+    hk_array_init(&a[0], out, HK_I32, 2, (int64_t[]){300, 500});
+    hk_array_init(&a[1], &R, HK_I32, 0, NULL);
+    hk_array_init(&a[2], &C, HK_U16, 0, NULL);
+    memset(out, 0, 300 * 500 * sizeof *out);
+    CHECK_MSG(hk_call_arrays(k, a, NULL) == HK_OK, "%s", hk_last_error());
+    CHECK(out[0] == 7 && out[299 * 500 + 499] == 299000 + 499 + 7);
+    int nd = 0;
+    int64_t shp[HK_MAX_DIMS] = {0};
+    CHECK_INT_EQ(hk_call_out_shape(k, a, NULL, 0, &nd, shp), HK_OK);
+    CHECK(nd == 1 && shp[0] == 300 * 500);
     free(out);
   }
   hk_set_threads(0);
