@@ -70,8 +70,8 @@ void hkc_check_rows_params(hkc_parser *P, const hkj_node *obj,
                            const char *prefix, const hkc_kernel *k);
 /* The names an expression may use, as a malloc'ed NULL-terminated list:
  * the parameters whose roles are in role_mask (HKC_ROLE_BIT) and the
- * refused ones whatever their role (they were reported), then extra, then
- * the placeholder letters. NULL when out of memory. */
+ * refused ones whatever their role (they were reported), then extra, the
+ * consts, then the placeholder letters. NULL when out of memory. */
 const char **hkc_names_for(const hkc_kernel *k, unsigned role_mask,
                            const char *const *extra);
 /* Reads "types" (the placeholders) and "targets" into k. */

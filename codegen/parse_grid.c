@@ -423,16 +423,14 @@ int hkc_check_helpers(hkc_parser *P, const hkc_kernel *k) {
  * values, the consts, the placeholders; and n. */
 static int check_setup(hkc_parser *P, const hkc_kernel *k, int i,
                        const char *const *calls) {
-  const char *extra[HKC_GRID_MAX_RANK + 64 + 2];
+  const char **extra = calloc((size_t)i + 2, sizeof *extra);
+  if (!extra) return HK_ENOMEM;
   int n = 0;
   extra[n++] = "n";
-  for (int j = 0; j < i && n < 64; j++)
+  for (int j = 0; j < i; j++)
     if (k->setup[j].name) extra[n++] = k->setup[j].name;
-  for (int j = 0; j < k->nconsts && n < 64 + 1; j++)
-    extra[n++] = k->consts[j].name;
-  extra[n] = NULL;
-  const char **names =
-      hkc_names_for(k, HKC_ROLE_BIT(HK_ROLE_SCALAR), (const char *const *)extra);
+  const char **names = hkc_names_for(k, HKC_ROLE_BIT(HK_ROLE_SCALAR), extra);
+  free(extra);
   if (!names) return HK_ENOMEM;
   int rc = counted(
       P, hkc_check_code_calls(P->doc, &k->setup[i].value, HKC_CODE_EXPR, names,

@@ -202,7 +202,9 @@ int hkc_parse_params(hkc_parser *P, const hkj_node *obj, const char *prefix,
 
 const char **hkc_names_for(const hkc_kernel *k, unsigned role_mask,
                            const char *const *extra) {
-  size_t cap = (size_t)k->nparams + 8 + 26;
+  size_t nextra = 0;
+  while (extra && extra[nextra]) nextra++;
+  size_t cap = (size_t)k->nparams + nextra + (size_t)k->nconsts + 26 + 1;
   const char **v = calloc(cap, sizeof *v);
   if (!v) return NULL;
   size_t n = 0;
@@ -216,6 +218,7 @@ const char **hkc_names_for(const hkc_kernel *k, unsigned role_mask,
       v[n++] = p->name;
   }
   for (; extra && *extra; extra++) v[n++] = *extra;
+  for (int i = 0; i < k->nconsts; i++) v[n++] = k->consts[i].name;
   static const char letters[26][2] = {
       "A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K", "L", "M",
       "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W", "X", "Y", "Z"};

@@ -270,10 +270,13 @@ static int check_expr(hkc_parser *P, hkc_kernel *k, hkc_src *s, unsigned roles,
                       const char *const *extra, const char *what) {
   if (!s->text) return HK_OK;
   const char **names = hkc_names_for(k, roles, extra);
-  if (!names) return HK_ENOMEM;
-  int rc =
-      hkc_check_code(P->doc, s, HKC_CODE_EXPR, names, what, k->targets, P->d);
+  const char **calls = hkc_helper_names(k);
+  int rc = HK_ENOMEM;
+  if (names && calls) /* the kernel's helpers may be called too */
+    rc = hkc_check_code_calls(P->doc, s, HKC_CODE_EXPR, names, what,
+                              k->targets, calls, P->d);
   free(names);
+  free(calls);
   return counted(P, rc);
 }
 
@@ -309,8 +312,12 @@ static int check_stmts(hkc_parser *P, const hkc_kernel *k, const hkc_src *s,
             example);
     return HK_OK;
   }
-  return counted(P, hkc_check_code(P->doc, s, HKC_CODE_STMTS, NULL, NULL,
-                                   k->targets, P->d));
+  const char **calls = hkc_helper_names(k);
+  if (!calls) return HK_ENOMEM;
+  int rc = hkc_check_code_calls(P->doc, s, HKC_CODE_STMTS, NULL, NULL,
+                                k->targets, calls, P->d);
+  free(calls);
+  return counted(P, rc);
 }
 
 /* The struct form: each field's identity and map, combine and finalize as

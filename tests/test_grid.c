@@ -264,7 +264,12 @@ static void test_examples(void) {
     "   \"body\": [\"double s = 0;\", \"for (size_t j = 0; j < m; j++) s += v[j];\", \"return s;\"]}],\n" \
     " \"params\": [{\"name\": \"x\", \"type\": \"f64\", \"role\": \"in\"},\n" \
     "             {\"name\": \"s\", \"type\": \"f64\", \"role\": \"out\", \"row\": \"one\"}],\n" \
-    " \"body\": \"s[0] = total(x, n);\"}\n"
+    " \"body\": \"s[0] = total(x, n);\"},\n" \
+    "{\"name\": \"rd\", \"kind\": \"reduction\", \"consts\": {\"SCALE\": 3},\n" \
+    " \"helpers\": [{\"name\": \"sq\", \"returns\": \"double\", \"params\": \"double v\", \"body\": \"return v * v;\"}],\n" \
+    " \"params\": [{\"name\": \"x\", \"type\": \"f64\", \"role\": \"in\"},\n" \
+    "             {\"name\": \"out\", \"type\": \"f64\", \"role\": \"out\"}],\n" \
+    " \"map\": \"sq(x) * SCALE\", \"combine\": \"a + b\", \"identity\": \"0\"}\n"
 
 static const char exact_json[] =
     "{\"schema_version\": 1, \"kernels\": [\n"
@@ -417,6 +422,14 @@ static void test_other_kinds(hk_context_t *ctx) {
     void *args[] = {x, s};
     CHECK_INT_EQ(hk__call_rows_cpu(k, 2, 3, args), HK_OK);
     CHECK(s[0] == 6 && s[1] == 15);
+  }
+  if (hk_kernel_find(ctx, "rd", &k) == HK_OK) { /* a reduction's map */
+    double x[3] = {1, 2, 3}, out = 0;
+    void *args[] = {x, &out};
+    CHECK_INT_EQ(hk_call(k, 3, args), HK_OK);
+    CHECK(out == 42);
+  } else {
+    CHECK_MSG(0, "rd: %s", hk_last_error());
   }
 }
 
