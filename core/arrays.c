@@ -1160,8 +1160,7 @@ static int fast_call(const hk_kernel_t *k, const hk_kernel_info_t *info,
     *rc = hk__call_failure(k);
     return 1;
   }
-  hk__run(&im->e, ptrs, n);
-  *rc = HK_OK;
+  *rc = hk__run(&im->e, ptrs, n); /* a grid's bad extent fails */
   return 1;
 }
 

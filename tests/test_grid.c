@@ -354,6 +354,12 @@ static void test_exact_tier(hk_tier_t tier) {
     CHECK_INT_EQ(hk_call(k, 0, argsn), HK_EINVAL);
     CHECK(strstr(hk_last_error(), "extent is negative") != NULL);
     CHECK(f ? od[0] == -5 : oi[0] == -5);
+    if (f) continue;
+    hk_array_t arr[5];
+    hk_array_init(&arr[0], oi, HK_I64, 1, (int64_t[]){N3});
+    void *const sc[4] = {&E0, &E1, &neg, &ki};
+    for (int i = 0; i < 4; i++) hk_array_init(&arr[i + 1], sc[i], HK_I64, 0, NULL);
+    CHECK_INT_EQ(hk_call_arrays(k, arr, NULL), HK_EINVAL);
   }
   /* 2-D over 150,000 indices: cut into tasks mid-row on 2 threads; a u16
    * extent; the other kernel's helper and const of the same names */
