@@ -99,6 +99,8 @@ int hkc_is_buffer(const hkc_param *p);
 void hkc_put_code(hku_buf *o, const hkc_src *s, int ind);
 /* An expression on one line, in parentheses, comments removed. */
 void hkc_put_expr(hku_buf *o, const hkc_src *s);
+/* The same without the parentheses (a type, a parameter list). */
+void hkc_put_oneline(hku_buf *o, const hkc_src *s);
 /* "typedef float T;" for each placeholder the given code uses. */
 void hkc_put_holders(hku_buf *o, const hkc_instance *in,
                      const hkc_src *const *srcs, int nsrcs, int ind);
@@ -112,6 +114,10 @@ void hkc_put_param(hku_buf *o, const hkc_instance *in, const hkc_param *p,
 /* Appends s for use inside a C comment: no comment end slips in, and
  * line breaks become spaces. */
 void hkc_put_comment_text(hku_buf *o, const char *s);
+/* Parameter i taken from the uniform argument array hk_args (as stored):
+ * "*(const float *)hk_args[2]" for a scalar, "(const float *)hk_args[0]"
+ * for an in buffer. */
+void hkc_put_arg(hku_buf *o, const hkc_instance *in, int i);
 /* hkc_put_param for every parameter in order (with skip_out, every one
  * but a reduction's results: its out and inout parameters), each followed
  * by ", ". */
@@ -175,7 +181,16 @@ typedef struct hkc_emitter {
   hkc_kind_fn elementwise, reduction, raw;
   hkc_kind_fn every; /* after the kind's code, for every instance; or NULL */
   hkc_kind_fn rows;  /* rows kernels (emit_rows.c) */
+  hkc_kind_fn grid;  /* grid kernels (emit_grid.c) */
 } hkc_emitter;
+/* The code of a grid instance, in C and in CUDA C (emit_grid.c). */
+void hkc_emit_grid_c(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode);
+void hkc_emit_grid_cuda(hku_buf *o, const hkc_instance *in,
+                        hkc_emit_mode mode);
+/* An instance's consts and helpers before its code (cuda: as __device__
+ * functions), and their macros undefined after it (emit_scope.c). */
+void hkc_put_scope_open(hku_buf *o, const hkc_instance *in, int cuda);
+void hkc_put_scope_close(hku_buf *o, const hkc_instance *in);
 /* The code of a rows instance, in C and in CUDA C (emit_rows.c). */
 void hkc_emit_rows_c(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode);
 void hkc_emit_rows_cuda(hku_buf *o, const hkc_instance *in,
@@ -200,6 +215,9 @@ int hkc_report_compiler_output(const char *out, const hkc_linemap *m,
  * (part of every prelude). */
 int hkc_emit_len(const hkc_src *src, const hkc_instance *in, hku_buf *out);
 void hkc_emit_len_helpers(hku_buf *o);
+/* The same helpers as CUDA device functions (the CUDA prelude has none:
+ * emit_cuda.c adds them to a unit holding a grid kernel). */
+void hkc_emit_len_helpers_cuda(hku_buf *o);
 
 /* Appends s as a C string literal. */
 void hkc_emit_c_string(hku_buf *out, const char *s);

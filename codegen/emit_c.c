@@ -47,18 +47,6 @@ static const char *link_of(hkc_emit_mode mode) {
   return mode == HKC_EMIT_STDLIB ? "static " : "";
 }
 
-/* "*(const float *)hk_args[0]" / "(float *)hk_args[2]": parameter i taken
- * from the uniform argument array (as stored: "*(const uint16_t *)" for an
- * f16 scalar). */
-static void put_arg(hku_buf *o, const hkc_instance *in, const hkc_param *p,
-                    int i) {
-  if (!is_buffer(p))
-    hku_buf_printf(o, "*(const %s *)hk_args[%d]", hkc_param_stype(in, p), i);
-  else
-    hku_buf_printf(o, "(%s%s *)hk_args[%d]", p->role == HK_ROLE_IN ? "const " : "",
-                   hkc_param_stype(in, p), i);
-}
-
 /* Every parameter (but a reduction's results with skip_out) from the
  * argument array, with ", " between them. */
 static void put_args_call(hku_buf *o, const hkc_instance *in, unsigned skip_out) {
@@ -67,7 +55,7 @@ static void put_args_call(hku_buf *o, const hkc_instance *in, unsigned skip_out)
   for (int i = 0; i < k->nparams; i++) {
     if (skip_out && hkc_is_result(&k->params[i])) continue;
     hku_buf_put(o, first ? "" : ", ");
-    put_arg(o, in, &k->params[i], i);
+    hkc_put_arg(o, in, i);
     first = 0;
   }
 }
@@ -429,7 +417,7 @@ static void put_store_final(hku_buf *o, const hkc_instance *in) {
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i].role == HK_ROLE_SCALAR) {
       hku_buf_put(o, ", ");
-      put_arg(o, in, &k->params[i], i);
+      hkc_put_arg(o, in, i);
     }
   hku_buf_printf(o, ")%s;\n}\n\n", hkc_conv_post(rt));
 }
@@ -569,7 +557,7 @@ static void emit_lens(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
       if (!is_buffer(&k->params[i])) {
         hku_buf_printf(o, "    const %s %s = ",
                        hkc_param_stype(in, &k->params[i]), k->params[i].name);
-        put_arg(o, in, &k->params[i], i);
+        hkc_put_arg(o, in, i);
         hku_buf_printf(o, ";\n    (void)%s;\n", k->params[i].name);
       }
   } else {
@@ -648,6 +636,7 @@ static void put_table_entry(hku_buf *o, const hkc_file *f,
                  k->kind == HK_KIND_ELEMENTWISE ? "ELEMENTWISE"
                  : k->kind == HK_KIND_REDUCTION ? "REDUCTION"
                  : k->kind == HK_KIND_ROWS      ? "ROWS"
+                 : k->kind == HK_KIND_GRID      ? "GRID"
                                                 : "RAW",
                  k->targets, k->nparams, nm);
   hkc_emit_c_string(o, f->path);
@@ -673,7 +662,7 @@ static void emit_table(hku_buf *o, hkc_file *const *files, int nfiles) {
 static const hkc_emitter c_emitter = {HK_TARGET_CPU,  1,
                                       emit_elementwise, emit_reduction,
                                       emit_raw,       emit_lens,
-                                      hkc_emit_rows_c};
+                                      hkc_emit_rows_c, hkc_emit_grid_c};
 
 int hkc_emit_c_mapped(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
                       hku_buf *o, hkc_linemap *map) {

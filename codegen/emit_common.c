@@ -124,6 +124,17 @@ void hkc_put_expr(hku_buf *o, const hkc_src *s) {
   free(e);
 }
 
+void hkc_put_oneline(hku_buf *o, const hkc_src *s) {
+  char *e = hkc_expr_oneline(s);
+  if (!e) {
+    o->oom = 1;
+    return;
+  }
+  hkc_linemap_note(o, s, 0, next_col(o));
+  hku_buf_put(o, e);
+  free(e);
+}
+
 /* ---- Parameters -------------------------------------------------------------- */
 
 const char *hkc_param_ctype(const hkc_instance *in, const hkc_param *p) {
@@ -175,6 +186,16 @@ void hkc_put_param(hku_buf *o, const hkc_instance *in, const hkc_param *p,
   else
     hku_buf_printf(o, "%s%s *%s%s", p->role == HK_ROLE_IN ? "const " : "",
                    hkc_param_stype(in, p), ptr_prefix, p->name);
+}
+
+void hkc_put_arg(hku_buf *o, const hkc_instance *in, int i) {
+  const hkc_param *p = &in->k->params[i];
+  if (!hkc_is_buffer(p))
+    hku_buf_printf(o, "*(const %s *)hk_args[%d]", hkc_param_stype(in, p), i);
+  else
+    hku_buf_printf(o, "(%s%s *)hk_args[%d]",
+                   p->role == HK_ROLE_IN ? "const " : "", hkc_param_stype(in, p),
+                   i);
 }
 
 void hkc_put_params(hku_buf *o, const hkc_instance *in,
@@ -425,15 +446,19 @@ static void emit_one(hku_buf *o, const hkc_file *f, const hkc_instance *in,
     hkc_put_comment_text(o, f->path);
   }
   hku_buf_put(o, " ---- */\n\n");
+  hkc_put_scope_open(o, in, w->e->target == HK_TARGET_CUDA);
   if (k->kind == HK_KIND_ELEMENTWISE)
     w->e->elementwise(o, in, w->mode);
   else if (k->kind == HK_KIND_REDUCTION)
     w->e->reduction(o, in, w->mode);
   else if (k->kind == HK_KIND_ROWS)
     w->e->rows(o, in, w->mode);
+  else if (k->kind == HK_KIND_GRID)
+    w->e->grid(o, in, w->mode);
   else
     w->e->raw(o, in, w->mode);
   if (w->e->every) w->e->every(o, in, w->mode);
+  hkc_put_scope_close(o, in);
 }
 
 void hkc_emit_instances(hkc_file *const *files, int nfiles,

@@ -370,7 +370,8 @@ static void emit_raw(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
 static const hkc_emitter cuda_emitter = {HK_TARGET_CUDA,   0,
                                          emit_elementwise, emit_reduction,
                                          emit_raw,         NULL,
-                                         hkc_emit_rows_cuda};
+                                         hkc_emit_rows_cuda,
+                                         hkc_emit_grid_cuda};
 
 int hkc_emit_cuda_mapped(hkc_file *const *files, int nfiles,
                          hkc_emit_mode mode, hku_buf *o, hkc_linemap *map) {
@@ -378,6 +379,16 @@ int hkc_emit_cuda_mapped(hkc_file *const *files, int nfiles,
   int rc = hkc_emit_cuda(files, nfiles, mode, o);
   o->map = NULL;
   return rc;
+}
+
+/* 1 when a kernel of the files with the cuda target is a grid kernel. */
+static int any_grid(hkc_file *const *files, int nfiles) {
+  for (int f = 0; f < nfiles; f++)
+    for (int i = 0; i < files[f]->nkernels; i++)
+      if (files[f]->kernels[i].kind == HK_KIND_GRID &&
+          (files[f]->kernels[i].targets & HK_TARGET_CUDA))
+        return 1;
+  return 0;
 }
 
 int hkc_emit_cuda(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
@@ -388,6 +399,8 @@ int hkc_emit_cuda(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
                  "again.\n * Launch with 1-D blocks of %d threads. */\n\n",
                  HK_ABI_CUDA_BLOCK);
   hkc_emit_cuda_prelude(o);
+  if (any_grid(files, nfiles)) /* grid extents are checked len arithmetic */
+    hkc_emit_len_helpers_cuda(o);
   hkc_emit_instances(files, nfiles, mode, &cuda_emitter, o);
   return o->oom ? HK_ENOMEM : HK_OK;
 }

@@ -79,18 +79,6 @@ static void put_rows_fn(hku_buf *o, const hkc_instance *in) {
   hku_buf_put(o, "}\n\n");
 }
 
-/* Parameter i from the argument array: "(const float *)hk_args[0]" for a
- * buffer, "*(const float *)hk_args[2]" for a scalar. */
-static void put_arg(hku_buf *o, const hkc_instance *in, int i) {
-  const hkc_param *p = &in->k->params[i];
-  if (!is_buffer(p))
-    hku_buf_printf(o, "*(const %s *)hk_args[%d]", hkc_param_stype(in, p), i);
-  else
-    hku_buf_printf(o, "(%s%s *)hk_args[%d]",
-                   p->role == HK_ROLE_IN ? "const " : "", hkc_param_stype(in, p),
-                   i);
-}
-
 void hkc_emit_rows_c(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
@@ -106,7 +94,7 @@ void hkc_emit_rows_c(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
                  mode == HKC_EMIT_STDLIB ? "static " : "", nm);
   hku_buf_printf(o, "    (void)hk_partial;\n    hk_rows__%s(", nm);
   for (int i = 0; i < k->nparams; i++) {
-    put_arg(o, in, i);
+    hkc_put_arg(o, in, i);
     hku_buf_put(o, ", ");
   }
   hku_buf_put(o, "n, hk_begin, hk_end);\n}\n\n");

@@ -11,6 +11,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "diag.h"
 #include "hk.h"
@@ -86,6 +87,40 @@ typedef struct hkc_acc_field {
   const hkj_node *node; /* its member of "acc" */
 } hkc_acc_field;
 
+/* The fields of grid kernels and the kernel-wide definitions (parse_grid.c):
+ * an index of the index space ("grid": {"b": "B", ...}), a per-call value
+ * ("setup"), a per-index local array ("scratch"), a compile-time integer
+ * ("consts") and a function code may call ("helpers"). */
+#define HKC_GRID_MAX_RANK 3
+/* The most bytes a grid kernel's scratch arrays may take together. */
+#define HKC_SCRATCH_MAX 16384
+typedef struct hkc_grid_dim {
+  char *name;
+  hkc_src ext; /* the extent: a len-style expression */
+  const hkj_node *node;
+} hkc_grid_dim;
+
+typedef struct hkc_local {
+  char *name;
+  hk_dtype_t dtype; /* HK_DTYPE_INVALID when the type is a placeholder */
+  char placeholder;
+  hkc_src value;   /* setup: its expression; scratch: its len */
+  int64_t count;   /* scratch: the element count */
+  const hkj_node *node;
+} hkc_local;
+
+typedef struct hkc_const {
+  char *name;
+  int64_t value;
+  const hkj_node *node;
+} hkc_const;
+
+typedef struct hkc_helper {
+  char *name;
+  hkc_src returns, params, body;
+  const hkj_node *node;
+} hkc_helper;
+
 /* One concrete kernel: a kernel with every placeholder bound to a type. */
 typedef struct hkc_instance {
   char *name; /* "add_f32"; the kernel's name when it has no placeholders */
@@ -113,6 +148,14 @@ typedef struct hkc_kernel {
   char acc_placeholder; /* ... with this placeholder */
   hkc_acc_field *acc_fields; /* HKC_ACC_STRUCT, in file order */
   int nacc_fields;
+  hkc_grid_dim grid[HKC_GRID_MAX_RANK]; /* grid kernels, outermost first */
+  int grid_rank;
+  hkc_local *setup, *scratch; /* grid kernels, in file order */
+  int nsetup, nscratch;
+  hkc_const *consts; /* every kind */
+  int nconsts;
+  hkc_helper *helpers; /* every kind */
+  int nhelpers;
   hkc_instance *inst;
   int ninst;
   char *prefix; /* "" or "kernels[2]." for field names in messages */
@@ -211,6 +254,14 @@ typedef enum hkc_code_mode {
 int hkc_check_code(const hkj_doc *doc, const hkc_src *src, hkc_code_mode mode,
                    const char *const *idents, const char *what,
                    unsigned targets, hku_diags *d);
+/* hkc_check_code, where the code may also call the functions named in
+ * callables (NULL-terminated; a kernel's helpers), or none when NULL. */
+int hkc_check_code_calls(const hkj_doc *doc, const hkc_src *src,
+                         hkc_code_mode mode, const char *const *idents,
+                         const char *what, unsigned targets,
+                         const char *const *callables, hku_diags *d);
+/* The offset of the first call of the function name in the code, or -1. */
+long hkc_code_find_call(const hkc_src *src, const char *name);
 /* The text with comments turned into spaces and newlines into spaces: an
  * expression that can be emitted on one line. malloc'ed; NULL on OOM. */
 char *hkc_expr_oneline(const hkc_src *src);
@@ -219,6 +270,12 @@ char *hkc_expr_oneline(const hkc_src *src);
  * problems reported into d), or HK_ENOMEM. */
 int hkc_check_len(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
                   hku_diags *d);
+
+/* Evaluates a compile-time count (a scratch len): len grammar over integer
+ * literals and k's consts only, in checked int64 arithmetic. HK_OK and
+ * *value, HK_ESCHEMA (reported into d), or HK_ENOMEM. */
+int hkc_const_len(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
+                  int64_t *value, hku_diags *d);
 
 /* The offset of the first use of identifier id in the code, or -1. */
 long hkc_code_find(const hkc_src *src, const char *id);

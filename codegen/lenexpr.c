@@ -28,6 +28,8 @@ typedef struct lp {
   hku_buf *out; /* NULL when only checking */
   hku_diags *d;
   int errors;
+  int consts_only; /* a compile-time count: literals and consts only */
+  int64_t v;       /* the value of what was just parsed (consts_only) */
 } lp;
 
 /* Reports the first problem of the expression at byte off of its
@@ -117,6 +119,7 @@ static int primary_number(lp *L) {
     return HK_ESCHEMA;
   }
   if (L->out) hku_buf_printf(L->out, "(int64_t)%lluLL", v);
+  L->v = (int64_t)v;
   return HK_OK;
 }
 
@@ -174,6 +177,18 @@ static int primary_name(lp *L) {
     lerr(L, s, "calls '%s', which is not allowed: %s", name, GRAMMAR);
     return HK_ESCHEMA;
   }
+  for (int i = 0; i < L->k->nconsts; i++)
+    if (L->k->consts[i].name && !strcmp(L->k->consts[i].name, name)) {
+      L->v = L->k->consts[i].value;
+      if (L->out) hku_buf_printf(L->out, "(int64_t)%lldLL", (long long)L->v);
+      return HK_OK;
+    }
+  if (L->consts_only) {
+    lerr(L, s, "'%s' is not one of the kernel's consts: this count is fixed "
+               "when the kernel is compiled (integer literals, consts, + - * / "
+               "%%, parentheses)", name);
+    return HK_ESCHEMA;
+  }
   if (!strcmp(name, "n")) {
     emit(L, "hk_len_size(n, &hk_bad)");
     return HK_OK;
@@ -198,7 +213,8 @@ static int primary_name(lp *L) {
     return HK_OK;
   }
   if (p) return scalar_operand(L, p, s);
-  lerr(L, s, "'%s' is not one of the kernel's integer scalars and n", name);
+  lerr(L, s, "'%s' is not one of the kernel's integer scalars%s and n", name,
+       L->k->nconsts ? ", consts" : "");
   return HK_ESCHEMA;
 }
 
@@ -244,13 +260,39 @@ static int unary(lp *L) {
   skip(L);
   if (L->p < L->n && (L->t[L->p] == '-' || L->t[L->p] == '+') &&
       !(L->p + 1 < L->n && L->t[L->p + 1] == L->t[L->p])) { /* not ++ -- */
+    size_t at = L->p;
     int neg = L->t[L->p++] == '-';
     emit(L, neg ? "hk_len_neg(" : "(");
     if (unary(L) != HK_OK) return HK_ESCHEMA;
     emit(L, neg ? ", &hk_bad)" : ")");
+    if (neg && L->v == INT64_MIN && L->consts_only) {
+      lerr(L, at, "overflows int64");
+      return HK_ESCHEMA;
+    }
+    if (neg && L->v != INT64_MIN) L->v = -L->v;
     return HK_OK;
   }
   return primary(L);
+}
+
+/* L->v = lhs op L->v, in checked int64 arithmetic; in a compile-time
+ * count an overflow or a division by zero is an error (reported). */
+static int fold(lp *L, char op, int64_t lhs, size_t at) {
+  int64_t r = L->v, v = 0;
+  int bad = 0;
+  switch (op) {
+    case '+': bad = __builtin_add_overflow(lhs, r, &v); break;
+    case '-': bad = __builtin_sub_overflow(lhs, r, &v); break;
+    case '*': bad = __builtin_mul_overflow(lhs, r, &v); break;
+    default:
+      bad = r == 0 || (lhs == INT64_MIN && r == -1);
+      if (!bad) v = op == '/' ? lhs / r : lhs % r;
+  }
+  L->v = v;
+  if (!bad || !L->consts_only) return HK_OK;
+  lerr(L, at, "%s", op == '/' || op == '%' ? "divides by zero"
+                                           : "overflows int64");
+  return HK_ESCHEMA;
 }
 
 /* A left-associative chain of the operators in ops at one precedence
@@ -271,10 +313,13 @@ static int chain(lp *L, const char *ops, int (*operand)(lp *)) {
       rc = HK_ESCHEMA;
       break;
     }
+    size_t at = L->p;
     char op = L->t[L->p++];
+    int64_t lhs = L->v;
     hku_buf rhs = HKU_BUF_INIT;
     if (saved) L->out = &rhs;
     rc = operand(L);
+    if (rc == HK_OK && fold(L, op, lhs, at) != HK_OK) rc = HK_ESCHEMA;
     if (saved) {
       const char *fn = op == '+' ? "add" : op == '-' ? "sub"
                        : op == '*' ? "mul" : op == '/' ? "div" : "mod";
@@ -302,7 +347,8 @@ static int expr(lp *L) { return chain(L, "+-", term); }
  * `int hk_bad` in scope). Reports into d (may be NULL). HK_OK,
  * HK_ESCHEMA (invalid), or HK_ENOMEM. */
 static int run(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
-               const hkc_instance *in, hku_buf *out, hku_diags *d) {
+               const hkc_instance *in, hku_buf *out, hku_diags *d,
+               int64_t *value) {
   /* The text with comments blanked out (same offsets), so that positions
    * map straight back to the source. */
   char *text = malloc(src->len + 1);
@@ -331,7 +377,7 @@ static int run(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
   }
   map[n] = src->len;
   text[n] = '\0';
-  lp L = {map, doc, src, k, in, text, n, 0, out, d, 0};
+  lp L = {map, doc, src, k, in, text, n, 0, out, d, 0, value != NULL, 0};
   size_t first = 0;
   while (first < n && text[first] == ' ') first++;
   int rc;
@@ -352,48 +398,73 @@ static int run(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
   }
   free(text);
   free(map);
+  if (value) *value = L.v;
   return rc != HK_OK || L.errors ? HK_ESCHEMA : HK_OK;
 }
 
 int hkc_check_len(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
                   hku_diags *d) {
-  return run(doc, src, k, NULL, NULL, d);
+  return run(doc, src, k, NULL, NULL, d, NULL);
+}
+
+int hkc_const_len(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
+                  int64_t *value, hku_diags *d) {
+  return run(doc, src, k, NULL, NULL, d, value);
 }
 
 int hkc_emit_len(const hkc_src *src, const hkc_instance *in, hku_buf *out) {
   hkj_doc none = {0};
-  return run(&none, src, in->k, in, out, NULL);
+  return run(&none, src, in->k, in, out, NULL, NULL);
 }
 
-void hkc_emit_len_helpers(hku_buf *o) {
-  hku_buf_put(
-      o,
+/* The helpers, each declared with qual (HK_LEN_QUAL in the text). */
+static void put_len_helpers(hku_buf *o, const char *qual) {
+  static const char text[] =
       "/* Checked int64 arithmetic for len expressions: *bad is set on\n"
       " * overflow or division by zero (results are then meaningless). */\n"
-      "HK_MAYBE_UNUSED static inline int64_t hk_len_add(int64_t a, int64_t "
+      "HK_LEN_QUAL int64_t hk_len_add(int64_t a, int64_t "
       "b, int *bad) { if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < "
       "INT64_MIN - b)) { *bad = 1; return 0; } return a + b; }\n"
-      "HK_MAYBE_UNUSED static inline int64_t hk_len_sub(int64_t a, int64_t "
+      "HK_LEN_QUAL int64_t hk_len_sub(int64_t a, int64_t "
       "b, int *bad) { if ((b < 0 && a > INT64_MAX + b) || (b > 0 && a < "
       "INT64_MIN + b)) { *bad = 1; return 0; } return a - b; }\n"
-      "HK_MAYBE_UNUSED static inline int64_t hk_len_mul(int64_t a, int64_t "
+      "HK_LEN_QUAL int64_t hk_len_mul(int64_t a, int64_t "
       "b, int *bad) { if (a == 0 || b == 0) return 0; if ((a == -1 && b == "
       "INT64_MIN) || (b == -1 && a == INT64_MIN)) { *bad = 1; return 0; } "
       "if (a > 0 ? (b > 0 ? a > INT64_MAX / b : b < INT64_MIN / a) : (b > "
       "0 ? a < INT64_MIN / b : a < INT64_MAX / b)) { *bad = 1; return 0; } "
       "return a * b; }\n"
-      "HK_MAYBE_UNUSED static inline int64_t hk_len_div(int64_t a, int64_t "
+      "HK_LEN_QUAL int64_t hk_len_div(int64_t a, int64_t "
       "b, int *bad) { if (b == 0 || (a == INT64_MIN && b == -1)) { *bad = "
       "1; return 0; } return a / b; }\n"
-      "HK_MAYBE_UNUSED static inline int64_t hk_len_mod(int64_t a, int64_t "
+      "HK_LEN_QUAL int64_t hk_len_mod(int64_t a, int64_t "
       "b, int *bad) { if (b == 0 || (a == INT64_MIN && b == -1)) { *bad = "
       "1; return 0; } return a % b; }\n"
-      "HK_MAYBE_UNUSED static inline int64_t hk_len_neg(int64_t a, int "
+      "HK_LEN_QUAL int64_t hk_len_neg(int64_t a, int "
       "*bad) { if (a == INT64_MIN) { *bad = 1; return 0; } return -a; }\n"
-      "HK_MAYBE_UNUSED static inline int64_t hk_len_u64(uint64_t a, int "
+      "HK_LEN_QUAL int64_t hk_len_u64(uint64_t a, int "
       "*bad) { if (a > (uint64_t)INT64_MAX) { *bad = 1; return 0; } return "
       "(int64_t)a; }\n"
-      "HK_MAYBE_UNUSED static inline int64_t hk_len_size(size_t a, int "
+      "HK_LEN_QUAL int64_t hk_len_size(size_t a, int "
       "*bad) { if (a > (size_t)INT64_MAX) { *bad = 1; return 0; } return "
-      "(int64_t)a; }\n\n");
+      "(int64_t)a; }\n\n";
+  static const char mark[] = "HK_LEN_QUAL";
+  for (const char *t = text, *q; *t; t = q + sizeof mark - 1) {
+    q = strstr(t, mark);
+    if (!q) {
+      hku_buf_put(o, t);
+      break;
+    }
+    hku_buf_putn(o, t, (size_t)(q - t));
+    hku_buf_put(o, qual);
+  }
+}
+
+void hkc_emit_len_helpers(hku_buf *o) {
+  put_len_helpers(o, "HK_MAYBE_UNUSED static inline");
+}
+
+void hkc_emit_len_helpers_cuda(hku_buf *o) {
+  put_len_helpers(o,
+                  "static __device__ __forceinline__ __attribute__((unused))");
 }

@@ -135,6 +135,9 @@ typedef struct checker {
   /* For each ')' token, the index of the '(' it closes (parentheses only,
    * as if no other bracket were there); SIZE_MAX when none does. */
   size_t *open_of;
+  /* Functions the code may call besides the math ones: the kernel's
+   * helpers (NULL-terminated), or NULL. */
+  const char *const *callables;
 } checker;
 
 /* Stop reporting after this many problems in one piece of code. */
@@ -374,6 +377,12 @@ static const char *const type_words[] = {
     "char", "const", "double", "float", "int", "long", "short", "signed",
     "unsigned", "void", "volatile", "_Bool", "restrict", NULL};
 
+/* 1 when code may call the function named by s (n bytes): a math function
+ * or one of the kernel's helpers. */
+static int is_callable(const checker *c, const char *s, size_t n) {
+  return is_math_fn(s, n) || (c->callables && in_list(c->callables, s, n));
+}
+
 /* Token i is a '(' that follows ')' or ']': unless the parenthesised group
  * before it is a cast's type name, or a math function's name, the code
  * calls something through an expression, e.g. (system)("ls") or (*f)(x).
@@ -402,7 +411,7 @@ static void check_indirect_call(checker *c, size_t i) {
   }
   if (is_type) return;
   if (j + 2 == i - 1 && c->toks[j + 1].kind == TK_IDENT &&
-      is_math_fn(c->src->text + c->toks[j + 1].off, c->toks[j + 1].len))
+      is_callable(c, c->src->text + c->toks[j + 1].off, c->toks[j + 1].len))
     return;
   if (j + 2 == i - 1 && c->toks[j + 1].kind == TK_IDENT) {
     const token *t = &c->toks[j + 1];
@@ -513,16 +522,17 @@ static void check_tokens(checker *c, hkc_code_mode mode,
     }
     int is_kw = in_list(c_keywords, s, k->len);
     if (mode != HKC_CODE_RAW_CUDA && !is_kw && next &&
-        tok_is(c, next, "(") && !is_math_fn(s, k->len) && !is_conv) {
+        tok_is(c, next, "(") && !is_callable(c, s, k->len) && !is_conv) {
       err(c, k->off,
           "calls '%s', which is not allowed: kernel code may call only the "
-          "C99 <math.h> functions (see schemas/README.md)",
-          name);
+          "C99 <math.h> functions%s (see schemas/README.md)",
+          name,
+          c->callables && c->callables[0] ? " and the kernel's helpers" : "");
       continue;
     }
     if (mode == HKC_CODE_EXPR && idents) {
       int ok = (is_kw && in_list(expr_keywords, s, k->len)) ||
-               is_math_fn(s, k->len) || in_list(math_constants, s, k->len) ||
+               is_callable(c, s, k->len) || in_list(math_constants, s, k->len) ||
                in_list(type_names, s, k->len) || in_list(idents, s, k->len) ||
                is_conv;
       if (!ok) err(c, k->off, "'%s' is not one of %s", name, what);
@@ -533,7 +543,14 @@ static void check_tokens(checker *c, hkc_code_mode mode,
 int hkc_check_code(const hkj_doc *doc, const hkc_src *src, hkc_code_mode mode,
                    const char *const *idents, const char *what,
                    unsigned targets, hku_diags *d) {
-  checker c = {doc, src, d, 0, NULL, 0, 0, 0, NULL};
+  return hkc_check_code_calls(doc, src, mode, idents, what, targets, NULL, d);
+}
+
+int hkc_check_code_calls(const hkj_doc *doc, const hkc_src *src,
+                         hkc_code_mode mode, const char *const *idents,
+                         const char *what, unsigned targets,
+                         const char *const *callables, hku_diags *d) {
+  checker c = {doc, src, d, 0, NULL, 0, 0, 0, NULL, callables};
   c.cuda_shared = (targets & HK_TARGET_CUDA) &&
                   (mode == HKC_CODE_BODY || mode == HKC_CODE_EXPR ||
                    mode == HKC_CODE_STMTS ||
@@ -602,7 +619,7 @@ static size_t quiet_tokens(const hkc_src *src, token **out) {
   hkj_doc none = {0};
   hkc_src nopos = *src; /* no positions: nothing is reported */
   nopos.nsegs = 0;
-  checker c = {&none, &nopos, &quiet, 0, NULL, 0, 0, 0, NULL};
+  checker c = {&none, &nopos, &quiet, 0, NULL, 0, 0, 0, NULL, NULL};
   size_t n = 0;
   if (tokenize(&c) == 0) {
     *out = c.toks;
@@ -640,4 +657,21 @@ int hkc_code_calls_math(const hkc_src *src) {
             src->text[t[i + 1].off] == '(';
   free(t);
   return found;
+}
+
+long hkc_code_find_call(const hkc_src *src, const char *name) {
+  token *t;
+  size_t n = quiet_tokens(src, &t), l = strlen(name);
+  long at = -1;
+  for (size_t i = 0; i + 1 < n && at < 0; i++)
+    if (t[i].kind == TK_IDENT && t[i].len == l &&
+        memcmp(src->text + t[i].off, name, l) == 0 &&
+        t[i + 1].kind == TK_PUNCT && t[i + 1].len == 1 &&
+        src->text[t[i + 1].off] == '(' &&
+        !(i > 0 && t[i - 1].kind == TK_PUNCT &&
+          (src->text[t[i - 1].off] == '.' ||
+           (t[i - 1].len == 2 && src->text[t[i - 1].off] == '-'))))
+      at = (long)t[i].off;
+  free(t);
+  return at;
 }

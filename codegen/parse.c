@@ -226,7 +226,7 @@ static int blank(const hkc_src *s) {
   return 1;
 }
 
-static void src_free(hkc_src *s) {
+void hkc_src_free(hkc_src *s) {
   free(s->text);
   free(s->field);
   free(s->segs);
@@ -244,14 +244,19 @@ static int counted(hkc_parser *P, int rc) {
   return rc == HK_ENOMEM ? rc : HK_OK;
 }
 
-/* Checks a raw kernel's body src (when given) in the given mode. An empty
- * or blank body is legal: a kernel that does nothing (schemas/README.md,
- * as in the peers' formats). HK_OK or HK_ENOMEM. */
+/* Checks a raw kernel's body src (when given) in the given mode: it may
+ * call the kernel's helpers. An empty or blank body is legal: a kernel
+ * that does nothing (schemas/README.md, as in the peers' formats). HK_OK
+ * or HK_ENOMEM. */
 static int check_body(hkc_parser *P, const hkc_kernel *k, const hkc_src *src,
                       hkc_code_mode mode) {
   if (!src->text || blank(src)) return HK_OK;
-  return counted(P, hkc_check_code(P->doc, src, mode, NULL, NULL, k->targets,
-                                   P->d));
+  const char **calls = hkc_helper_names(k);
+  if (!calls) return HK_ENOMEM;
+  int rc = counted(P, hkc_check_code_calls(P->doc, src, mode, NULL, NULL,
+                                           k->targets, calls, P->d));
+  free(calls);
+  return rc;
 }
 
 /* Reports each field of obj that belongs to another kind than k's. */
@@ -265,6 +270,7 @@ static void refuse_other_kinds(hkc_parser *P, const hkj_node *obj,
   static const char *const raw[] = {"cpu", "cuda", "body", NULL};
   const char *const *mine = k->kind == HK_KIND_ELEMENTWISE ? ew
                             : k->kind == HK_KIND_ROWS      ? ew
+                            : k->kind == HK_KIND_GRID      ? ew
                             : k->kind == HK_KIND_REDUCTION ? red
                                                            : raw;
   for (const char *const *f = all; *f; f++) {
@@ -272,7 +278,7 @@ static void refuse_other_kinds(hkc_parser *P, const hkj_node *obj,
     for (const char *const *m = mine; *m; m++) ok |= !strcmp(*m, *f);
     const hkj_node *v = hkj_get(obj, *f);
     if (v && !ok) {
-      const char *owner = !strcmp(*f, "body") ? "elementwise, rows and raw"
+      const char *owner = !strcmp(*f, "body") ? "elementwise, rows, grid and raw"
                           : (!strcmp(*f, "cpu") || !strcmp(*f, "cuda"))
                               ? "raw"
                               : "reduction";
@@ -284,36 +290,36 @@ static void refuse_other_kinds(hkc_parser *P, const hkj_node *obj,
   }
 }
 
+/* Reads the required, non-blank "body" of an elementwise, rows or grid
+ * kernel; `what` says what it is when it is missing. HK_OK or HK_ENOMEM. */
+static int take_body(hkc_parser *P, const hkj_node *obj, const char *prefix,
+                     hkc_kernel *k, const char *what) {
+  if (take_code(P, obj, "body", prefix, &k->body) != HK_OK) return HK_ENOMEM;
+  if (!hkj_get(obj, "body"))
+    hkc_err(P, obj, hkc_obj_name(prefix), "missing required field \"body\" (%s)",
+            what);
+  else if (k->body.text && blank(&k->body))
+    hkc_err(P, src_node(&k->body), k->body.field, "is empty: expected C code");
+  return HK_OK;
+}
+
 /* Reads the fields of the kernel's kind and refuses those of other kinds.
  * HK_OK or HK_ENOMEM; problems are reported. */
 static int parse_kind_fields(hkc_parser *P, const hkj_node *obj,
                              const char *prefix, hkc_kernel *k) {
   refuse_other_kinds(P, obj, prefix, k);
-  if (k->kind == HK_KIND_ELEMENTWISE) {
-    if (take_code(P, obj, "body", prefix, &k->body) != HK_OK) return HK_ENOMEM;
-    if (!hkj_get(obj, "body"))
-      hkc_err(P, obj, hkc_obj_name(prefix),
-              "missing required field \"body\" (C statements run for each "
-              "element i)");
-    else if (k->body.text && blank(&k->body))
-      hkc_err(P, src_node(&k->body), k->body.field,
-              "is empty: expected C code");
-    return HK_OK;
-  }
+  if (k->kind == HK_KIND_ELEMENTWISE)
+    return take_body(P, obj, prefix, k, "C statements run for each element i");
   if (k->kind == HK_KIND_REDUCTION)
     return hkc_parse_reduction(P, obj, prefix, k);
-  if (k->kind == HK_KIND_ROWS) {
-    if (take_code(P, obj, "body", prefix, &k->body) != HK_OK) return HK_ENOMEM;
-    if (!hkj_get(obj, "body"))
-      hkc_err(P, obj, hkc_obj_name(prefix),
-              "missing required field \"body\" (C statements run for each "
-              "row: buffers are pointers to the row, n its length, row its "
-              "index)");
-    else if (k->body.text && blank(&k->body))
-      hkc_err(P, src_node(&k->body), k->body.field,
-              "is empty: expected C code");
-    return HK_OK;
-  }
+  if (k->kind == HK_KIND_ROWS)
+    return take_body(P, obj, prefix, k,
+                     "C statements run for each row: buffers are pointers to "
+                     "the row, n its length, row its index");
+  if (k->kind == HK_KIND_GRID)
+    return take_body(P, obj, prefix, k,
+                     "C statements run for each index of the grid: buffers "
+                     "are pointers, the indices int64_t");
   if (take_code(P, obj, "cpu", prefix, &k->cpu) != HK_OK) return HK_ENOMEM;
   if (hkj_get(obj, "body")) {
     if (hkj_get(obj, "cpu"))
@@ -420,17 +426,18 @@ static int parse_kind(hkc_parser *P, const hkj_node *obj, const char *prefix,
   static const char *const names[] = {[HK_KIND_ELEMENTWISE] = "elementwise",
                                       [HK_KIND_REDUCTION] = "reduction",
                                       [HK_KIND_RAW] = "raw",
-                                      [HK_KIND_ROWS] = "rows"};
+                                      [HK_KIND_ROWS] = "rows",
+                                      [HK_KIND_GRID] = "grid"};
   const hkj_node *v = hkj_get(obj, "kind");
   if (!v) {
     hkc_err(P, obj, hkc_obj_name(prefix),
             "missing required field \"kind\" (\"elementwise\", \"reduction\", "
-            "\"raw\" or \"rows\")");
+            "\"raw\", \"rows\" or \"grid\")");
     return 0;
   }
   const char *f = hkc_fld(prefix, "kind");
   const char *s =
-      hkc_want_string(P, v, f, "\"elementwise\", \"reduction\", \"raw\" or \"rows\"");
+      hkc_want_string(P, v, f, "\"elementwise\", \"reduction\", \"raw\", \"rows\" or \"grid\"");
   if (!s) return 0;
   for (size_t i = 0; i < HK_COUNT(names); i++)
     if (!strcmp(s, names[i])) {
@@ -439,7 +446,7 @@ static int parse_kind(hkc_parser *P, const hkj_node *obj, const char *prefix,
     }
   hkc_err(P, v, f,
           "unknown kind \"%s\"; expected \"elementwise\", \"reduction\", "
-          "\"raw\" or \"rows\"",
+          "\"raw\", \"rows\" or \"grid\"",
           s);
   return 0;
 }
@@ -460,14 +467,15 @@ static int check_raw_code(hkc_parser *P, hkc_kernel *k) {
 /* Checks the author's code, now that every name is known. HK_OK or
  * HK_ENOMEM; problems are reported. */
 static int check_kernel_code(hkc_parser *P, hkc_kernel *k) {
+  if (hkc_check_helpers(P, k) != HK_OK) return HK_ENOMEM;
   switch (k->kind) {
     case HK_KIND_ELEMENTWISE:
       if (!k->body.text) return HK_OK;
-      return counted(P, hkc_check_code(P->doc, &k->body, HKC_CODE_BODY, NULL,
-                                       NULL, k->targets, P->d));
+      return check_body(P, k, &k->body, HKC_CODE_BODY);
     case HK_KIND_REDUCTION: return hkc_check_reduction(P, k);
     case HK_KIND_RAW: return check_raw_code(P, k);
     case HK_KIND_ROWS: return check_body(P, k, &k->body, HKC_CODE_ROWS);
+    case HK_KIND_GRID: return hkc_check_grid(P, k);
   }
   return HK_OK;
 }
@@ -480,7 +488,9 @@ static int parse_kernel(hkc_parser *P, const hkj_node *obj, const char *prefix,
   static const char *const keys[] = {
       "schema_version", "name",     "doc",  "kind", "params",
       "targets",        "types",    "body", "map",  "combine",
-      "identity",       "finalize", "acc",  "cpu",  "cuda", "fp", NULL};
+      "identity",       "finalize", "acc",  "cpu",  "cuda", "fp",
+      /* grid kernels; consts and helpers: every kind (parse_grid.c) */
+      "grid", "setup", "scratch", "consts", "helpers", NULL};
   k->node = obj;
   k->prefix = hku_strdup(prefix);
   k->doc = hku_strdup("");
@@ -508,6 +518,7 @@ static int parse_kernel(hkc_parser *P, const hkj_node *obj, const char *prefix,
   }
   int before_params = P->errors;
   if (hkc_parse_params(P, obj, prefix, k) != HK_OK) return HK_ENOMEM;
+  if (kind_ok && hkc_parse_defs(P, obj, prefix, k) != HK_OK) return HK_ENOMEM;
   if (!kind_ok || !k->params) return HK_OK;
   /* a parameter whose role could not be read would mislead the role rules */
   if (P->errors == before_params) hkc_check_roles(P, obj, prefix, k);
@@ -528,13 +539,14 @@ static void kernel_free(hkc_kernel *k) {
   for (int i = 0; i < k->nparams; i++) {
     free(k->params[i].name);
     free(k->params[i].doc);
-    src_free(&k->params[i].len);
+    hkc_src_free(&k->params[i].len);
   }
   free(k->params);
   hkc_src *srcs[] = {&k->body,     &k->map, &k->combine, &k->identity,
                      &k->finalize, &k->cpu, &k->cuda};
-  for (size_t i = 0; i < sizeof srcs / sizeof *srcs; i++) src_free(srcs[i]);
+  for (size_t i = 0; i < sizeof srcs / sizeof *srcs; i++) hkc_src_free(srcs[i]);
   hkc_reduction_free(k);
+  hkc_defs_free(k);
   for (int i = 0; i < k->ninst; i++) free(k->inst[i].name);
   free(k->inst);
 }

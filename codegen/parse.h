@@ -70,8 +70,8 @@ void hkc_check_rows_params(hkc_parser *P, const hkj_node *obj,
                            const char *prefix, const hkc_kernel *k);
 /* The names an expression may use, as a malloc'ed NULL-terminated list:
  * the parameters whose roles are in role_mask (HKC_ROLE_BIT) and the
- * refused ones whatever their role (they were reported), then extra, then
- * the placeholder letters. NULL when out of memory. */
+ * refused ones whatever their role (they were reported), then extra, the
+ * consts, then the placeholder letters. NULL when out of memory. */
 const char **hkc_names_for(const hkc_kernel *k, unsigned role_mask,
                            const char *const *extra);
 /* Reads "types" (the placeholders) and "targets" into k. */
@@ -100,6 +100,32 @@ void hkc_check_acc_size(hkc_parser *P, const hkj_node *obj, const char *prefix,
                         const hkc_kernel *k);
 /* Frees what hkc_parse_reduction added to k. */
 void hkc_reduction_free(hkc_kernel *k);
+
+/* Reads a type name or a declared placeholder letter from v (at field f)
+ * into *t or *ph; 0 when it is not one (reported) (reduce.c). */
+int hkc_read_type(hkc_parser *P, const hkj_node *v, const char *f,
+                  const hkc_kernel *k, hk_dtype_t *t, char *ph);
+/* Frees a code field's text and positions, and zeroes it (parse.c). */
+void hkc_src_free(hkc_src *s);
+
+/* ---- Grid kernels, consts and helpers (parse_grid.c) ---- */
+
+/* Reads "consts" and "helpers" (every kind) and, for a grid kernel,
+ * "grid", "setup" and "scratch" (refused on other kinds). Parameters
+ * already read. HK_OK or HK_ENOMEM; problems are reported. */
+int hkc_parse_defs(hkc_parser *P, const hkj_node *obj, const char *prefix,
+                   hkc_kernel *k);
+/* Checks the helpers' code: signatures, bodies (math functions and other
+ * helpers only), no recursion. HK_OK or HK_ENOMEM; problems reported. */
+int hkc_check_helpers(hkc_parser *P, const hkc_kernel *k);
+/* Checks a grid kernel's extents, setup values, scratch lens (constant,
+ * within HKC_SCRATCH_MAX bytes), body and buffer lens. */
+int hkc_check_grid(hkc_parser *P, hkc_kernel *k);
+/* The kernel's helper names, NULL-terminated (free() the array only);
+ * NULL when out of memory. */
+const char **hkc_helper_names(const hkc_kernel *k);
+/* Frees what hkc_parse_defs added to k. */
+void hkc_defs_free(hkc_kernel *k);
 
 /* Why name cannot name something kernel code sees (a parameter, an
  * accumulator field), or NULL: a C (or, for cuda, C++) keyword, an hk_

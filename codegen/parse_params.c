@@ -202,7 +202,9 @@ int hkc_parse_params(hkc_parser *P, const hkj_node *obj, const char *prefix,
 
 const char **hkc_names_for(const hkc_kernel *k, unsigned role_mask,
                            const char *const *extra) {
-  size_t cap = (size_t)k->nparams + 8 + 26;
+  size_t nextra = 0;
+  while (extra && extra[nextra]) nextra++;
+  size_t cap = (size_t)k->nparams + nextra + (size_t)k->nconsts + 26 + 1;
   const char **v = calloc(cap, sizeof *v);
   if (!v) return NULL;
   size_t n = 0;
@@ -216,6 +218,7 @@ const char **hkc_names_for(const hkc_kernel *k, unsigned role_mask,
       v[n++] = p->name;
   }
   for (; extra && *extra; extra++) v[n++] = *extra;
+  for (int i = 0; i < k->nconsts; i++) v[n++] = k->consts[i].name;
   static const char letters[26][2] = {
       "A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K", "L", "M",
       "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W", "X", "Y", "Z"};
@@ -242,9 +245,9 @@ void hkc_check_roles(hkc_parser *P, const hkj_node *obj, const char *prefix,
               "a reduction has exactly one out or inout parameter (its "
               "result); this is the second (several results need a struct "
               "accumulator, \"acc\": {...}, whose finalize assigns each)");
-    if (len && k->kind != HK_KIND_RAW)
+    if (len && k->kind != HK_KIND_RAW && k->kind != HK_KIND_GRID)
       hkc_err_key(P, len, hkc_fld(prefix, "params[%d].len", i),
-                  "only a raw kernel's buffers may give a len (%s kernels' "
+                  "only a raw kernel's buffers (and a grid kernel's) may give a len (%s kernels' "
                   "buffers all have n elements)",
                   hk_kind_name(k->kind));
     else if (len && p->role == HK_ROLE_SCALAR)
@@ -474,7 +477,17 @@ const char *hkc_store_pre(hk_dtype_t t) {
 
 const char *hkc_conv_post(hk_dtype_t t) { return hkc_dtype_converts(t) ? ")" : ""; }
 
+/* 1 when the code loops: a grid kernel's index is then much work. */
+static int loops(const hkc_src *s) {
+  return s->text && (hkc_code_uses(s, "for") || hkc_code_uses(s, "while"));
+}
+
 int hkc_is_heavy(const hkc_kernel *k) {
+  if (k->kind == HK_KIND_GRID) {
+    int l = loops(&k->body);
+    for (int i = 0; i < k->nhelpers && !l; i++) l = loops(&k->helpers[i].body);
+    return l;
+  }
   const hkc_src *srcs[] = {&k->body, &k->map, &k->combine, &k->finalize,
                            &k->cpu};
   for (size_t i = 0; i < sizeof srcs / sizeof *srcs; i++)

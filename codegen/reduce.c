@@ -66,8 +66,8 @@ size_t hkc_acc_size(const hkc_instance *in) {
 
 /* Reads a type name or a declared placeholder letter from v (at field f)
  * into *t or *ph; 0 when it is not one (reported). */
-static int read_type(hkc_parser *P, const hkj_node *v, const char *f,
-                     const hkc_kernel *k, hk_dtype_t *t, char *ph) {
+int hkc_read_type(hkc_parser *P, const hkj_node *v, const char *f,
+                  const hkc_kernel *k, hk_dtype_t *t, char *ph) {
   const char *s = hkc_want_string(P, v, f, "a type name");
   if (!s) return 0;
   *t = hk_dtype_from_name(s);
@@ -106,7 +106,7 @@ static int parse_acc(hkc_parser *P, const hkj_node *v, const char *prefix,
   const char *f = hkc_fld(prefix, "acc");
   if (v->type == HKJ_STRING) {
     k->acc_form = HKC_ACC_TYPE;
-    read_type(P, v, f, k, &k->acc_dtype, &k->acc_placeholder);
+    hkc_read_type(P, v, f, k, &k->acc_dtype, &k->acc_placeholder);
     return HK_OK;
   }
   if (v->type != HKJ_OBJECT) {
@@ -144,7 +144,7 @@ static int parse_acc(hkc_parser *P, const hkj_node *v, const char *prefix,
     hkc_acc_field *af = &k->acc_fields[k->nacc_fields++];
     af->node = m;
     if (!(af->name = hku_strdup(m->key))) return HK_ENOMEM;
-    read_type(P, m, ff, k, &af->dtype, &af->placeholder);
+    hkc_read_type(P, m, ff, k, &af->dtype, &af->placeholder);
   }
   return HK_OK;
 }
@@ -270,10 +270,13 @@ static int check_expr(hkc_parser *P, hkc_kernel *k, hkc_src *s, unsigned roles,
                       const char *const *extra, const char *what) {
   if (!s->text) return HK_OK;
   const char **names = hkc_names_for(k, roles, extra);
-  if (!names) return HK_ENOMEM;
-  int rc =
-      hkc_check_code(P->doc, s, HKC_CODE_EXPR, names, what, k->targets, P->d);
+  const char **calls = hkc_helper_names(k);
+  int rc = HK_ENOMEM;
+  if (names && calls) /* the kernel's helpers may be called too */
+    rc = hkc_check_code_calls(P->doc, s, HKC_CODE_EXPR, names, what,
+                              k->targets, calls, P->d);
   free(names);
+  free(calls);
   return counted(P, rc);
 }
 
@@ -309,8 +312,12 @@ static int check_stmts(hkc_parser *P, const hkc_kernel *k, const hkc_src *s,
             example);
     return HK_OK;
   }
-  return counted(P, hkc_check_code(P->doc, s, HKC_CODE_STMTS, NULL, NULL,
-                                   k->targets, P->d));
+  const char **calls = hkc_helper_names(k);
+  if (!calls) return HK_ENOMEM;
+  int rc = hkc_check_code_calls(P->doc, s, HKC_CODE_STMTS, NULL, NULL,
+                                k->targets, calls, P->d);
+  free(calls);
+  return counted(P, rc);
 }
 
 /* The struct form: each field's identity and map, combine and finalize as

@@ -137,6 +137,7 @@ HK_API const char *hk_kind_name(hk_kind_t k) {
     case HK_KIND_REDUCTION: return "reduction";
     case HK_KIND_RAW: return "raw";
     case HK_KIND_ROWS: return "rows";
+    case HK_KIND_GRID: return "grid";
   }
   return "invalid";
 }

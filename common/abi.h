@@ -19,6 +19,12 @@
  *                    (n is the row length here); partial is unused. Each
  *                    buffer's row r is base + r * n (row mode "full"),
  *                    base + r ("one") or base ("shared").
+ *       grid:        partial == NULL: runs the body for the flattened
+ *                    indices [begin, end) of the index space (C order);
+ *                    partial != NULL (an int64_t[4]): stores the index
+ *                    count in [0] (-1 when an extent is negative or the
+ *                    count overflows) and the extents in [1..3] (1 past
+ *                    the rank), and runs nothing.
  *   merge(args, n, partials, count)          reductions only
  *       combines count accumulators left to right, finalizes, stores
  *       element 0 of every out and inout parameter.
@@ -136,6 +142,15 @@ void hk__par_elementwise(hk_range_fn range, void *const *args, size_t n,
  * is done. */
 void hk__par_rows(hk_range_fn range, void *const *args, size_t rows, size_t n,
                   unsigned flags);
+
+/* Runs a grid kernel's range over its whole index space on the thread pool
+ * (contiguous runs of indices per task; each index writes its own
+ * elements, so results never depend on the thread count), or inline when
+ * the space is small. HK_ABI_HEAVY: each index is much work (the body
+ * loops), so the space is split from 2 indices. HK_OK, or HK_EINVAL when an
+ * extent is negative or the index count overflows (nothing runs). */
+int hk__par_grid(hk_range_fn range, void *const *args, size_t n,
+                 unsigned flags);
 
 /* Reduces [0, n) block by block (see above), merging in block order.
  * acc_size must be at most HK_REDUCE_ACC_MAX. */

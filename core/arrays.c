@@ -1160,8 +1160,7 @@ static int fast_call(const hk_kernel_t *k, const hk_kernel_info_t *info,
     *rc = hk__call_failure(k);
     return 1;
   }
-  hk__run(&im->e, ptrs, n);
-  *rc = HK_OK;
+  *rc = hk__run(&im->e, ptrs, n); /* a grid's bad extent fails */
   return 1;
 }
 
@@ -1180,7 +1179,8 @@ HK_API int hk_call_arrays(const hk_kernel_t *k, const hk_array_t *args,
   hk_kind_t kind = c.info->kind;
   hk_backend_t backend = opts ? opts->backend : HK_BACKEND_AUTO;
 
-  if (kind == HK_KIND_RAW) return call_flat(&c, opts, ptrs);
+  if (kind == HK_KIND_RAW || kind == HK_KIND_GRID) /* flat buffers */
+    return call_flat(&c, opts, ptrs);
   if (kind == HK_KIND_ROWS) return hk__arrays_rows(k, args, opts);
 
   /* The fast path: every buffer contiguous and of one shape (and, for a

@@ -576,8 +576,7 @@ int hk__call_failure(const hk_kernel_t *k) {
 int hk__call_cpu(const hk_kernel_t *k, size_t n, void *const *args) {
   const hk_impl_t *im = atomic_load_explicit(&k->impl, memory_order_acquire);
   if (__builtin_expect(im == NULL, 0)) return hk__call_failure(k);
-  hk__run(&im->e, args, n);
-  return HK_OK;
+  return hk__run(&im->e, args, n);
 }
 
 int hk__call_rows_cpu(const hk_kernel_t *k, size_t rows, size_t n,
@@ -599,8 +598,7 @@ HK_API int hk_call(const hk_kernel_t *k, size_t n, void *const *args) {
     return hk__call_auto(k, n, args);
   const hk_impl_t *im = atomic_load_explicit(&k->impl, memory_order_acquire);
   if (__builtin_expect(im == NULL, 0)) return hk__call_failure(k);
-  hk__run(&im->e, args, n);
-  return HK_OK;
+  return hk__run(&im->e, args, n);
 }
 
 HK_API int hk_kernel_lens(const hk_kernel_t *k, size_t n, void *const *args,

@@ -70,16 +70,18 @@ static size_t div_up(size_t a, size_t b) { return a / b + (a % b != 0); }
 
 /* ---- elementwise ------------------------------------------------------- */
 
+/* Chunks of [0, count): elementwise elements (count = n), or a grid
+ * kernel's flattened indices. */
 typedef struct ew_job {
   hk_range_fn range;
   void *const *args;
-  size_t n, chunk;
+  size_t n, count, chunk;
 } ew_job;
 
 static void ew_task(void *ctx, size_t t) {
   const ew_job *j = ctx;
   size_t begin = t * j->chunk;
-  size_t end = j->n - begin > j->chunk ? begin + j->chunk : j->n;
+  size_t end = j->count - begin > j->chunk ? begin + j->chunk : j->count;
   j->range(j->args, j->n, begin, end, NULL);
 }
 
@@ -94,7 +96,7 @@ HK_INTERNAL void hk__par_elementwise(hk_range_fn range, void *const *args,
   size_t chunk = div_up(n, (size_t)threads * PAR_TASKS_PER_THREAD);
   chunk = (chunk + PAR_ALIGN - 1) & ~(size_t)(PAR_ALIGN - 1);
   if (chunk < PAR_CHUNK_MIN) chunk = PAR_CHUNK_MIN;
-  ew_job j = {range, args, n, chunk};
+  ew_job j = {range, args, n, n, chunk};
   hk__tpool_run(ew_task, &j, div_up(n, chunk));
 }
 
@@ -131,6 +133,31 @@ HK_INTERNAL void hk__par_rows(hk_range_fn range, void *const *args,
   if (group < min_rows) group = min_rows;
   rows_job j = {range, args, rows, n, group};
   hk__tpool_run(rows_task, &j, div_up(rows, group));
+}
+
+/* ---- grid ------------------------------------------------------------- */
+
+HK_INTERNAL int hk__par_grid(hk_range_fn range, void *const *args, size_t n,
+                             unsigned flags) {
+  int64_t x[4] = {-1, 1, 1, 1};
+  range(args, n, 0, 0, x);
+  if (x[0] < 0) return HK_EINVAL;
+  size_t count = (size_t)x[0];
+  int heavy = (flags & HK_ABI_HEAVY) != 0;
+  int threads;
+  if (count < 2 || (!heavy && (count < hk__par_min[0] || count <= PAR_CHUNK_MIN)) ||
+      (threads = hk__tpool_threads()) <= 1) {
+    if (count) range(args, n, 0, count, NULL);
+    return HK_OK;
+  }
+  size_t chunk = div_up(count, (size_t)threads * PAR_TASKS_PER_THREAD);
+  if (!heavy) {
+    chunk = (chunk + PAR_ALIGN - 1) & ~(size_t)(PAR_ALIGN - 1);
+    if (chunk < PAR_CHUNK_MIN) chunk = PAR_CHUNK_MIN;
+  }
+  ew_job j = {range, args, n, count, chunk};
+  hk__tpool_run(ew_task, &j, div_up(count, chunk));
+  return HK_OK;
 }
 
 /* ---- reductions -------------------------------------------------------- */

@@ -152,7 +152,8 @@ typedef enum hk_kind {
   HK_KIND_ELEMENTWISE,
   HK_KIND_REDUCTION,
   HK_KIND_RAW,
-  HK_KIND_ROWS /* a body run once per row of n elements (schemas/README.md) */
+  HK_KIND_ROWS, /* a body run once per row of n elements (schemas/README.md) */
+  HK_KIND_GRID  /* a body run once per index of a 1-3-D index space */
 } hk_kind_t;
 
 /* How a rows kernel's buffer parameter steps from row to row: n elements

@@ -597,14 +597,15 @@ static int choose_path(const run_call *c, const run_opts *o,
   for (int i = 0; i < k->nparams; i++)
     has_in |= k->params[i].role == HK_ROLE_IN ||
               k->params[i].role == HK_ROLE_INOUT;
-  *arrays = k->kind != HK_KIND_RAW && has_in && strcmp(backend, "cuda") &&
-            !o->n_text;
+  *arrays = k->kind != HK_KIND_RAW && k->kind != HK_KIND_GRID && has_in &&
+            strcmp(backend, "cuda") && !o->n_text;
   if ((o->naxes || o->keepdims) && k->kind != HK_KIND_REDUCTION)
     return hk_cli_error("run", "--%s: %s is %s kernel; only reductions take "
                                "axes",
                         o->naxes ? "axis" : "keepdims", k->name,
                         k->kind == HK_KIND_ELEMENTWISE ? "an elementwise"
                         : k->kind == HK_KIND_ROWS      ? "a rows"
+                        : k->kind == HK_KIND_GRID      ? "a grid"
                                                        : "a raw");
   if ((o->naxes || o->keepdims) && !*arrays)
     return hk_cli_error("run", "--%s: not with --backend cuda (axis "

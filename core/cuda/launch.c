@@ -174,8 +174,13 @@ int hk__cuda_launch(const hk_cuda_entry_t *e, struct hk_stream *st, size_t n,
     int np = 0;
     put_params(e->info, args, 0, kp, &np);
     kp[np++] = &n;
+    /* a grid kernel's index count is known on the device only (its
+     * extents come from the scalars there): a full grid, whose threads
+     * stride over the indices and leave when there are none */
     size_t work = e->kind == HK_KIND_ELEMENTWISE
                       ? (n + e->vec_lanes - 1) / e->vec_lanes
+                  : e->kind == HK_KIND_GRID
+                      ? (size_t)grid_cap * HK_ABI_CUDA_BLOCK
                       : n;
     r = hk__cuda.api.cuLaunchKernel(e->fn, blocks_for(work, grid_cap), 1, 1,
                                     HK_ABI_CUDA_BLOCK, 1, 1, 0, st->s, kp,
