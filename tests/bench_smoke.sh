@@ -17,6 +17,18 @@ for g in "call cost" "broadcast add" "strided input" "axis reduction" \
   grep -q "$g" "$T/aout" || { echo "FAIL: hk bench --arrays printed no '$g'"; exit 1; }
 done
 grep -q '"group"' "$T/a.json" || { echo "FAIL: hk bench --arrays --json wrote no record"; exit 1; }
+# hk bench --gpt2 (plain C): small odd shapes, one untimed pass: every
+# GPT-2 kernel file loads in both fp modes and agrees with llm.c's loops.
+"$HK" bench --gpt2 --smoke --json "$T/g.json" >"$T/gout" 2>"$T/gerr" || {
+  echo "FAIL: hk bench --gpt2 exited $?"; cat "$T/gerr" "$T/gout"; exit 1; }
+grep -q "not loaded" "$T/gout" && { echo "FAIL: hk bench --gpt2: fast copies not loaded"; cat "$T/gout"; exit 1; }
+for g in matmul_forward attention_forward layernorm_forward \
+         layernorm_backward_dinp layernorm_backward_dweight softmax_forward \
+         gelu_forward gelu_backward adamw "targets (issue 10, GPT-2 layer)"; do
+  grep -q "^$g" "$T/gout" || { echo "FAIL: hk bench --gpt2 printed no '$g'"; exit 1; }
+done
+n=$(grep -c '"hk, fp fast"' "$T/g.json")
+[ "$n" -eq 9 ] || { echo "FAIL: hk bench --gpt2: $n fast-mode records, expected 9"; exit 1; }
 if [ ! -x "$dir/hk-bench" ]; then
   echo "SKIPPED: hk-bench was not built (Google Benchmark, libbenchmark-dev, missing)"
   exit 77
