@@ -167,6 +167,10 @@ typedef struct hkc_file {
   hkj_doc *doc;
   hkc_kernel *kernels;
   int nkernels;
+  /* every kernel's instances in file order: inst[i] is instance i of
+   * hkc_file_instance (filled once the file is valid) */
+  const hkc_instance **inst;
+  int ninst;
 } hkc_file;
 
 /* Parses and validates a kernel file held in memory. HK_OK and *out, or

@@ -64,23 +64,47 @@ void hkc_check_keys(hkc_parser *P, const hkj_node *obj, const char *prefix,
   check_keys_as(P, obj, prefix, allowed, hkc_obj_name(prefix));
 }
 
+static int cmp_key_index(const void *pa, const void *pb) {
+  const hkj_node *const *a = pa, *const *b = pb;
+  int c = strcmp((*a)->key, (*b)->key);
+  if (c) return c;
+  return ((*a)->key_off > (*b)->key_off) - ((*a)->key_off < (*b)->key_off);
+}
+
+/* Each key given again in obj is reported, naming where it was first
+ * given. Sorted, so that an object of many keys costs n log n. */
+static void report_duplicate_keys(hkc_parser *P, const hkj_node *obj,
+                                  const char *prefix) {
+  const hkj_node *small[64], **v = small;
+  if (obj->nkids > 64 && !(v = malloc(obj->nkids * sizeof *v))) {
+    P->d->oom = 1;
+    return;
+  }
+  memcpy(v, obj->kids, obj->nkids * sizeof *v);
+  qsort(v, obj->nkids, sizeof *v, cmp_key_index);
+  for (size_t i = 1, first = 0; i < obj->nkids; i++) {
+    if (strcmp(v[i]->key, v[first]->key)) {
+      first = i;
+      continue;
+    }
+    int line, col;
+    hkj_pos(P->doc, v[first]->key_off, &line, &col);
+    hkc_err_key(P, v[i], hkc_fld(prefix, "%s", v[i]->key),
+                "duplicate field (first given at line %d, column %d)", line,
+                col);
+  }
+  if (v != small) free(v);
+}
+
 /* hkc_check_keys, naming the object objname in messages. */
 static void check_keys_as(hkc_parser *P, const hkj_node *obj,
                           const char *prefix, const char *const *allowed,
                           const char *objname_in) {
   char objname[256]; /* hkc_fld()'s buffers rotate: keep a copy */
   snprintf(objname, sizeof objname, "%s", objname_in);
+  report_duplicate_keys(P, obj, prefix);
   for (size_t i = 0; i < obj->nkids; i++) {
     const hkj_node *m = obj->kids[i];
-    for (size_t j = 0; j < i; j++)
-      if (strcmp(obj->kids[j]->key, m->key) == 0) {
-        int line, col;
-        hkj_pos(P->doc, obj->kids[j]->key_off, &line, &col);
-        hkc_err_key(P, m, hkc_fld(prefix, "%s", m->key),
-                    "duplicate field (first given at line %d, column %d)", line,
-                    col);
-        break;
-      }
     if (m->key[0] == '_') continue;
     const char *const *a;
     for (a = allowed; *a; a++)
@@ -555,35 +579,78 @@ void hkc_file_free(hkc_file *f) {
   if (!f) return;
   for (int i = 0; i < f->nkernels; i++) kernel_free(&f->kernels[i]);
   free(f->kernels);
+  free(f->inst);
   hkj_free(f->doc);
   free(f->path);
   free(f);
 }
 
+/* An instance by kernel and instance index, ordered by name, then by
+ * position in the file. */
+typedef struct named_inst {
+  const char *name;
+  int kernel, inst;
+} named_inst;
+
+static int cmp_named_inst(const void *pa, const void *pb) {
+  const named_inst *a = pa, *b = pb;
+  int c = strcmp(a->name, b->name);
+  if (c) return c;
+  if (a->kernel != b->kernel) return a->kernel < b->kernel ? -1 : 1;
+  return (a->inst > b->inst) - (a->inst < b->inst);
+}
+
 /* Instance names must be unique in a file (they are registry names). Each
- * kernel that repeats an earlier name is reported once, at its name. */
-static void check_unique(hkc_parser *P, hkc_file *f) {
+ * kernel that repeats an earlier name is reported once, at its name, for
+ * its first instance (in its own order) whose name came before, naming
+ * the first kernel that gave it. Sorted, so that a file of many kernels
+ * costs n log n, not n^2. Fills f->inst, every instance in file order. */
+static int check_unique(hkc_parser *P, hkc_file *f) {
+  int n = 0;
+  for (int a = 0; a < f->nkernels; a++) n += f->kernels[a].ninst;
+  f->inst = malloc(((size_t)n + 1) * sizeof *f->inst);
+  named_inst *v = malloc(((size_t)n + 1) * sizeof *v);
+  /* per kernel: its first clashing instance and the earlier kernel */
+  int *clash = malloc(((size_t)f->nkernels + 1) * 2 * sizeof *clash);
+  if (!f->inst || !v || !clash) {
+    free(v);
+    free(clash);
+    return HK_ENOMEM;
+  }
+  f->ninst = n;
+  int m = 0;
   for (int a = 0; a < f->nkernels; a++) {
-    int reported = 0;
-    for (int i = 0; i < f->kernels[a].ninst && !reported; i++) {
-      const hkc_instance *x = &f->kernels[a].inst[i];
-      for (int b = 0; b <= a && !reported; b++)
-        for (int j = 0; j < (b == a ? i : f->kernels[b].ninst); j++) {
-          const hkc_instance *y = &f->kernels[b].inst[j];
-          if (strcmp(x->name, y->name)) continue;
-          const hkj_node *nv = hkj_get(f->kernels[a].node, "name");
-          const hkj_node *yv = hkj_get(f->kernels[b].node, "name");
-          int line, col;
-          hkj_pos(P->doc, yv->off, &line, &col);
-          hkc_err(P, nv, hkc_fld(f->kernels[a].prefix, "name"),
-                  "kernel \"%s\" is defined twice in this file (also by the "
-                  "kernel named at line %d, column %d)",
-                  x->name, line, col);
-          reported = 1;
-          break;
-        }
+    clash[2 * a] = -1;
+    for (int i = 0; i < f->kernels[a].ninst; i++) {
+      f->inst[m] = &f->kernels[a].inst[i];
+      v[m++] = (named_inst){f->kernels[a].inst[i].name, a, i};
     }
   }
+  qsort(v, (size_t)n, sizeof *v, cmp_named_inst);
+  for (int j = 1; j < n; j++) {
+    if (strcmp(v[j].name, v[j - 1].name)) continue;
+    int first = j - 1;
+    while (first > 0 && !strcmp(v[first - 1].name, v[j].name)) first--;
+    int a = v[j].kernel;
+    if (clash[2 * a] < 0 || v[j].inst < clash[2 * a]) {
+      clash[2 * a] = v[j].inst;
+      clash[2 * a + 1] = v[first].kernel;
+    }
+  }
+  for (int a = 0; a < f->nkernels; a++) {
+    if (clash[2 * a] < 0) continue;
+    const hkj_node *nv = hkj_get(f->kernels[a].node, "name");
+    const hkj_node *yv = hkj_get(f->kernels[clash[2 * a + 1]].node, "name");
+    int line, col;
+    hkj_pos(P->doc, yv->off, &line, &col);
+    hkc_err(P, nv, hkc_fld(f->kernels[a].prefix, "name"),
+            "kernel \"%s\" is defined twice in this file (also by the "
+            "kernel named at line %d, column %d)",
+            f->kernels[a].inst[clash[2 * a]].name, line, col);
+  }
+  free(v);
+  free(clash);
+  return HK_OK;
 }
 
 /* Puts the diagnostics from index first on in file order (stable, so a
@@ -665,7 +732,7 @@ int hkc_file_parse(const char *path, const char *text, size_t len,
   f->path = hku_strdup(doc->path);
   hkc_parser P = {doc, d, 0};
   rc = f->path ? parse_root(&P, f) : HK_ENOMEM;
-  if (rc == HK_OK && !P.errors && !d->oom) check_unique(&P, f);
+  if (rc == HK_OK && !P.errors && !d->oom) rc = check_unique(&P, f);
   sort_by_position(d, first_diag);
   if (rc == HK_OK && !P.errors && !d->oom) {
     *out = f;

@@ -22,20 +22,11 @@ const char *hkc_file_path(const hkc_file *f) { return f->path; }
 
 const char *hkc_file_text(const hkc_file *f) { return f->doc->text; }
 
-int hkc_file_ninstances(const hkc_file *f) {
-  int n = 0;
-  for (int i = 0; i < f->nkernels; i++) n += f->kernels[i].ninst;
-  return n;
-}
+int hkc_file_ninstances(const hkc_file *f) { return f->ninst; }
 
 const hkc_instance *hkc_file_instance(const hkc_file *f, int i) {
-  HK_ASSERT(i >= 0);
-  for (int k = 0; k < f->nkernels; k++) {
-    if (i < f->kernels[k].ninst) return &f->kernels[k].inst[i];
-    i -= f->kernels[k].ninst;
-  }
-  HK_ASSERT(!"instance index out of range");
-  return NULL;
+  HK_ASSERT(i >= 0 && i < f->ninst);
+  return f->inst[i];
 }
 
 unsigned hkc_file_targets(const hkc_file *f) {

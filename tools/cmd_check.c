@@ -19,26 +19,77 @@ static const char *const help =
     "PATH:LINE:COL: error: FIELD: MESSAGE and exits 1. A kernel name defined\n"
     "by two of the files is an error too, as it is in a plugin folder.\n";
 
-/* A registered name defined twice among the files is reported at the
- * second definition, naming the first. */
-static void check_across(hkc_file **files, int n, hku_diags *d) {
+/* An instance of files[file], by name. */
+typedef struct named {
+  const char *name;
+  int file, inst;
+} named;
+
+static int cmp_named(const void *pa, const void *pb) {
+  const named *a = pa, *b = pb;
+  int c = strcmp(a->name, b->name);
+  if (c) return c;
+  if (a->file != b->file) return a->file < b->file ? -1 : 1;
+  return (a->inst > b->inst) - (a->inst < b->inst);
+}
+
+/* A clash: instance (file, inst) repeats (ofile, oinst), ofile < file. */
+typedef struct clash {
+  int file, inst, ofile, oinst;
+} clash;
+
+static int cmp_clash(const void *pa, const void *pb) {
+  const clash *a = pa, *b = pb;
+  if (a->file != b->file) return a->file < b->file ? -1 : 1;
+  if (a->inst != b->inst) return a->inst < b->inst ? -1 : 1;
+  if (a->ofile != b->ofile) return a->ofile < b->ofile ? -1 : 1;
+  return (a->oinst > b->oinst) - (a->oinst < b->oinst);
+}
+
+/* A registered name defined twice among the files is reported at each
+ * later definition, naming each earlier one (in file order). The names
+ * are sorted, so that many files of many kernels cost n log n. */
+static int check_across(hkc_file **files, int n, hku_diags *d) {
+  size_t total = 0, nclash = 0, cap = 0;
+  for (int a = 0; a < n; a++) total += (size_t)hkc_file_ninstances(files[a]);
+  named *v = malloc((total + 1) * sizeof *v);
+  clash *c = NULL;
+  if (!v) return HK_ENOMEM;
+  size_t m = 0;
   for (int a = 0; a < n; a++)
-    for (int ia = 0; ia < hkc_file_ninstances(files[a]); ia++) {
-      const hkc_instance *x = hkc_file_instance(files[a], ia);
-      const char *name = hkc_instance_name(x);
-      for (int b = 0; b < a; b++)
-        for (int ib = 0; ib < hkc_file_ninstances(files[b]); ib++) {
-          const hkc_instance *y = hkc_file_instance(files[b], ib);
-          if (strcmp(name, hkc_instance_name(y))) continue;
-          int l1, c1, l2, c2;
-          hkc_instance_name_pos(files[a], x, &l1, &c1);
-          hkc_instance_name_pos(files[b], y, &l2, &c2);
-          hku_diag_add(d, HKU_ERROR, hkc_file_path(files[a]), l1, c1,
-                       "%sname: kernel \"%s\" is also defined in %s:%d:%d",
-                       hkc_instance_field_prefix(x), name,
-                       hkc_file_path(files[b]), l2, c2);
+    for (int i = 0; i < hkc_file_ninstances(files[a]); i++)
+      v[m++] = (named){hkc_instance_name(hkc_file_instance(files[a], i)), a, i};
+  qsort(v, total, sizeof *v, cmp_named);
+  for (size_t j = 0; j < total; j++)
+    for (size_t k = j; k-- > 0 && !strcmp(v[k].name, v[j].name);) {
+      if (v[k].file == v[j].file) continue; /* the file's own check */
+      if (nclash == cap) {
+        cap = cap ? 2 * cap : 16;
+        clash *g = realloc(c, cap * sizeof *c);
+        if (!g) {
+          free(v);
+          free(c);
+          return HK_ENOMEM;
         }
+        c = g;
+      }
+      c[nclash++] = (clash){v[j].file, v[j].inst, v[k].file, v[k].inst};
     }
+  free(v);
+  if (nclash) qsort(c, nclash, sizeof *c, cmp_clash);
+  for (size_t j = 0; j < nclash; j++) {
+    const hkc_instance *x = hkc_file_instance(files[c[j].file], c[j].inst);
+    const hkc_instance *y = hkc_file_instance(files[c[j].ofile], c[j].oinst);
+    int l1, c1, l2, c2;
+    hkc_instance_name_pos(files[c[j].file], x, &l1, &c1);
+    hkc_instance_name_pos(files[c[j].ofile], y, &l2, &c2);
+    hku_diag_add(d, HKU_ERROR, hkc_file_path(files[c[j].file]), l1, c1,
+                 "%sname: kernel \"%s\" is also defined in %s:%d:%d",
+                 hkc_instance_field_prefix(x), hkc_instance_name(x),
+                 hkc_file_path(files[c[j].ofile]), l2, c2);
+  }
+  free(c);
+  return HK_OK;
 }
 
 static const char *const kernel_files[] = {".json", NULL};
@@ -99,7 +150,7 @@ int hk_cmd_check(int argc, char **argv) {
     }
     hku_free_list(paths, paths ? n : 0);
   }
-  check_across(files, nfiles, &d);
+  if (check_across(files, nfiles, &d) != HK_OK) d.oom = 1;
   if (d.nerrors || d.oom) {
     hku_buf out = HKU_BUF_INIT;
     hku_diags_format(&d, &out);
