@@ -470,6 +470,18 @@ static void check_tokens(checker *c, hkc_code_mode mode,
           "math functions");
       continue;
     }
+    if (!strcmp(name, "__attribute__") || !strcmp(name, "__attribute")) {
+      err(c, k->off, "%s",
+          "__attribute__ is not allowed: attributes can run code the body "
+          "does not call (constructor, cleanup, ifunc)");
+      continue;
+    }
+    if (!strcmp(name, "goto") && next && tok_is(c, next, "*")) {
+      err(c, k->off, "%s",
+          "a computed goto ('goto *') is not allowed: it can jump to any "
+          "address");
+      continue;
+    }
     int is_conv = in_list(conv_functions, s, k->len);
     if (!is_conv && (!strncmp(name, "hk_", 3) || !strncmp(name, "HK_", 3))) {
       err(c, k->off, "'%s' is reserved: names beginning with hk_ or HK_ "
