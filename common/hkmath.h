@@ -1,0 +1,407 @@
+/* hkmath.h — the one implementation of the math functions that kernel code
+ * gets on every tier: exp, expm1, log, log1p, tanh, erf, sin, cos, pow,
+ * rsqrt and sigmoid, float (name + "f") and double (hk_exp, hk_expf, ...).
+ *
+ * This text is pasted verbatim into the C prelude (tcc for tier jit, the
+ * system cc for tier opt and hk build, the inline stdlib) and the CUDA
+ * prelude (codegen/prelude.c, through the generated hkmath_text.c), and
+ * #included by the tests and tools/mathcheck.c. One text, compiled with
+ * contraction off everywhere (common/abi.h, --fmad=false), gives the same
+ * bits on every tier: only +, -, *, / and sqrt, all correctly rounded, and
+ * integer bit manipulation; no libm call but sqrt (correctly rounded
+ * everywhere) and pow for double (see hk_pow).
+ *
+ * Written to vectorise, even under plain SSE2: no branches (both sides are
+ * computed and selected with ?:), no table lookups, no calls, no
+ * float-to-int conversions (the integer of a rounded value is read from the
+ * bits of the magic-constant sum that rounded it). Range reduction (Cody and
+ * Waite) + polynomials: minimax for the float functions that the stdlib's
+ * speed targets need (exp, log, tanh, sigmoid in float arithmetic), exact
+ * Taylor/atanh coefficients for double, Chebyshev series for erf's tail.
+ * The other float functions compute in double and round once.
+ *
+ * Accuracy (tools/mathcheck.sh measures it against long double):
+ * float <= 2 ulp, double <= 3 ulp, except sin and cos for |x| >= 2^28
+ * (Cody-Waite reduction only; no Payne-Hanek) and hk_pow (libm's).
+ *
+ * The includer defines: HKM_FN (the functions' qualifiers), uint32_t,
+ * int32_t, uint64_t, int64_t, hk_f2u/hk_u2f and hk_d2u/hk_u2d (bit casts),
+ * sqrt, sqrtf and pow. Signed >> is arithmetic on every compiler hk uses.
+ */
+
+/* ---- float ------------------------------------------------------------- */
+
+#define HKM_INFF hk_u2f(0x7f800000u)
+#define HKM_INF hk_u2d(0x7ff0000000000000ull)
+
+/* 2^n for n in [-126, 127]. */
+HKM_FN float hkm_pow2f(int32_t n)
+{
+    return hk_u2f((uint32_t)(n + 127) << 23);
+}
+
+/* |x| with the sign of s. */
+HKM_FN float hkm_copysignf(float x, float s)
+{
+    return hk_u2f((hk_f2u(x) & 0x7fffffffu) | (hk_f2u(s) & 0x80000000u));
+}
+
+/* e^x = (1 + q) s1 s2: x = n ln2 + r, |r| <= ln2/2, s1 s2 = 2^n (two
+ * factors, each normal, so that a subnormal e^x rounds once), q = e^r - 1 =
+ * r + r^2 P(r) (minimax, relative error 4e-9), with r's rounding error
+ * added back. Not for NaN. */
+HKM_FN float hkm_expf_parts(float x, float *s1, float *s2)
+{
+    float xc = x > 88.8f ? 88.8f : x;
+    xc = xc < -104.0f ? -104.0f : xc;
+    const float t = xc * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23 */
+    const float n = t - 12582912.0f;
+    const int32_t ni = (int32_t)(hk_f2u(t) - 0x4b400000u);
+    const int32_t n1 = ni >> 1;
+    *s1 = hkm_pow2f(n1);
+    *s2 = hkm_pow2f(ni - n1);
+    /* r = x - n ln2 rounded, and c its rounding error (h is exact: ln2's
+     * first 9 bits times n; r = h + l is Fast2Sum, |h| >= |l|) */
+    const float h = xc - n * 0.693359375f;
+    const float l = n * 2.12194440e-4f;
+    const float r = h + l;
+    const float c = (h - r) + l;
+    const float p =
+        4.999999404e-01f +
+        r * (1.666652113e-01f +
+             r * (4.166838899e-02f + r * (8.368710056e-03f + r * 1.381461043e-03f)));
+    /* e^(r + c) = e^r (1 + c) to first order in c */
+    return r + (r * r * p + c * (1.0f + r));
+}
+
+HKM_FN float hk_expf(float x)
+{
+    float s1, s2;
+    const float q = hkm_expf_parts(x, &s1, &s2);
+    const float y = (1.0f + q) * s1 * s2;
+    return x != x ? x : y;
+}
+
+/* log x: x = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1,
+ * log(1 + f) = f - f^2/2 + f^3 P(f) (minimax, relative error 8e-9). */
+HKM_FN float hk_logf(float x)
+{
+    const int32_t sub = x < 1.17549435e-38f;
+    const float xs = sub ? x * 16777216.0f : x;
+    const uint32_t u = hk_f2u(xs) + (0x3f800000u - 0x3f3504f3u);
+    const int32_t k = (int32_t)(u >> 23) - 127 - (sub ? 24 : 0);
+    const float f = hk_u2f((u & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
+    const float kf = (float)k;
+    const float z = f * f;
+    const float p =
+        3.333333135e-01f +
+        f * (-2.500082254e-01f +
+             f * (2.000122666e-01f +
+                  f * (-1.662335694e-01f +
+                       f * (1.420176178e-01f +
+                            f * (-1.316019446e-01f +
+                                 f * (1.276154965e-01f + f * -7.634429634e-02f))))));
+    float y = f * z * p + kf * -2.12194440e-4f;
+    y = y - 0.5f * z;
+    float l = (f + y) + kf * 0.693359375f;
+    l = x == HKM_INFF ? x : l;
+    l = x == 0.0f ? -HKM_INFF : l;
+    l = x < 0.0f ? hk_u2f(0x7fc00000u) : l;
+    return x != x ? x : l;
+}
+
+/* tanh x: x + x^3 P(x^2) (minimax) below 0.625, 1 - 2 / (e^2|x| + 1)
+ * above, with the sign of x. */
+HKM_FN float hk_tanhf(float x)
+{
+    float a = hkm_copysignf(x, 1.0f);
+    const float z = a * a;
+    const float p =
+        -3.333328068e-01f +
+        z * (1.333144158e-01f +
+             z * (-5.373971164e-02f + z * (2.063907869e-02f + z * -5.704978481e-03f)));
+    const float small = a + a * z * p;
+    a = a > 10.0f ? 10.0f : a;
+    const float big = 1.0f - 2.0f / (hk_expf(a + a) + 1.0f);
+    return hkm_copysignf(a < 0.625f ? small : big, x);
+}
+
+/* 1 / (1 + e^-x), as e^x / (1 + e^x) below 0: e^-|x| from float's parts
+ * (its error, 0.1 ulp, is what a float e^-|x| rounded to 0.8 ulp would
+ * double at a binade's edge), the rest in double, rounded once. */
+HKM_FN float hk_sigmoidf(float x)
+{
+    float s1, s2;
+    const float q = hkm_expf_parts(-hkm_copysignf(x, 1.0f), &s1, &s2);
+    const double e = (1.0 + (double)q) * (double)s1 * (double)s2;
+    const float y = (float)((x >= 0.0f ? 1.0 : e) / (1.0 + e));
+    return x != x ? x : y;
+}
+
+HKM_FN float hk_rsqrtf(float x)
+{
+    return 1.0f / sqrtf(x);
+}
+
+/* ---- double ------------------------------------------------------------ */
+
+/* 2^n for n in [-1022, 1023]. */
+HKM_FN double hkm_pow2(int64_t n)
+{
+    return hk_u2d((uint64_t)(n + 1023) << 52);
+}
+
+HKM_FN double hkm_copysign(double x, double s)
+{
+    return hk_u2d((hk_d2u(x) & 0x7fffffffffffffffull) |
+                  (hk_d2u(s) & 0x8000000000000000ull));
+}
+
+/* x rounded to the nearest integer (ties to even) for |x| < 2^51, and its
+ * value as an integer in *n. */
+HKM_FN double hkm_rint(double x, int64_t *n)
+{
+    const double t = x + 6755399441055744.0; /* 1.5 * 2^52 */
+    *n = (int64_t)(hk_d2u(t) - 0x4338000000000000ull);
+    return t - 6755399441055744.0;
+}
+
+/* e^r - 1 - r for |r| <= ln2/2 (Taylor to r^14: 1e-19 relative). */
+HKM_FN double hkm_expm1_tail(double r)
+{
+    const double p =
+        0.5 + r * (0.16666666666666666 +
+        r * (0.041666666666666664 + r * (0.008333333333333333 +
+        r * (0.001388888888888889 + r * (0.0001984126984126984 +
+        r * (2.48015873015873e-05 + r * (2.7557319223985893e-06 +
+        r * (2.755731922398589e-07 + r * (2.505210838544172e-08 +
+        r * (2.08767569878681e-09 + r * (1.6059043836821613e-10 +
+        r * 1.1470745597729725e-11)))))))))));
+    return r * r * p;
+}
+
+/* x = n ln2 + r, |r| <= ln2/2 (ln2 in two parts, n * hi exact). */
+HKM_FN double hkm_exp_reduce(double x, int64_t *n)
+{
+    const double nd = hkm_rint(x * 1.4426950408889634, n);
+    return (x - nd * 6.93147180369123816490e-01) - nd * 1.90821492927058770002e-10;
+}
+
+HKM_FN double hk_exp(double x)
+{
+    double xc = x > 710.0 ? 710.0 : x;
+    xc = xc < -746.0 ? -746.0 : xc;
+    int64_t n;
+    const double r = hkm_exp_reduce(xc, &n);
+    const double e = 1.0 + (r + hkm_expm1_tail(r));
+    const int64_t n1 = n >> 1;
+    const double y = e * hkm_pow2(n1) * hkm_pow2(n - n1);
+    return x != x ? x : y;
+}
+
+/* e^x - 1 = 2^n (q + 1 - 2^-n), q = e^r - 1. */
+HKM_FN double hk_expm1(double x)
+{
+    double xc = x > 710.0 ? 710.0 : x;
+    xc = xc < -40.0 ? -40.0 : xc;
+    int64_t n;
+    const double r = hkm_exp_reduce(xc, &n);
+    const double q = r + hkm_expm1_tail(r);
+    const double c = 1.0 - hkm_pow2(n > 1022 ? -1022 : -n);
+    const int64_t n1 = n >> 1;
+    const double y = (q + c) * hkm_pow2(n1) * hkm_pow2(n - n1);
+    return x != x || x == 0.0 ? x : y;
+}
+
+/* log x: x = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1, s = f / (2 + f),
+ * log(1 + f) = f - f^2/2 + s (f^2/2 + R(s^2)), R from the atanh series
+ * (as fdlibm's e_log.c, with exact coefficients to s^20). */
+HKM_FN double hk_log(double x)
+{
+    const int64_t sub = x < 2.2250738585072014e-308;
+    const double xs = sub ? x * 18014398509481984.0 : x; /* 2^54 */
+    const uint64_t u = hk_d2u(xs) + (0x3ff0000000000000ull - 0x3fe6a09e667f3bcdull);
+    const int64_t k = (int64_t)(u >> 52) - 1023 - (sub ? 54 : 0);
+    const double f =
+        hk_u2d((u & 0x000fffffffffffffull) + 0x3fe6a09e667f3bcdull) - 1.0;
+    const double kd = (double)k;
+    const double s = f / (2.0 + f);
+    const double z = s * s;
+    const double R =
+        z * (0.6666666666666666 + z * (0.4 + z * (0.2857142857142857 +
+        z * (0.2222222222222222 + z * (0.18181818181818182 +
+        z * (0.15384615384615385 + z * (0.13333333333333333 +
+        z * (0.11764705882352941 + z * (0.10526315789473684 +
+        z * 0.09523809523809523)))))))));
+    const double hfsq = 0.5 * f * f;
+    double l = kd * 6.93147180369123816490e-01 -
+               ((hfsq - (s * (hfsq + R) + kd * 1.90821492927058770002e-10)) - f);
+    l = x == HKM_INF ? x : l;
+    l = x == 0.0 ? -HKM_INF : l;
+    l = x < 0.0 ? hk_u2d(0x7ff8000000000000ull) : l;
+    return x != x ? x : l;
+}
+
+/* log(1 + x) = log(u) + (x - (u - 1)) / u, u = 1 + x rounded. */
+HKM_FN double hk_log1p(double x)
+{
+    const double u = 1.0 + x;
+    const double l = hk_log(u);
+    const double y = u > 0.0 && u < HKM_INF ? l + (x - (u - 1.0)) / u : l;
+    return x == 0.0 ? x : y;
+}
+
+/* tanh x = e / (e + 2), e = e^2|x| - 1, with the sign of x. */
+HKM_FN double hk_tanh(double x)
+{
+    double a = hkm_copysign(x, 1.0);
+    a = a > 20.0 ? 20.0 : a;
+    const double e = hk_expm1(a + a);
+    return hkm_copysign(e / (e + 2.0), x);
+}
+
+HKM_FN double hk_sigmoid(double x)
+{
+    const double e = hk_exp(-hkm_copysign(x, 1.0));
+    return (x >= 0.0 ? 1.0 : e) / (1.0 + e);
+}
+
+HKM_FN double hk_rsqrt(double x)
+{
+    return 1.0 / sqrt(x);
+}
+
+/* erf x: Taylor below 1; 1 - e^-x^2 h(x) from 1 to 6, h = e^x^2 erfc x as
+ * a Chebyshev series of degree 22 on [1, 2.5] or [2.5, 6] (the
+ * coefficients of both are selected per element, so one loop serves);
+ * 1 above. */
+HKM_FN double hk_erf(double x)
+{
+    const double a0 = hkm_copysign(x, 1.0);
+    const double a = a0 > 6.0 ? 6.0 : a0;
+    const double z = a * a;
+    const double small =
+        a * (1.1283791670955126 + z * (-0.37612638903183754 +
+        z * (0.11283791670955126 + z * (-0.026866170645131252 +
+        z * (0.005223977625442188 + z * (-0.0008548327023450853 +
+        z * (0.00012055332981789664 + z * (-1.492565035840625e-05 +
+        z * (1.6462114365889248e-06 + z * (-1.6365844691234924e-07 +
+        z * (1.4807192815879218e-08 + z * (-1.2290555301717928e-09 +
+        z * (9.422759064650411e-11 + z * (-6.7113668551641105e-12 +
+        z * (4.4632242632864775e-13 + z * (-2.7835162072109215e-14 +
+        z * (1.6342614095367152e-15 + z * (-9.063970842808673e-17 +
+        z * 4.763348040515068e-18))))))))))))))))));
+    const int64_t lo = a < 2.5;
+    const double t = lo ? (2.0 * a - 3.5) / 1.5 : (2.0 * a - 8.5) / 3.5;
+    /* Clenshaw's recurrence, from the last coefficient down */
+    double b1 = 0.0, b2 = 0.0, b0;
+#define HKM_CL(l, h) \
+    b0 = 2.0 * t * b1 - b2 + (lo ? (l) : (h)); \
+    b2 = b1; \
+    b1 = b0;
+    HKM_CL(2.541098841762901e-19, 2.3920210430461442e-18)
+    HKM_CL(-1.7448878713438587e-19, -1.5679426886624354e-17)
+    HKM_CL(1.7618285302889447e-19, 1.0687819376807399e-16)
+    HKM_CL(-1.2553028278308731e-18, -7.2253308005154789e-16)
+    HKM_CL(1.3012967168667816e-17, 4.8309672878537029e-15)
+    HKM_CL(-1.4027204419710115e-16, -3.1926285379779099e-14)
+    HKM_CL(1.4816783122152156e-15, 2.0845651254957319e-13)
+    HKM_CL(-1.5330821159819426e-14, -1.3442073877634761e-12)
+    HKM_CL(1.5518966828568983e-13, 8.5569253154288568e-12)
+    HKM_CL(-1.5350838445716847e-12, -5.3749377515859031e-11)
+    HKM_CL(1.4818660230172501e-11, 3.3298260037295074e-10)
+    HKM_CL(-1.3939984729604719e-10, -2.03344730339792e-09)
+    HKM_CL(1.2757869239870905e-09, 1.2233728862473532e-08)
+    HKM_CL(-1.1338136563697524e-08, -7.2464995523437896e-08)
+    HKM_CL(9.7636902854852707e-08, 4.223228134648587e-07)
+    HKM_CL(-8.1264497756138597e-07, -2.4198114237545405e-06)
+    HKM_CL(6.5179351705618956e-06, 1.3620051895515654e-05)
+    HKM_CL(-5.0198560605167969e-05, -7.5237715616933751e-05)
+    HKM_CL(0.00036961452680367288, 0.00040747765264847823)
+    HKM_CL(-0.002587682261135065, -0.0021611166170954787)
+    HKM_CL(0.017104848474406763, 0.011209463278240392)
+    HKM_CL(-0.10574990110152695, -0.05677604943259737)
+#undef HKM_CL
+    const double h = t * b1 - b2 + (lo ? 0.30171389024442918 : 0.14016047004976134);
+    const double big = 1.0 - hk_exp(-z) * h;
+    const double y = a < 1.0 ? small : big;
+    return x != x ? x : hkm_copysign(y, x);
+}
+
+/* sin and cos: x = n pi/2 + r (pi/2 in five parts, the first four of 24
+ * bits so that n * part is exact for |n| < 2^29), |r| <= pi/4, then the
+ * Taylor series of sin r and cos r (to r^19, r^18) and n's quadrant.
+ * Accurate for |x| < 2^28; beyond, the reduction loses bits. */
+HKM_FN double hkm_sincos(double x, int64_t cosine)
+{
+    int64_t n;
+    const double nd = hkm_rint(x * 0.6366197723675814, &n);
+    double r = x - nd * 1.570796251296997;
+    r = r - nd * 7.549789415861596e-08;
+    r = r - nd * 5.390302529957765e-15;
+    r = r - nd * 3.282003415807913e-22;
+    r = r - nd * 1.2706558760139879e-29;
+    const double z = r * r;
+    const double s =
+        r + r * z * (-0.16666666666666666 + z * (0.008333333333333333 +
+        z * (-0.0001984126984126984 + z * (2.7557319223985893e-06 +
+        z * (-2.505210838544172e-08 + z * (1.6059043836821613e-10 +
+        z * (-7.647163731819816e-13 + z * (2.8114572543455206e-15 +
+        z * -8.22063524662433e-18))))))));
+    const double c =
+        1.0 - 0.5 * z + z * z * (0.041666666666666664 +
+        z * (-0.001388888888888889 + z * (2.48015873015873e-05 +
+        z * (-2.755731922398589e-07 + z * (2.08767569878681e-09 +
+        z * (-1.1470745597729725e-11 + z * (4.779477332387385e-14 +
+        z * -1.5619206968586225e-16)))))));
+    const int64_t q = (n + cosine) & 3;
+    const double y = (q & 1) ? c : s;
+    return (q & 2) ? -y : y;
+}
+
+HKM_FN double hk_sin(double x)
+{
+    const double y = hkm_sincos(x, 0);
+    return x - x != 0.0 ? x - x : x == 0.0 ? x : y;
+}
+
+HKM_FN double hk_cos(double x)
+{
+    const double y = hkm_sincos(x, 1);
+    return x - x != 0.0 ? x - x : y;
+}
+
+/* libm's pow for now: a deterministic double pow needs log in double-double
+ * (the error of y log x is amplified up to 700 times). */
+HKM_FN double hk_pow(double x, double y)
+{
+    return pow(x, y);
+}
+
+/* ---- float, computed in double and rounded once ------------------------- */
+
+HKM_FN float hk_expm1f(float x) { return (float)hk_expm1((double)x); }
+HKM_FN float hk_log1pf(float x) { return (float)hk_log1p((double)x); }
+HKM_FN float hk_erff(float x) { return (float)hk_erf((double)x); }
+HKM_FN float hk_sinf(float x) { return (float)hk_sin((double)x); }
+HKM_FN float hk_cosf(float x) { return (float)hk_cos((double)x); }
+
+/* x^y = e^(y log|x|) in double (float's y log|x| has 11 bits to spare),
+ * then C99 Annex F's special cases and the sign. */
+HKM_FN float hk_powf(float x, float y)
+{
+    const double ax = (double)hkm_copysignf(x, 1.0f);
+    const double yd = (double)y;
+    const double ay = hkm_copysign(yd, 1.0);
+    int64_t yi;
+    const double h = hkm_rint(ay >= 16777216.0 ? 0.0 : 0.5 * yd, &yi);
+    const int64_t is_int = ay >= 16777216.0 || 2.0 * h == yd ||
+                           2.0 * h - 1.0 == yd || 2.0 * h + 1.0 == yd;
+    const int64_t odd = ay < 16777216.0 && 2.0 * h != yd && is_int;
+    double r = hk_exp(yd * hk_log(ax));
+    r = ax == 1.0 && (x == 1.0f || ay == HKM_INF) ? 1.0 : r;
+    r = y == 0.0f ? 1.0 : r;
+    r = hk_f2u(x) >> 31 && odd ? -r : r;
+    r = x < 0.0f && x > -HKM_INFF && !is_int ? hk_u2d(0x7ff8000000000000ull) : r;
+    return (float)r;
+}
