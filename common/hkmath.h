@@ -26,7 +26,8 @@
  *
  * The includer defines: HKM_FN (the functions' qualifiers), uint32_t,
  * int32_t, uint64_t, int64_t, hk_f2u/hk_u2f and hk_d2u/hk_u2d (bit casts),
- * sqrt, sqrtf and pow. Signed >> is arithmetic on every compiler hk uses.
+ * sqrt, sqrtf and pow (called as (sqrt)(x): the preludes make them macros
+ * too). Signed >> is arithmetic on every compiler hk uses.
  */
 
 /* ---- float ------------------------------------------------------------- */
@@ -140,7 +141,7 @@ HKM_FN float hk_sigmoidf(float x)
 
 HKM_FN float hk_rsqrtf(float x)
 {
-    return 1.0f / sqrtf(x);
+    return 1.0f / (sqrtf)(x);
 }
 
 /* ---- double ------------------------------------------------------------ */
@@ -180,11 +181,16 @@ HKM_FN double hkm_expm1_tail(double r)
     return r * r * p;
 }
 
-/* x = n ln2 + r, |r| <= ln2/2 (ln2 in two parts, n * hi exact). */
-HKM_FN double hkm_exp_reduce(double x, int64_t *n)
+/* x = n ln2 + r + *c, |r| <= ln2/2: ln2 in two parts (n * hi exact), r
+ * rounded, *c its rounding error (Fast2Sum). */
+HKM_FN double hkm_exp_reduce(double x, int64_t *n, double *c)
 {
     const double nd = hkm_rint(x * 1.4426950408889634, n);
-    return (x - nd * 6.93147180369123816490e-01) - nd * 1.90821492927058770002e-10;
+    const double h = x - nd * 6.93147180369123816490e-01;
+    const double l = nd * -1.90821492927058770002e-10;
+    const double r = h + l;
+    *c = (h - r) + l;
+    return r;
 }
 
 HKM_FN double hk_exp(double x)
@@ -192,25 +198,40 @@ HKM_FN double hk_exp(double x)
     double xc = x > 710.0 ? 710.0 : x;
     xc = xc < -746.0 ? -746.0 : xc;
     int64_t n;
-    const double r = hkm_exp_reduce(xc, &n);
-    const double e = 1.0 + (r + hkm_expm1_tail(r));
+    double c;
+    const double r = hkm_exp_reduce(xc, &n, &c);
+    const double e = 1.0 + (r + (hkm_expm1_tail(r) + c * (1.0 + r)));
     const int64_t n1 = n >> 1;
     const double y = e * hkm_pow2(n1) * hkm_pow2(n - n1);
     return x != x ? x : y;
 }
 
-/* e^x - 1 = 2^n (q + 1 - 2^-n), q = e^r - 1. */
-HKM_FN double hk_expm1(double x)
+/* e^x - 1 = 2^n (r + (1 - 2^-n) + e^r - 1 - r), the first sum exact
+ * (TwoSum), returned as hi + *lo, hi the sum rounded. Not for NaN. */
+HKM_FN double hkm_expm1_hl(double x, double *lo)
 {
     double xc = x > 710.0 ? 710.0 : x;
     xc = xc < -40.0 ? -40.0 : xc;
     int64_t n;
-    const double r = hkm_exp_reduce(xc, &n);
-    const double q = r + hkm_expm1_tail(r);
+    double cr;
+    const double r = hkm_exp_reduce(xc, &n, &cr);
     const double c = 1.0 - hkm_pow2(n > 1022 ? -1022 : -n);
+    const double s = c + r;
+    const double bb = s - c;
+    const double err = (c - (s - bb)) + (r - bb);
     const int64_t n1 = n >> 1;
-    const double y = (q + c) * hkm_pow2(n1) * hkm_pow2(n - n1);
-    return x != x || x == 0.0 ? x : y;
+    const double s1 = hkm_pow2(n1), s2 = hkm_pow2(n - n1);
+    const double t = err + (hkm_expm1_tail(r) + cr * (1.0 + r));
+    const double hi = s + t;
+    *lo = ((s - hi) + t) * s1 * s2; /* Fast2Sum: |t| < |s| */
+    return hi * s1 * s2;
+}
+
+HKM_FN double hk_expm1(double x)
+{
+    double lo;
+    const double hi = hkm_expm1_hl(x, &lo);
+    return x != x || x == 0.0 ? x : hi + lo;
 }
 
 /* log x: x = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1, s = f / (2 + f),
@@ -251,24 +272,41 @@ HKM_FN double hk_log1p(double x)
     return x == 0.0 ? x : y;
 }
 
-/* tanh x = e / (e + 2), e = e^2|x| - 1, with the sign of x. */
+/* n / (d + l) for |l| much smaller than |d|: the quotient and its first
+ * order correction. */
+HKM_FN double hkm_div2(double n, double d, double l)
+{
+    const double t = n / d;
+    return t - t * l / d;
+}
+
+/* tanh x = e / (e + 2), e = e^2|x| - 1 unrounded (hi + lo), e + 2 exact
+ * as a sum of two, with the sign of x. */
 HKM_FN double hk_tanh(double x)
 {
     double a = hkm_copysign(x, 1.0);
     a = a > 20.0 ? 20.0 : a;
-    const double e = hk_expm1(a + a);
-    return hkm_copysign(e / (e + 2.0), x);
+    double lo;
+    const double hi = hkm_expm1_hl(a + a, &lo);
+    const double d = hi + 2.0;
+    const double l = (hi < 2.0 ? (2.0 - d) + hi : (hi - d) + 2.0) + lo;
+    const double t = hi / d;
+    const double y = t + (lo - t * l) / d;
+    return x != x ? x : hkm_copysign(y, x);
 }
 
+/* 1 / (1 + e^-x), as e^x / (1 + e^x) below 0 (e^-|x| <= 1: Fast2Sum). */
 HKM_FN double hk_sigmoid(double x)
 {
     const double e = hk_exp(-hkm_copysign(x, 1.0));
-    return (x >= 0.0 ? 1.0 : e) / (1.0 + e);
+    const double d = 1.0 + e;
+    const double y = hkm_div2(x >= 0.0 ? 1.0 : e, d, (1.0 - d) + e);
+    return x != x ? x : y;
 }
 
 HKM_FN double hk_rsqrt(double x)
 {
-    return 1.0 / sqrt(x);
+    return 1.0 / (sqrt)(x);
 }
 
 /* erf x: Taylor below 1; 1 - e^-x^2 h(x) from 1 to 6, h = e^x^2 erfc x as
@@ -375,7 +413,7 @@ HKM_FN double hk_cos(double x)
  * (the error of y log x is amplified up to 700 times). */
 HKM_FN double hk_pow(double x, double y)
 {
-    return pow(x, y);
+    return (pow)(x, y);
 }
 
 /* ---- float, computed in double and rounded once ------------------------- */

@@ -22,7 +22,7 @@ static int64_t tcc_fixxfdi(long double f) { return (int64_t)f; }
 
 #define ENTRY(name, sig) {#name, (void *)name}, {#name "f", (void *)name##f},
 static const hk_symbol_t table[] = {
-    HKC_MATH_FUNCTIONS(ENTRY)
+    HKC_MATH_LIBM(ENTRY)
     {"memcpy", (void *)memcpy},
     {"memset", (void *)memset},
     {"memmove", (void *)memmove},
