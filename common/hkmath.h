@@ -12,7 +12,7 @@
  * everywhere) and pow for double (see hk_pow).
  *
  * Written to vectorise, even under plain SSE2: no branches (both sides are
- * computed and selected with ?:), no table lookups, no calls, no
+ * computed and selected on the bits, hkm_sel), no table lookups, no calls, no
  * float-to-int conversions (the integer of a rounded value is read from the
  * bits of the magic-constant sum that rounded it). Range reduction (Cody and
  * Waite) + polynomials: minimax for the float functions that the stdlib's
@@ -35,6 +35,21 @@
 #define HKM_INFF hk_u2f(0x7f800000u)
 #define HKM_INF hk_u2d(0x7ff0000000000000ull)
 
+/* c ? a : b on the bits, so that the compiler neither branches nor makes
+ * a's or b's computation conditional (which -ftrapping-math, the default,
+ * would then keep from vectorising). */
+HKM_FN float hkm_self(int32_t c, float a, float b) /* c: 0 or 1 */
+{
+    const uint32_t m = 0u - (uint32_t)c;
+    return hk_u2f((hk_f2u(a) & m) | (hk_f2u(b) & ~m));
+}
+
+HKM_FN double hkm_sel(int64_t c, double a, double b) /* c: 0 or 1 */
+{
+    const uint64_t m = 0u - (uint64_t)c;
+    return hk_u2d((hk_d2u(a) & m) | (hk_d2u(b) & ~m));
+}
+
 /* 2^n for n in [-126, 127]. */
 HKM_FN float hkm_pow2f(int32_t n)
 {
@@ -53,8 +68,8 @@ HKM_FN float hkm_copysignf(float x, float s)
  * added back. Not for NaN. */
 HKM_FN float hkm_expf_parts(float x, float *s1, float *s2)
 {
-    float xc = x > 88.8f ? 88.8f : x;
-    xc = xc < -104.0f ? -104.0f : xc;
+    float xc = hkm_self(x > 88.8f, 88.8f, x);
+    xc = hkm_self(xc < -104.0f, -104.0f, xc);
     const float t = xc * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23 */
     const float n = t - 12582912.0f;
     const int32_t ni = (int32_t)(hk_f2u(t) - 0x4b400000u);
@@ -80,7 +95,7 @@ HKM_FN float hk_expf(float x)
     float s1, s2;
     const float q = hkm_expf_parts(x, &s1, &s2);
     const float y = (1.0f + q) * s1 * s2;
-    return x != x ? x : y;
+    return hkm_self(x != x, x, y);
 }
 
 /* log x: x = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1,
@@ -88,7 +103,7 @@ HKM_FN float hk_expf(float x)
 HKM_FN float hk_logf(float x)
 {
     const int32_t sub = x < 1.17549435e-38f;
-    const float xs = sub ? x * 16777216.0f : x;
+    const float xs = hkm_self(sub, x * 16777216.0f, x);
     const uint32_t u = hk_f2u(xs) + (0x3f800000u - 0x3f3504f3u);
     const int32_t k = (int32_t)(u >> 23) - 127 - (sub ? 24 : 0);
     const float f = hk_u2f((u & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
@@ -105,10 +120,10 @@ HKM_FN float hk_logf(float x)
     float y = f * z * p + kf * -2.12194440e-4f;
     y = y - 0.5f * z;
     float l = (f + y) + kf * 0.693359375f;
-    l = x == HKM_INFF ? x : l;
-    l = x == 0.0f ? -HKM_INFF : l;
-    l = x < 0.0f ? hk_u2f(0x7fc00000u) : l;
-    return x != x ? x : l;
+    l = hkm_self(x == HKM_INFF, x, l);
+    l = hkm_self(x == 0.0f, -HKM_INFF, l);
+    l = hkm_self(x < 0.0f, hk_u2f(0x7fc00000u), l);
+    return hkm_self(x != x, x, l);
 }
 
 /* tanh x: x + x^3 P(x^2) (minimax) below 0.625, 1 - 2 / (e^2|x| + 1)
@@ -122,9 +137,9 @@ HKM_FN float hk_tanhf(float x)
         z * (1.333144158e-01f +
              z * (-5.373971164e-02f + z * (2.063907869e-02f + z * -5.704978481e-03f)));
     const float small = a + a * z * p;
-    a = a > 10.0f ? 10.0f : a;
+    a = hkm_self(a > 10.0f, 10.0f, a);
     const float big = 1.0f - 2.0f / (hk_expf(a + a) + 1.0f);
-    return hkm_copysignf(a < 0.625f ? small : big, x);
+    return hkm_copysignf(hkm_self(a < 0.625f, small, big), x);
 }
 
 /* 1 / (1 + e^-x), as e^x / (1 + e^x) below 0: e^-|x| from float's parts
@@ -135,8 +150,8 @@ HKM_FN float hk_sigmoidf(float x)
     float s1, s2;
     const float q = hkm_expf_parts(-hkm_copysignf(x, 1.0f), &s1, &s2);
     const double e = (1.0 + (double)q) * (double)s1 * (double)s2;
-    const float y = (float)((x >= 0.0f ? 1.0 : e) / (1.0 + e));
-    return x != x ? x : y;
+    const float y = (float)(hkm_sel(x >= 0.0f, 1.0, e) / (1.0 + e));
+    return hkm_self(x != x, x, y);
 }
 
 HKM_FN float hk_rsqrtf(float x)
@@ -156,6 +171,13 @@ HKM_FN double hkm_copysign(double x, double s)
 {
     return hk_u2d((hk_d2u(x) & 0x7fffffffffffffffull) |
                   (hk_d2u(s) & 0x8000000000000000ull));
+}
+
+/* floor(n / 2) for n in [-2048, 2047], without a 64-bit arithmetic shift
+ * (SSE2 and AVX2 have none). */
+HKM_FN int64_t hkm_half(int64_t n)
+{
+    return (int64_t)((uint64_t)(n + 2048) >> 1) - 1024;
 }
 
 /* x rounded to the nearest integer (ties to even) for |x| < 2^51, and its
@@ -195,31 +217,31 @@ HKM_FN double hkm_exp_reduce(double x, int64_t *n, double *c)
 
 HKM_FN double hk_exp(double x)
 {
-    double xc = x > 710.0 ? 710.0 : x;
-    xc = xc < -746.0 ? -746.0 : xc;
+    double xc = hkm_sel(x > 710.0, 710.0, x);
+    xc = hkm_sel(xc < -746.0, -746.0, xc);
     int64_t n;
     double c;
     const double r = hkm_exp_reduce(xc, &n, &c);
     const double e = 1.0 + (r + (hkm_expm1_tail(r) + c * (1.0 + r)));
-    const int64_t n1 = n >> 1;
+    const int64_t n1 = hkm_half(n);
     const double y = e * hkm_pow2(n1) * hkm_pow2(n - n1);
-    return x != x ? x : y;
+    return hkm_sel(x != x, x, y);
 }
 
 /* e^x - 1 = 2^n (r + (1 - 2^-n) + e^r - 1 - r), the first sum exact
  * (TwoSum), returned as hi + *lo, hi the sum rounded. Not for NaN. */
 HKM_FN double hkm_expm1_hl(double x, double *lo)
 {
-    double xc = x > 710.0 ? 710.0 : x;
-    xc = xc < -40.0 ? -40.0 : xc;
+    double xc = hkm_sel(x > 710.0, 710.0, x);
+    xc = hkm_sel(xc < -40.0, -40.0, xc);
     int64_t n;
     double cr;
     const double r = hkm_exp_reduce(xc, &n, &cr);
-    const double c = 1.0 - hkm_pow2(n > 1022 ? -1022 : -n);
+    const int64_t n1 = hkm_half(n);
+    const double c = 1.0 - hkm_pow2(-n1) * hkm_pow2(n1 - n);
     const double s = c + r;
     const double bb = s - c;
     const double err = (c - (s - bb)) + (r - bb);
-    const int64_t n1 = n >> 1;
     const double s1 = hkm_pow2(n1), s2 = hkm_pow2(n - n1);
     const double t = err + (hkm_expm1_tail(r) + cr * (1.0 + r));
     const double hi = s + t;
@@ -231,7 +253,7 @@ HKM_FN double hk_expm1(double x)
 {
     double lo;
     const double hi = hkm_expm1_hl(x, &lo);
-    return x != x || x == 0.0 ? x : hi + lo;
+    return hkm_sel((x != x) | (x == 0.0), x, hi + lo);
 }
 
 /* log x: x = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1, s = f / (2 + f),
@@ -240,12 +262,13 @@ HKM_FN double hk_expm1(double x)
 HKM_FN double hk_log(double x)
 {
     const int64_t sub = x < 2.2250738585072014e-308;
-    const double xs = sub ? x * 18014398509481984.0 : x; /* 2^54 */
+    const double xs = hkm_sel(sub, x * 18014398509481984.0, x); /* 2^54 */
     const uint64_t u = hk_d2u(xs) + (0x3ff0000000000000ull - 0x3fe6a09e667f3bcdull);
-    const int64_t k = (int64_t)(u >> 52) - 1023 - (sub ? 54 : 0);
+    /* k as a double, from the bits (no int64 to double conversion) */
+    const double kd = hk_u2d(0x4330000000000000ull | (u >> 52)) -
+                      4503599627371519.0 - hkm_sel(sub, 54.0, 0.0); /* 2^52 + 1023 */
     const double f =
         hk_u2d((u & 0x000fffffffffffffull) + 0x3fe6a09e667f3bcdull) - 1.0;
-    const double kd = (double)k;
     const double s = f / (2.0 + f);
     const double z = s * s;
     const double R =
@@ -257,10 +280,10 @@ HKM_FN double hk_log(double x)
     const double hfsq = 0.5 * f * f;
     double l = kd * 6.93147180369123816490e-01 -
                ((hfsq - (s * (hfsq + R) + kd * 1.90821492927058770002e-10)) - f);
-    l = x == HKM_INF ? x : l;
-    l = x == 0.0 ? -HKM_INF : l;
-    l = x < 0.0 ? hk_u2d(0x7ff8000000000000ull) : l;
-    return x != x ? x : l;
+    l = hkm_sel(x == HKM_INF, x, l);
+    l = hkm_sel(x == 0.0, -HKM_INF, l);
+    l = hkm_sel(x < 0.0, hk_u2d(0x7ff8000000000000ull), l);
+    return hkm_sel(x != x, x, l);
 }
 
 /* log(1 + x) = log(u) + (x - (u - 1)) / u, u = 1 + x rounded. */
@@ -268,8 +291,8 @@ HKM_FN double hk_log1p(double x)
 {
     const double u = 1.0 + x;
     const double l = hk_log(u);
-    const double y = u > 0.0 && u < HKM_INF ? l + (x - (u - 1.0)) / u : l;
-    return x == 0.0 ? x : y;
+    const double y = hkm_sel((u > 0.0) & (u < HKM_INF), l + (x - (u - 1.0)) / u, l);
+    return hkm_sel(x == 0.0, x, y);
 }
 
 /* n / (d + l) for |l| much smaller than |d|: the quotient and its first
@@ -285,14 +308,14 @@ HKM_FN double hkm_div2(double n, double d, double l)
 HKM_FN double hk_tanh(double x)
 {
     double a = hkm_copysign(x, 1.0);
-    a = a > 20.0 ? 20.0 : a;
+    a = hkm_sel(a > 20.0, 20.0, a);
     double lo;
     const double hi = hkm_expm1_hl(a + a, &lo);
     const double d = hi + 2.0;
-    const double l = (hi < 2.0 ? (2.0 - d) + hi : (hi - d) + 2.0) + lo;
+    const double l = hkm_sel(hi < 2.0, (2.0 - d) + hi, (hi - d) + 2.0) + lo;
     const double t = hi / d;
     const double y = t + (lo - t * l) / d;
-    return x != x ? x : hkm_copysign(y, x);
+    return hkm_sel(x != x, x, hkm_copysign(y, x));
 }
 
 /* 1 / (1 + e^-x), as e^x / (1 + e^x) below 0 (e^-|x| <= 1: Fast2Sum). */
@@ -300,8 +323,8 @@ HKM_FN double hk_sigmoid(double x)
 {
     const double e = hk_exp(-hkm_copysign(x, 1.0));
     const double d = 1.0 + e;
-    const double y = hkm_div2(x >= 0.0 ? 1.0 : e, d, (1.0 - d) + e);
-    return x != x ? x : y;
+    const double y = hkm_div2(hkm_sel(x >= 0.0, 1.0, e), d, (1.0 - d) + e);
+    return hkm_sel(x != x, x, y);
 }
 
 HKM_FN double hk_rsqrt(double x)
@@ -316,7 +339,7 @@ HKM_FN double hk_rsqrt(double x)
 HKM_FN double hk_erf(double x)
 {
     const double a0 = hkm_copysign(x, 1.0);
-    const double a = a0 > 6.0 ? 6.0 : a0;
+    const double a = hkm_sel(a0 > 6.0, 6.0, a0);
     const double z = a * a;
     const double small =
         a * (1.1283791670955126 + z * (-0.37612638903183754 +
@@ -330,11 +353,11 @@ HKM_FN double hk_erf(double x)
         z * (1.6342614095367152e-15 + z * (-9.063970842808673e-17 +
         z * 4.763348040515068e-18))))))))))))))))));
     const int64_t lo = a < 2.5;
-    const double t = lo ? (2.0 * a - 3.5) / 1.5 : (2.0 * a - 8.5) / 3.5;
+    const double t = (2.0 * a - hkm_sel(lo, 3.5, 8.5)) / hkm_sel(lo, 1.5, 3.5);
     /* Clenshaw's recurrence, from the last coefficient down */
     double b1 = 0.0, b2 = 0.0, b0;
 #define HKM_CL(l, h) \
-    b0 = 2.0 * t * b1 - b2 + (lo ? (l) : (h)); \
+    b0 = 2.0 * t * b1 - b2 + hkm_sel(lo, l, h); \
     b2 = b1; \
     b1 = b0;
     HKM_CL(2.541098841762901e-19, 2.3920210430461442e-18)
@@ -360,10 +383,10 @@ HKM_FN double hk_erf(double x)
     HKM_CL(0.017104848474406763, 0.011209463278240392)
     HKM_CL(-0.10574990110152695, -0.05677604943259737)
 #undef HKM_CL
-    const double h = t * b1 - b2 + (lo ? 0.30171389024442918 : 0.14016047004976134);
+    const double h = t * b1 - b2 + hkm_sel(lo, 0.30171389024442918, 0.14016047004976134);
     const double big = 1.0 - hk_exp(-z) * h;
-    const double y = a < 1.0 ? small : big;
-    return x != x ? x : hkm_copysign(y, x);
+    const double y = hkm_sel(a < 1.0, small, big);
+    return hkm_sel(x != x, x, hkm_copysign(y, x));
 }
 
 /* sin and cos: x = n pi/2 + r (pi/2 in five parts, the first four of 24
@@ -393,20 +416,20 @@ HKM_FN double hkm_sincos(double x, int64_t cosine)
         z * (-1.1470745597729725e-11 + z * (4.779477332387385e-14 +
         z * -1.5619206968586225e-16)))))));
     const int64_t q = (n + cosine) & 3;
-    const double y = (q & 1) ? c : s;
-    return (q & 2) ? -y : y;
+    const double y = hkm_sel(q & 1, c, s);
+    return hkm_sel((q >> 1) & 1, -y, y);
 }
 
 HKM_FN double hk_sin(double x)
 {
     const double y = hkm_sincos(x, 0);
-    return x - x != 0.0 ? x - x : x == 0.0 ? x : y;
+    return hkm_sel(x - x != 0.0, x - x, hkm_sel(x == 0.0, x, y));
 }
 
 HKM_FN double hk_cos(double x)
 {
     const double y = hkm_sincos(x, 1);
-    return x - x != 0.0 ? x - x : y;
+    return hkm_sel(x - x != 0.0, x - x, y);
 }
 
 /* libm's pow for now: a deterministic double pow needs log in double-double
@@ -432,14 +455,14 @@ HKM_FN float hk_powf(float x, float y)
     const double yd = (double)y;
     const double ay = hkm_copysign(yd, 1.0);
     int64_t yi;
-    const double h = hkm_rint(ay >= 16777216.0 ? 0.0 : 0.5 * yd, &yi);
-    const int64_t is_int = ay >= 16777216.0 || 2.0 * h == yd ||
-                           2.0 * h - 1.0 == yd || 2.0 * h + 1.0 == yd;
-    const int64_t odd = ay < 16777216.0 && 2.0 * h != yd && is_int;
+    const double h = hkm_rint(hkm_sel(ay >= 16777216.0, 0.0, 0.5 * yd), &yi);
+    const int64_t is_int = (ay >= 16777216.0) | (2.0 * h == yd) |
+                           (2.0 * h - 1.0 == yd) | (2.0 * h + 1.0 == yd);
+    const int64_t odd = (ay < 16777216.0) & (2.0 * h != yd) & is_int;
     double r = hk_exp(yd * hk_log(ax));
-    r = ax == 1.0 && (x == 1.0f || ay == HKM_INF) ? 1.0 : r;
-    r = y == 0.0f ? 1.0 : r;
-    r = hk_f2u(x) >> 31 && odd ? -r : r;
-    r = x < 0.0f && x > -HKM_INFF && !is_int ? hk_u2d(0x7ff8000000000000ull) : r;
+    r = hkm_sel((ax == 1.0) & ((x == 1.0f) | (ay == HKM_INF)), 1.0, r);
+    r = hkm_sel(y == 0.0f, 1.0, r);
+    r = hkm_sel((int64_t)(hk_f2u(x) >> 31) & odd, -r, r);
+    r = hkm_sel((x < 0.0f) & (x > -HKM_INFF) & !is_int, hk_u2d(0x7ff8000000000000ull), r);
     return (float)r;
 }

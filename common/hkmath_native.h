@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#define HKM_FN static inline __attribute__((unused))
+#define HKM_FN static inline __attribute__((unused, always_inline))
 HKM_FN uint32_t hk_f2u(float f) {
   uint32_t u;
   memcpy(&u, &f, sizeof u);
