@@ -62,45 +62,44 @@ HKM_FN float hkm_copysignf(float x, float s)
     return hk_u2f((hk_f2u(x) & 0x7fffffffu) | (hk_f2u(s) & 0x80000000u));
 }
 
-/* e^x = (1 + q) s1 s2: x = n ln2 + r, |r| <= ln2/2, s1 s2 = 2^n (two
- * factors, each normal, so that a subnormal e^x rounds once), q = e^r - 1 =
- * r + r^2 P(r) (minimax, relative error 4e-9), with r's rounding error
- * added back. Not for NaN. */
-HKM_FN float hkm_expf_parts(float x, float *s1, float *s2)
+/* e^x = 2^n (1 + q) for x in [-104, 88.8] (NaN gives a NaN q): x = n ln2
+ * + r, |r| <= ln2/2, q = e^r - 1 = r + r^2 P(r) (minimax, relative error
+ * 4e-9), with r's rounding error added back (e^(r + c) = e^r (1 + c) to
+ * first order), so that q is good to 0.5 ulp: the callers divide by it or
+ * add to it without rounding e^x first. */
+HKM_FN float hkm_expf_q(float x, int32_t *n)
 {
-    float xc = hkm_self(x > 88.8f, 88.8f, x);
-    xc = hkm_self(xc < -104.0f, -104.0f, xc);
-    const float t = xc * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23 */
-    const float n = t - 12582912.0f;
-    const int32_t ni = (int32_t)(hk_f2u(t) - 0x4b400000u);
-    const int32_t n1 = ni >> 1;
-    *s1 = hkm_pow2f(n1);
-    *s2 = hkm_pow2f(ni - n1);
-    /* r = x - n ln2 rounded, and c its rounding error (h is exact: ln2's
-     * first 9 bits times n; r = h + l is Fast2Sum, |h| >= |l|) */
-    const float h = xc - n * 0.693359375f;
-    const float l = n * 2.12194440e-4f;
+    const float t = x * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23 */
+    const float nf = t - 12582912.0f;
+    *n = (int32_t)(hk_f2u(t) - 0x4b400000u);
+    /* r = h + l rounded, c its error: h exact (ln2's first 9 bits times
+     * n), Fast2Sum as |h| >= |l| */
+    const float h = x - nf * 0.693359375f;
+    const float l = nf * 2.12194440e-4f;
     const float r = h + l;
     const float c = (h - r) + l;
     const float p =
         4.999999404e-01f +
         r * (1.666652113e-01f +
              r * (4.166838899e-02f + r * (8.368710056e-03f + r * 1.381461043e-03f)));
-    /* e^(r + c) = e^r (1 + c) to first order in c */
     return r + (r * r * p + c * (1.0f + r));
 }
 
-HKM_FN float hk_expf(float x)
+/* e^x: 2^n in two factors, each normal, so that a subnormal result rounds
+ * once. A NaN stays NaN through the clamps and q. */
+HKM_FN float hkm_expf_r(float x)
 {
-    float s1, s2;
-    const float q = hkm_expf_parts(x, &s1, &s2);
-    const float y = (1.0f + q) * s1 * s2;
-    return hkm_self(x != x, x, y);
+    float xc = hkm_self(x > 88.8f, 88.8f, x);
+    xc = hkm_self(xc < -104.0f, -104.0f, xc);
+    int32_t n;
+    const float q = hkm_expf_q(xc, &n);
+    const int32_t n1 = n >> 1;
+    return (1.0f + q) * hkm_pow2f(n1) * hkm_pow2f(n - n1);
 }
 
 /* log x: x = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1,
  * log(1 + f) = f - f^2/2 + f^3 P(f) (minimax, relative error 8e-9). */
-HKM_FN float hk_logf(float x)
+HKM_FN float hkm_logf_r(float x)
 {
     const int32_t sub = x < 1.17549435e-38f;
     const float xs = hkm_self(sub, x * 16777216.0f, x);
@@ -126,35 +125,46 @@ HKM_FN float hk_logf(float x)
     return hkm_self(x != x, x, l);
 }
 
-/* tanh x: x + x^3 P(x^2) (minimax) below 0.625, 1 - 2 / (e^2|x| + 1)
- * above, with the sign of x. */
-HKM_FN float hk_tanhf(float x)
+/* tanh x: x + x^3 P(x^2) (minimax) below 0.625; above, 1 - 2 / (e^2|x| +
+ * 1) = 1 - 2 / ((s + 1) + s q) with e^2|x| = s (1 + q), s = 2^n, one
+ * division; with the sign of x. tanh is 1 in float from 9.01. */
+HKM_FN float hkm_tanhf_r(float x)
 {
-    float a = hkm_copysignf(x, 1.0f);
+    const float a = hkm_copysignf(x, 1.0f);
     const float z = a * a;
     const float p =
         -3.333328068e-01f +
         z * (1.333144158e-01f +
              z * (-5.373971164e-02f + z * (2.063907869e-02f + z * -5.704978481e-03f)));
-    const float small = a + a * z * p;
-    a = hkm_self(a > 10.0f, 10.0f, a);
-    const float big = 1.0f - 2.0f / (hk_expf(a + a) + 1.0f);
-    return hkm_copysignf(hkm_self(a < 0.625f, small, big), x);
+    int32_t n;
+    const float q = hkm_expf_q(hkm_self(a > 9.1f, 18.2f, a + a), &n);
+    const float s = hkm_pow2f(n);
+    const float big = 1.0f - 2.0f / ((s + 1.0f) + s * q);
+    return hkm_copysignf(hkm_self(a < 0.625f, a + a * z * p, big), x);
 }
 
-/* 1 / (1 + e^-x), as e^x / (1 + e^x) below 0: e^-|x| from float's parts
- * (its error, 0.1 ulp, is what a float e^-|x| rounded to 0.8 ulp would
- * double at a binade's edge), the rest in double, rounded once. */
-HKM_FN float hk_sigmoidf(float x)
+/* 1 / (1 + e^-x), as e^x / (1 + e^x) below 0, with e^-|x| = s (1 + q):
+ * t = u / d rounded, u = 1 or s + s q, d = (1 + s) + s q; the roundings of
+ * u and d (exact, Fast2Sum) corrected to first order, 1 / d being t or 1 - t.
+ * Plain float, each step rounded, costs up to 2.1 ulp (where the result
+ * sits at the bottom of a binade and e^-|x| or 1 + e^-|x| near the top). */
+HKM_FN float hkm_sigmoidf_r(float x)
 {
-    float s1, s2;
-    const float q = hkm_expf_parts(-hkm_copysignf(x, 1.0f), &s1, &s2);
-    const double e = (1.0 + (double)q) * (double)s1 * (double)s2;
-    const float y = (float)(hkm_sel(x >= 0.0f, 1.0, e) / (1.0 + e));
-    return hkm_self(x != x, x, y);
+    const float a = hkm_copysignf(x, 1.0f);
+    int32_t n;
+    const float q = hkm_expf_q(hkm_self(a > 104.0f, -104.0f, -a), &n);
+    const int32_t n1 = n >> 1;
+    const float s1 = hkm_pow2f(n1), s2 = hkm_pow2f(n - n1);
+    const float s = s1 * s2, sq = q * s1 * s2;
+    const int32_t pos = x >= 0.0f;
+    const float u = s + sq, ul = hkm_self(pos, 0.0f, (s - u) + sq);
+    const float one_s = 1.0f + s;
+    const float d = one_s + sq, dl = (one_s - d) + sq;
+    const float t = hkm_self(pos, 1.0f, u) / d;
+    return t + (ul - t * dl) * hkm_self(pos, t, 1.0f - t);
 }
 
-HKM_FN float hk_rsqrtf(float x)
+HKM_FN float hkm_rsqrtf_r(float x)
 {
     return 1.0f / (sqrtf)(x);
 }
@@ -215,7 +225,7 @@ HKM_FN double hkm_exp_reduce(double x, int64_t *n, double *c)
     return r;
 }
 
-HKM_FN double hk_exp(double x)
+HKM_FN double hkm_exp_r(double x)
 {
     double xc = hkm_sel(x > 710.0, 710.0, x);
     xc = hkm_sel(xc < -746.0, -746.0, xc);
@@ -249,7 +259,7 @@ HKM_FN double hkm_expm1_hl(double x, double *lo)
     return hi * s1 * s2;
 }
 
-HKM_FN double hk_expm1(double x)
+HKM_FN double hkm_expm1_r(double x)
 {
     double lo;
     const double hi = hkm_expm1_hl(x, &lo);
@@ -259,7 +269,7 @@ HKM_FN double hk_expm1(double x)
 /* log x: x = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1, s = f / (2 + f),
  * log(1 + f) = f - f^2/2 + s (f^2/2 + R(s^2)), R from the atanh series
  * (as fdlibm's e_log.c, with exact coefficients to s^20). */
-HKM_FN double hk_log(double x)
+HKM_FN double hkm_log_r(double x)
 {
     const int64_t sub = x < 2.2250738585072014e-308;
     const double xs = hkm_sel(sub, x * 18014398509481984.0, x); /* 2^54 */
@@ -287,10 +297,10 @@ HKM_FN double hk_log(double x)
 }
 
 /* log(1 + x) = log(u) + (x - (u - 1)) / u, u = 1 + x rounded. */
-HKM_FN double hk_log1p(double x)
+HKM_FN double hkm_log1p_r(double x)
 {
     const double u = 1.0 + x;
-    const double l = hk_log(u);
+    const double l = hkm_log_r(u);
     const double y = hkm_sel((u > 0.0) & (u < HKM_INF), l + (x - (u - 1.0)) / u, l);
     return hkm_sel(x == 0.0, x, y);
 }
@@ -305,7 +315,7 @@ HKM_FN double hkm_div2(double n, double d, double l)
 
 /* tanh x = e / (e + 2), e = e^2|x| - 1 unrounded (hi + lo), e + 2 exact
  * as a sum of two, with the sign of x. */
-HKM_FN double hk_tanh(double x)
+HKM_FN double hkm_tanh_r(double x)
 {
     double a = hkm_copysign(x, 1.0);
     a = hkm_sel(a > 20.0, 20.0, a);
@@ -319,15 +329,15 @@ HKM_FN double hk_tanh(double x)
 }
 
 /* 1 / (1 + e^-x), as e^x / (1 + e^x) below 0 (e^-|x| <= 1: Fast2Sum). */
-HKM_FN double hk_sigmoid(double x)
+HKM_FN double hkm_sigmoid_r(double x)
 {
-    const double e = hk_exp(-hkm_copysign(x, 1.0));
+    const double e = hkm_exp_r(-hkm_copysign(x, 1.0));
     const double d = 1.0 + e;
     const double y = hkm_div2(hkm_sel(x >= 0.0, 1.0, e), d, (1.0 - d) + e);
     return hkm_sel(x != x, x, y);
 }
 
-HKM_FN double hk_rsqrt(double x)
+HKM_FN double hkm_rsqrt_r(double x)
 {
     return 1.0 / (sqrt)(x);
 }
@@ -336,7 +346,7 @@ HKM_FN double hk_rsqrt(double x)
  * a Chebyshev series of degree 22 on [1, 2.5] or [2.5, 6] (the
  * coefficients of both are selected per element, so one loop serves);
  * 1 above. */
-HKM_FN double hk_erf(double x)
+HKM_FN double hkm_erf_r(double x)
 {
     const double a0 = hkm_copysign(x, 1.0);
     const double a = hkm_sel(a0 > 6.0, 6.0, a0);
@@ -384,7 +394,7 @@ HKM_FN double hk_erf(double x)
     HKM_CL(-0.10574990110152695, -0.05677604943259737)
 #undef HKM_CL
     const double h = t * b1 - b2 + hkm_sel(lo, 0.30171389024442918, 0.14016047004976134);
-    const double big = 1.0 - hk_exp(-z) * h;
+    const double big = 1.0 - hkm_exp_r(-z) * h;
     const double y = hkm_sel(a < 1.0, small, big);
     return hkm_sel(x != x, x, hkm_copysign(y, x));
 }
@@ -420,13 +430,13 @@ HKM_FN double hkm_sincos(double x, int64_t cosine)
     return hkm_sel((q >> 1) & 1, -y, y);
 }
 
-HKM_FN double hk_sin(double x)
+HKM_FN double hkm_sin_r(double x)
 {
     const double y = hkm_sincos(x, 0);
     return hkm_sel(x - x != 0.0, x - x, hkm_sel(x == 0.0, x, y));
 }
 
-HKM_FN double hk_cos(double x)
+HKM_FN double hkm_cos_r(double x)
 {
     const double y = hkm_sincos(x, 1);
     return hkm_sel(x - x != 0.0, x - x, y);
@@ -434,22 +444,22 @@ HKM_FN double hk_cos(double x)
 
 /* libm's pow for now: a deterministic double pow needs log in double-double
  * (the error of y log x is amplified up to 700 times). */
-HKM_FN double hk_pow(double x, double y)
+HKM_FN double hkm_pow_r(double x, double y)
 {
     return (pow)(x, y);
 }
 
 /* ---- float, computed in double and rounded once ------------------------- */
 
-HKM_FN float hk_expm1f(float x) { return (float)hk_expm1((double)x); }
-HKM_FN float hk_log1pf(float x) { return (float)hk_log1p((double)x); }
-HKM_FN float hk_erff(float x) { return (float)hk_erf((double)x); }
-HKM_FN float hk_sinf(float x) { return (float)hk_sin((double)x); }
-HKM_FN float hk_cosf(float x) { return (float)hk_cos((double)x); }
+HKM_FN float hkm_expm1f_r(float x) { return (float)hkm_expm1_r((double)x); }
+HKM_FN float hkm_log1pf_r(float x) { return (float)hkm_log1p_r((double)x); }
+HKM_FN float hkm_erff_r(float x) { return (float)hkm_erf_r((double)x); }
+HKM_FN float hkm_sinf_r(float x) { return (float)hkm_sin_r((double)x); }
+HKM_FN float hkm_cosf_r(float x) { return (float)hkm_cos_r((double)x); }
 
 /* x^y = e^(y log|x|) in double (float's y log|x| has 11 bits to spare),
  * then C99 Annex F's special cases and the sign. */
-HKM_FN float hk_powf(float x, float y)
+HKM_FN float hkm_powf_r(float x, float y)
 {
     const double ax = (double)hkm_copysignf(x, 1.0f);
     const double yd = (double)y;
@@ -459,10 +469,49 @@ HKM_FN float hk_powf(float x, float y)
     const int64_t is_int = (ay >= 16777216.0) | (2.0 * h == yd) |
                            (2.0 * h - 1.0 == yd) | (2.0 * h + 1.0 == yd);
     const int64_t odd = (ay < 16777216.0) & (2.0 * h != yd) & is_int;
-    double r = hk_exp(yd * hk_log(ax));
+    double r = hkm_exp_r(yd * hkm_log_r(ax));
     r = hkm_sel((ax == 1.0) & ((x == 1.0f) | (ay == HKM_INF)), 1.0, r);
     r = hkm_sel(y == 0.0f, 1.0, r);
     r = hkm_sel((int64_t)(hk_f2u(x) >> 31) & odd, -r, r);
     r = hkm_sel((x < 0.0f) & (x > -HKM_INFF) & !is_int, hk_u2d(0x7ff8000000000000ull), r);
     return (float)r;
 }
+
+/* ---- the functions kernel code calls ------------------------------------ */
+
+/* y, with a NaN made the same on every target: x itself where x is a NaN
+ * (its payload kept), else the default quiet NaN (x86 makes a negative one,
+ * CUDA 0x7fffffff; a NaN operand's payload would depend on the compiler's
+ * operand order). */
+HKM_FN float hkm_nanf(float x, float y)
+{
+    return hkm_self(y != y, hkm_self(x != x, x, hk_u2f(0x7fc00000u)), y);
+}
+
+HKM_FN double hkm_nan(double x, double y)
+{
+    return hkm_sel(y != y, hkm_sel(x != x, x, hk_u2d(0x7ff8000000000000ull)), y);
+}
+
+HKM_FN float hk_expf(float x) { return hkm_nanf(x, hkm_expf_r(x)); }
+HKM_FN float hk_logf(float x) { return hkm_nanf(x, hkm_logf_r(x)); }
+HKM_FN float hk_tanhf(float x) { return hkm_nanf(x, hkm_tanhf_r(x)); }
+HKM_FN float hk_sigmoidf(float x) { return hkm_nanf(x, hkm_sigmoidf_r(x)); }
+HKM_FN float hk_rsqrtf(float x) { return hkm_nanf(x, hkm_rsqrtf_r(x)); }
+HKM_FN double hk_exp(double x) { return hkm_nan(x, hkm_exp_r(x)); }
+HKM_FN double hk_expm1(double x) { return hkm_nan(x, hkm_expm1_r(x)); }
+HKM_FN double hk_log(double x) { return hkm_nan(x, hkm_log_r(x)); }
+HKM_FN double hk_log1p(double x) { return hkm_nan(x, hkm_log1p_r(x)); }
+HKM_FN double hk_tanh(double x) { return hkm_nan(x, hkm_tanh_r(x)); }
+HKM_FN double hk_sigmoid(double x) { return hkm_nan(x, hkm_sigmoid_r(x)); }
+HKM_FN double hk_rsqrt(double x) { return hkm_nan(x, hkm_rsqrt_r(x)); }
+HKM_FN double hk_erf(double x) { return hkm_nan(x, hkm_erf_r(x)); }
+HKM_FN double hk_sin(double x) { return hkm_nan(x, hkm_sin_r(x)); }
+HKM_FN double hk_cos(double x) { return hkm_nan(x, hkm_cos_r(x)); }
+HKM_FN double hk_pow(double x, double y) { return hkm_nan(hkm_sel(x != x, x, y), hkm_pow_r(x, y)); }
+HKM_FN float hk_expm1f(float x) { return hkm_nanf(x, hkm_expm1f_r(x)); }
+HKM_FN float hk_log1pf(float x) { return hkm_nanf(x, hkm_log1pf_r(x)); }
+HKM_FN float hk_erff(float x) { return hkm_nanf(x, hkm_erff_r(x)); }
+HKM_FN float hk_sinf(float x) { return hkm_nanf(x, hkm_sinf_r(x)); }
+HKM_FN float hk_cosf(float x) { return hkm_nanf(x, hkm_cosf_r(x)); }
+HKM_FN float hk_powf(float x, float y) { return hkm_nanf(hkm_self(x != x, x, y), hkm_powf_r(x, y)); }

@@ -19,6 +19,7 @@
   X("help", 'h', NULL)                                                   \
   X("quick", 0, NULL)                                                    \
   X("arrays", 0, NULL)                                                   \
+  X("math", 0, NULL)                                                     \
   X("smoke", 0, NULL)                                                    \
   X("json", 0, "a value")                                                \
   X("plot", 0, "a value")                                                \
@@ -37,9 +38,11 @@ static const char *const spelling[] = {BENCH_OPTIONS(AS_SPELLING)};
 
 int hk_cmd_bench(int argc, char **argv) {
   /* hk-bench --hk SELF, then each option as --NAME [VALUE]; --arrays runs
-   * hk-bench-arrays instead (bench/arrays_bench.c) */
+   * hk-bench-arrays instead (bench/arrays_bench.c), --math hk-bench-math
+   * (bench/math_bench.c) */
   char **args = calloc(2 * (size_t)argc + 4, sizeof *args);
-  int nargs = 3, arrays = 0;
+  int nargs = 3;
+  const char *which = "";
   if (!args) return hk_cli_internal("bench", "out of memory");
   hk_cli_parser p;
   hk_cli_parser_init(&p, "bench", NULL, options,
@@ -50,8 +53,8 @@ int hk_cmd_bench(int argc, char **argv) {
       if (c == HK_CLI_EXIT) return p.status;
       return hk_cli_usage("bench", "unexpected argument '%s'", p.value);
     }
-    if (!strcmp(spelling[c], "--arrays")) {
-      arrays = 1;
+    if (!strcmp(spelling[c], "--arrays") || !strcmp(spelling[c], "--math")) {
+      which = spelling[c][2] == 'a' ? "-arrays" : "-math";
       continue;
     }
     args[nargs++] = (char *)spelling[c];
@@ -67,7 +70,7 @@ int hk_cmd_bench(int argc, char **argv) {
   char prog[PATH_MAX + 16];
   char *slash = strrchr(self, '/');
   snprintf(prog, sizeof prog, "%.*s/hk-bench%s", (int)(slash - self), self,
-           arrays ? "-arrays" : "");
+           which);
   if (access(prog, X_OK) != 0) {
     free(args);
     return hk_cli_internal(
