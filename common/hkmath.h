@@ -482,7 +482,8 @@ HKM_FN float hkm_powf_r(float x, float y)
 /* y, with a NaN made the same on every target: x itself where x is a NaN
  * (its payload kept), else the default quiet NaN (x86 makes a negative one,
  * CUDA 0x7fffffff; a NaN operand's payload would depend on the compiler's
- * operand order). */
+ * operand order). The functions whose NaN comes from a NaN x alone (or
+ * from their own constant) need only hkm_nanx(f): cheaper. */
 HKM_FN float hkm_nanf(float x, float y)
 {
     return hkm_self(y != y, hkm_self(x != x, x, hk_u2f(0x7fc00000u)), y);
@@ -493,25 +494,28 @@ HKM_FN double hkm_nan(double x, double y)
     return hkm_sel(y != y, hkm_sel(x != x, x, hk_u2d(0x7ff8000000000000ull)), y);
 }
 
-HKM_FN float hk_expf(float x) { return hkm_nanf(x, hkm_expf_r(x)); }
-HKM_FN float hk_logf(float x) { return hkm_nanf(x, hkm_logf_r(x)); }
-HKM_FN float hk_tanhf(float x) { return hkm_nanf(x, hkm_tanhf_r(x)); }
-HKM_FN float hk_sigmoidf(float x) { return hkm_nanf(x, hkm_sigmoidf_r(x)); }
+HKM_FN float hkm_nanxf(float x, float y) { return hkm_self(x != x, x, y); }
+HKM_FN double hkm_nanx(double x, double y) { return hkm_sel(x != x, x, y); }
+
+HKM_FN float hk_expf(float x) { return hkm_nanxf(x, hkm_expf_r(x)); }
+HKM_FN float hk_logf(float x) { return hkm_nanxf(x, hkm_logf_r(x)); }
+HKM_FN float hk_tanhf(float x) { return hkm_nanxf(x, hkm_tanhf_r(x)); }
+HKM_FN float hk_sigmoidf(float x) { return hkm_nanxf(x, hkm_sigmoidf_r(x)); }
 HKM_FN float hk_rsqrtf(float x) { return hkm_nanf(x, hkm_rsqrtf_r(x)); }
-HKM_FN double hk_exp(double x) { return hkm_nan(x, hkm_exp_r(x)); }
-HKM_FN double hk_expm1(double x) { return hkm_nan(x, hkm_expm1_r(x)); }
-HKM_FN double hk_log(double x) { return hkm_nan(x, hkm_log_r(x)); }
-HKM_FN double hk_log1p(double x) { return hkm_nan(x, hkm_log1p_r(x)); }
-HKM_FN double hk_tanh(double x) { return hkm_nan(x, hkm_tanh_r(x)); }
-HKM_FN double hk_sigmoid(double x) { return hkm_nan(x, hkm_sigmoid_r(x)); }
+HKM_FN double hk_exp(double x) { return hkm_nanx(x, hkm_exp_r(x)); }
+HKM_FN double hk_expm1(double x) { return hkm_nanx(x, hkm_expm1_r(x)); }
+HKM_FN double hk_log(double x) { return hkm_nanx(x, hkm_log_r(x)); }
+HKM_FN double hk_log1p(double x) { return hkm_nanx(x, hkm_log1p_r(x)); }
+HKM_FN double hk_tanh(double x) { return hkm_nanx(x, hkm_tanh_r(x)); }
+HKM_FN double hk_sigmoid(double x) { return hkm_nanx(x, hkm_sigmoid_r(x)); }
 HKM_FN double hk_rsqrt(double x) { return hkm_nan(x, hkm_rsqrt_r(x)); }
-HKM_FN double hk_erf(double x) { return hkm_nan(x, hkm_erf_r(x)); }
+HKM_FN double hk_erf(double x) { return hkm_nanx(x, hkm_erf_r(x)); }
 HKM_FN double hk_sin(double x) { return hkm_nan(x, hkm_sin_r(x)); }
 HKM_FN double hk_cos(double x) { return hkm_nan(x, hkm_cos_r(x)); }
 HKM_FN double hk_pow(double x, double y) { return hkm_nan(hkm_sel(x != x, x, y), hkm_pow_r(x, y)); }
-HKM_FN float hk_expm1f(float x) { return hkm_nanf(x, hkm_expm1f_r(x)); }
+HKM_FN float hk_expm1f(float x) { return hkm_nanxf(x, hkm_expm1f_r(x)); }
 HKM_FN float hk_log1pf(float x) { return hkm_nanf(x, hkm_log1pf_r(x)); }
-HKM_FN float hk_erff(float x) { return hkm_nanf(x, hkm_erff_r(x)); }
+HKM_FN float hk_erff(float x) { return hkm_nanxf(x, hkm_erff_r(x)); }
 HKM_FN float hk_sinf(float x) { return hkm_nanf(x, hkm_sinf_r(x)); }
 HKM_FN float hk_cosf(float x) { return hkm_nanf(x, hkm_cosf_r(x)); }
 HKM_FN float hk_powf(float x, float y) { return hkm_nanf(hkm_self(x != x, x, y), hkm_powf_r(x, y)); }
