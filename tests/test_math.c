@@ -2,8 +2,8 @@
  *
  * Kernels calling each of its functions (exp, expm1, log, log1p, tanh, erf,
  * sin, cos, pow, rsqrt, sigmoid; float and double; the f names too) run on
- * tier jit (tcc) and tier opt (the system compiler, -march=native: other
- * vector code), and the stdlib's exp, log, tanh, sigmoid and gelu on tier
+ * tier jit (tcc, calling the copy compiled into libhk: core/symbols.c) and
+ * tier opt (the system compiler, -march=native: inlined, vectorised), and the stdlib's exp, log, tanh, sigmoid and gelu on tier
  * inline; every result must equal, bit for bit, hkmath.h compiled into this
  * test (with contraction off, as kernels are), on inputs that hit the
  * special values, the range limits, and the tails of vector loops. A kernel
@@ -135,25 +135,33 @@ static void run_and_compare(hk_context_t *ctx, const char *name, int f64,
               i < 0 ? 0 : (double)((const float *)want)[i]);
 }
 
-/* Every function of kernels_json on the context's tier. */
-static void check_tier(hk_context_t *ctx, const char *tier) {
+/* fn's kernels NAME_f32 and NAME_f64 (and mf_NAME, the f version, where
+ * fnames) against hkmath.h; prefix "m_" or "" (the stdlib's). */
+static void check_fn(hk_context_t *ctx, const fn_t *fn, const char *prefix,
+                     int fnames, const char *tier) {
   static float w32[N];
   static double w64[N];
   char name[64];
-  for (size_t f = 0; f < sizeof fns / sizeof *fns; f++) {
-    for (size_t i = 0; i < N; i++) {
-      w32[i] = fns[f].f32(g_x32[i]);
-      w64[i] = fns[f].f64(g_x64[i]);
-    }
-    snprintf(name, sizeof name, "m_%s_f32", fns[f].name);
-    run_and_compare(ctx, name, 0, 0, w32, tier);
-    snprintf(name, sizeof name, "m_%s_f64", fns[f].name);
-    run_and_compare(ctx, name, 1, 0, w64, tier);
-    if (strcmp(fns[f].name, "sincos")) {
-      snprintf(name, sizeof name, "mf_%s", fns[f].name);
-      run_and_compare(ctx, name, 0, 0, w32, tier);
-    }
+  for (size_t i = 0; i < N; i++) {
+    w32[i] = fn->f32(g_x32[i]);
+    w64[i] = fn->f64(g_x64[i]);
   }
+  snprintf(name, sizeof name, "%s%s_f32", prefix, fn->name);
+  run_and_compare(ctx, name, 0, 0, w32, tier);
+  snprintf(name, sizeof name, "%s%s_f64", prefix, fn->name);
+  run_and_compare(ctx, name, 1, 0, w64, tier);
+  if (fnames) {
+    snprintf(name, sizeof name, "mf_%s", fn->name);
+    run_and_compare(ctx, name, 0, 0, w32, tier);
+  }
+}
+
+/* Every function of kernels_json on the context's tier. */
+static void check_tier(hk_context_t *ctx, const char *tier) {
+  for (size_t f = 0; f < sizeof fns / sizeof *fns; f++)
+    check_fn(ctx, &fns[f], "m_", strcmp(fns[f].name, "sincos") != 0, tier);
+  static float w32[N];
+  static double w64[N];
   for (size_t i = 0; i < N; i++) {
     w32[i] = hk_powf(g_x32[i], g_y32[i]);
     w64[i] = hk_pow(g_x64[i], g_y64[i]);
@@ -178,19 +186,8 @@ static void check_inline(hk_context_t *ctx) {
                              {"tanh", hk_tanhf, hk_tanh},
                              {"sigmoid", hk_sigmoidf, hk_sigmoid},
                              {"gelu", gelu32, gelu64}};
-  static float w32[N];
-  static double w64[N];
-  char name[64];
-  for (size_t f = 0; f < sizeof ops / sizeof *ops; f++) {
-    for (size_t i = 0; i < N; i++) {
-      w32[i] = ops[f].f32(g_x32[i]);
-      w64[i] = ops[f].f64(g_x64[i]);
-    }
-    snprintf(name, sizeof name, "%s_f32", ops[f].name);
-    run_and_compare(ctx, name, 0, 0, w32, "inline");
-    snprintf(name, sizeof name, "%s_f64", ops[f].name);
-    run_and_compare(ctx, name, 1, 0, w64, "inline");
-  }
+  for (size_t f = 0; f < sizeof ops / sizeof *ops; f++)
+    check_fn(ctx, &ops[f], "", 0, "inline");
 }
 
 /* A context on tier (jit or opt) holding kernels_json, or NULL. */
