@@ -2,11 +2,9 @@
  * axis reductions, row kernels and 16-bit types cost, as ratios taken
  * within one run.
  *
- * Each group times its variants in interleaved order (every repetition
- * runs each variant once, in a shuffled order), so that a slow phase of
- * this shared machine falls on all of them alike; the figure of a variant
- * is the median over the repetitions of its time per call. Every variant's
- * output is checked against the group's first before anything is timed.
+ * Groups are timed as timing.h says (interleaved, medians). Every
+ * variant's output is checked against the group's first before anything is
+ * timed.
  * NumPy runs in one Python process started at the end, on the same shapes.
  *
  * Usage: hk bench --arrays [--quick] [--no-numpy] [--json FILE]
@@ -23,113 +21,7 @@
 #include <unistd.h>
 
 #include "arrays_bench.h"
-
-static double now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static float frand(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (float)((double)(rng >> 11) / 9007199254740992.0 * 4 - 2);
-}
-
-static float *fbuf(size_t n) {
-  float *p = NULL;
-  if (posix_memalign((void **)&p, 64, (n ? n : 1) * sizeof *p)) abort();
-  for (size_t j = 0; j < n; j++) p[j] = frand();
-  return p;
-}
-
-/* ---- timing ------------------------------------------------------------ */
-
-typedef struct variant {
-  const char *name;
-  void (*fn)(void *);
-  void *ctx;
-  double ns; /* median per call */
-  long iters;
-} variant;
-
-static int reps = 11;
-static double min_rep_ns = 20e6;
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static void time_group(variant *v, int nv) {
-  for (int i = 0; i < nv; i++) { /* warm up, calibrate */
-    long it = 1;
-    for (;;) {
-      double t0 = now_ns();
-      for (long k = 0; k < it; k++) v[i].fn(v[i].ctx);
-      double dt = now_ns() - t0;
-      if (dt > min_rep_ns || it > (1l << 30)) break;
-      it = dt < min_rep_ns / 100 ? it * 10 : (long)(it * min_rep_ns / dt) + 1;
-    }
-    v[i].iters = it;
-  }
-  double *s = calloc((size_t)(nv * reps), sizeof *s);
-  int order[16];
-  for (int r = 0; r < reps; r++) {
-    for (int i = 0; i < nv; i++) order[i] = i;
-    for (int i = nv - 1; i > 0; i--) {
-      int j = (int)(rng % (uint64_t)(i + 1));
-      rng = rng * 6364136223846793005ull + 1;
-      int t = order[i]; order[i] = order[j]; order[j] = t;
-    }
-    for (int q = 0; q < nv; q++) {
-      variant *x = &v[order[q]];
-      double t0 = now_ns();
-      for (long k = 0; k < x->iters; k++) x->fn(x->ctx);
-      s[order[q] * reps + r] = (now_ns() - t0) / (double)x->iters;
-    }
-  }
-  for (int i = 0; i < nv; i++) {
-    qsort(s + i * reps, (size_t)reps, sizeof *s, cmp_d);
-    v[i].ns = s[i * reps + reps / 2];
-  }
-  free(s);
-}
-
-/* ---- report ------------------------------------------------------------ */
-
-static FILE *json;
-static int njson;
-
-typedef struct target {
-  char what[96];
-  double ratio, limit;
-  int below; /* met when ratio <= limit (else >= limit) */
-} target;
-static target targets[32];
-static int ntargets;
-
-static void report(const char *group, variant *v, int nv) {
-  printf("\n%s\n", group);
-  for (int i = 0; i < nv; i++) {
-    printf("  %-28s %12.0f ns   %6.2fx the first\n", v[i].name, v[i].ns,
-           v[i].ns / v[0].ns);
-    if (json)
-      fprintf(json, "%s  {\"group\": \"%s\", \"variant\": \"%s\", \"ns\": %.1f}",
-              njson++ ? ",\n" : "", group, v[i].name, v[i].ns);
-  }
-}
-
-static void want(const char *what, double ratio, double limit, int below) {
-  if (ntargets == 32) return;
-  target *t = &targets[ntargets++];
-  snprintf(t->what, sizeof t->what, "%s", what);
-  t->ratio = ratio;
-  t->limit = limit;
-  t->below = below;
-}
+#include "timing.h"
 
 /* ---- hk handles -------------------------------------------------------- */
 
@@ -147,21 +39,6 @@ static int param(hk_kernel_t *k, const char *name) {
   for (int i = 0; i < in->nparams; i++)
     if (!strcmp(in->params[i].name, name)) return i;
   return -1;
-}
-
-static int max_diff_ok(const float *a, const float *b, size_t n, double tol,
-                       const char *what) {
-  double worst = 0;
-  for (size_t j = 0; j < n; j++) {
-    double d = fabs((double)a[j] - b[j]) / (fabs((double)b[j]) + 1.0);
-    if (d > worst || d != d) worst = d != d ? INFINITY : d;
-  }
-  if (worst > tol) {
-    fprintf(stderr, "hk bench --arrays: %s: results differ (relative %g)\n",
-            what, worst);
-    return 0;
-  }
-  return 1;
 }
 
 /* ---- cases ------------------------------------------------------------- */
@@ -189,7 +66,7 @@ static void case_call_cost(void) {
   size_t sizes[] = {0, 1000};
   for (int z = 0; z < 2; z++) {
     size_t n = sizes[z];
-    float *x = fbuf(n), *y = fbuf(n), *o = fbuf(n);
+    float *x = bench_fbuf(n), *y = bench_fbuf(n), *o = bench_fbuf(n);
     call_ctx a = {.k = add, .args = {x, y, o}, .n = n};
     int64_t sh[] = {(int64_t)n};
     hk_array_init(&a.arr[0], x, HK_F32, 1, sh);
@@ -197,12 +74,12 @@ static void case_call_cost(void) {
     hk_array_init(&a.arr[2], o, HK_F32, 1, sh);
     variant v[] = {{"hk_call", run_call, &a, 0, 0},
                    {"hk_call_arrays", run_arrays, &a, 0, 0}};
-    time_group(v, 2);
+    bench_time_group(v, 2);
     char g[64];
     snprintf(g, sizeof g, "call cost: add_f32, n = %zu, contiguous", n);
-    report(g, v, 2);
+    bench_report(g, v, 2);
     if (n == 1000)
-      want("hk_call_arrays / hk_call, add n=1000", v[1].ns / v[0].ns, 1.05, 1);
+      bench_want("hk_call_arrays / hk_call, add n=1000", v[1].ns / v[0].ns, 1.05, 1);
     else
       printf("  (hk_call_arrays adds %.0f ns to a call)\n", v[1].ns - v[0].ns);
     free(x);
@@ -215,8 +92,8 @@ static void case_call_cost(void) {
 static void case_broadcast(int64_t rows, int64_t C) {
   hk_kernel_t *add = kernel("add_f32");
   size_t n = (size_t)(rows * C);
-  float *x = fbuf(n), *y = fbuf(n), *b = fbuf((size_t)C), *o = fbuf(n),
-        *o2 = fbuf(n);
+  float *x = bench_fbuf(n), *y = bench_fbuf(n), *b = bench_fbuf((size_t)C), *o = bench_fbuf(n),
+        *o2 = bench_fbuf(n);
   for (int64_t r = 0; r < rows; r++) memcpy(y + r * C, b, (size_t)C * 4);
   call_ctx same = {.k = add, .args = {x, y, o}, .n = n};
   call_ctx bc = {.k = add};
@@ -225,18 +102,18 @@ static void case_broadcast(int64_t rows, int64_t C) {
   hk_array_init(&bc.arr[2], o2, HK_F32, 2, (int64_t[]){rows, C});
   run_call(&same);
   run_arrays(&bc);
-  if (!max_diff_ok(o2, o, n, 0, "broadcast add")) exit(2);
+  if (!bench_close(o2, o, n, 0, "broadcast add")) exit(2);
   variant v[] = {{"same-shape add (hk_call)", run_call, &same, 0, 0},
                  {"(rows, C) + (C,) arrays", run_arrays, &bc, 0, 0}};
-  time_group(v, 2);
+  bench_time_group(v, 2);
   char g[96];
   snprintf(g, sizeof g, "broadcast add: (%lld, %lld) + (%lld,), f32",
            (long long)rows, (long long)C, (long long)C);
-  report(g, v, 2);
+  bench_report(g, v, 2);
   char w[96];
   snprintf(w, sizeof w, "broadcast / same-shape add (%lld x %lld)",
            (long long)rows, (long long)C);
-  want(w, v[1].ns / v[0].ns, 1.05, 1);
+  bench_want(w, v[1].ns / v[0].ns, 1.05, 1);
   free(x), free(y), free(b), free(o), free(o2);
 }
 
@@ -245,7 +122,7 @@ static void case_strided(void) {
   hk_kernel_t *add = kernel("add_f32");
   int64_t N = 1024;
   size_t n = (size_t)(N * N);
-  float *x = fbuf(n), *xt = fbuf(n), *y = fbuf(n), *o = fbuf(n), *o2 = fbuf(n);
+  float *x = bench_fbuf(n), *xt = bench_fbuf(n), *y = bench_fbuf(n), *o = bench_fbuf(n), *o2 = bench_fbuf(n);
   for (int64_t i = 0; i < N; i++) /* xt holds x transposed */
     for (int64_t j = 0; j < N; j++) xt[j * N + i] = x[i * N + j];
   call_ctx flat = {.k = add, .args = {x, y, o}, .n = n};
@@ -257,12 +134,12 @@ static void case_strided(void) {
   hk_array_init(&tr.arr[2], o2, HK_F32, 2, (int64_t[]){N, N});
   run_call(&flat);
   run_arrays(&tr);
-  if (!max_diff_ok(o2, o, n, 0, "transposed add")) exit(2);
+  if (!bench_close(o2, o, n, 0, "transposed add")) exit(2);
   variant v[] = {{"contiguous add (hk_call)", run_call, &flat, 0, 0},
                  {"transposed x + y (arrays)", run_arrays, &tr, 0, 0}};
-  time_group(v, 2);
-  report("strided input: x.T + y, 1024 x 1024 f32", v, 2);
-  want("transposed / contiguous add (1M)", v[1].ns / v[0].ns, 2.0, 1);
+  bench_time_group(v, 2);
+  bench_report("strided input: x.T + y, 1024 x 1024 f32", v, 2);
+  bench_want("transposed / contiguous add (1M)", v[1].ns / v[0].ns, 2.0, 1);
   free(x), free(xt), free(y), free(o), free(o2);
 }
 
@@ -270,7 +147,7 @@ static void case_strided(void) {
 static void case_rowsum(int64_t rows, int64_t C) {
   hk_kernel_t *sum = kernel("sum_f32");
   size_t n = (size_t)(rows * C);
-  float *x = fbuf(n), *s = fbuf((size_t)rows), whole;
+  float *x = bench_fbuf(n), *s = bench_fbuf((size_t)rows), whole;
   call_ctx all = {.k = sum, .args = {x, &whole}, .n = n};
   call_ctx per = {.k = sum, .opts = {.axes = (const int[]){-1}, .naxes = 1}};
   hk_array_init(&per.arr[0], x, HK_F32, 2, (int64_t[]){rows, C});
@@ -285,12 +162,12 @@ static void case_rowsum(int64_t rows, int64_t C) {
   }
   variant v[] = {{"whole sum (hk_call)", run_call, &all, 0, 0},
                  {"per-row sums, axis -1", run_arrays, &per, 0, 0}};
-  time_group(v, 2);
+  bench_time_group(v, 2);
   char g[96];
   snprintf(g, sizeof g, "axis reduction: sum over the last axis of (%lld, %lld)",
            (long long)rows, (long long)C);
-  report(g, v, 2);
-  want("per-row / whole sum, same elements", v[1].ns / v[0].ns, 1.0, 1);
+  bench_report(g, v, 2);
+  bench_want("per-row / whole sum, same elements", v[1].ns / v[0].ns, 1.0, 1);
   free(x), free(s);
 }
 
@@ -323,13 +200,13 @@ static void case_rows(int64_t rows, int64_t n) {
     return;
   }
   size_t N = (size_t)(rows * n);
-  rows_ctx ref = {fbuf(N), fbuf(N), fbuf((size_t)n), fbuf((size_t)n),
-                  fbuf((size_t)rows), fbuf((size_t)rows), rows, n,
+  rows_ctx ref = {bench_fbuf(N), bench_fbuf(N), bench_fbuf((size_t)n), bench_fbuf((size_t)n),
+                  bench_fbuf((size_t)rows), bench_fbuf((size_t)rows), rows, n,
                   hk_get_threads(), {0}};
   rows_ctx h = ref;
-  h.y = fbuf(N);
-  h.mean = fbuf((size_t)rows);
-  h.rstd = fbuf((size_t)rows);
+  h.y = bench_fbuf(N);
+  h.mean = bench_fbuf((size_t)rows);
+  h.rstd = bench_fbuf((size_t)rows);
   /* softmax: (x, y) */
   call_ctx *c = &h.hk;
   c->k = sm;
@@ -340,15 +217,15 @@ static void case_rows(int64_t rows, int64_t n) {
     fprintf(stderr, "hk bench --arrays: softmax: %s\n", hk_last_error());
     exit(2);
   }
-  if (!max_diff_ok(h.y, ref.y, N, 1e-5, "softmax")) exit(2);
+  if (!bench_close(h.y, ref.y, N, 1e-5, "softmax")) exit(2);
   variant v[] = {{"C loops, OpenMP", run_ref_softmax, &ref, 0, 0},
                  {"hk softmax_f32, one call", run_arrays, c, 0, 0}};
-  time_group(v, 2);
+  bench_time_group(v, 2);
   char g[128];
   snprintf(g, sizeof g, "softmax over rows: (%lld, %lld) f32, %d threads",
            (long long)rows, (long long)n, ref.threads);
-  report(g, v, 2);
-  want("hk softmax / C -O3 -march=native -fopenmp", v[1].ns / v[0].ns, 1.0, 1);
+  bench_report(g, v, 2);
+  bench_want("hk softmax / C -O3 -march=native -fopenmp", v[1].ns / v[0].ns, 1.0, 1);
   hk_softmax_ns = v[1].ns;
   /* layernorm */
   memset(c, 0, sizeof *c);
@@ -367,14 +244,14 @@ static void case_rows(int64_t rows, int64_t n) {
     fprintf(stderr, "hk bench --arrays: layernorm: %s\n", hk_last_error());
     exit(2);
   }
-  if (!max_diff_ok(h.y, ref.y, N, 1e-4, "layernorm")) exit(2);
+  if (!bench_close(h.y, ref.y, N, 1e-4, "layernorm")) exit(2);
   variant u[] = {{"C loops, OpenMP", run_ref_layernorm, &ref, 0, 0},
                  {"hk layernorm_f32, one call", run_arrays, c, 0, 0}};
-  time_group(u, 2);
+  bench_time_group(u, 2);
   snprintf(g, sizeof g, "layernorm over rows: (%lld, %lld) f32, %d threads",
            (long long)rows, (long long)n, ref.threads);
-  report(g, u, 2);
-  want("hk layernorm / C -O3 -march=native -fopenmp", u[1].ns / u[0].ns, 1.0,
+  bench_report(g, u, 2);
+  bench_want("hk layernorm / C -O3 -march=native -fopenmp", u[1].ns / u[0].ns, 1.0,
        1);
   hk_layernorm_ns = u[1].ns;
   free(ref.x), free(ref.y), free(ref.w), free(ref.b), free(ref.mean);
@@ -390,7 +267,7 @@ static void case_gelu16(void) {
     return;
   }
   size_t n = 1 << 20;
-  float *x = fbuf(n), *o = fbuf(n);
+  float *x = bench_fbuf(n), *o = bench_fbuf(n);
   uint16_t *h = malloc(n * 2), *ho = malloc(n * 2);
   for (size_t j = 0; j < n; j++) h[j] = (uint16_t)(0x3c00 ^ (j & 0x3ff));
   call_ctx a = {.k = g32, .args = {x, o}, .n = n};
@@ -399,10 +276,10 @@ static void case_gelu16(void) {
   variant v[] = {{"gelu_f32", run_call, &a, 0, 0},
                  {"gelu_f16", run_call, &b, 0, 0},
                  {"gelu_bf16", run_call, &c, 0, 0}};
-  time_group(v, 3);
-  report("gelu, 1M elements, 16-bit storage against f32", v, 3);
-  want("gelu f16 / f32 (1M)", v[1].ns / v[0].ns, 1.0, 1);
-  want("gelu bf16 / f32 (1M)", v[2].ns / v[0].ns, 1.0, 1);
+  bench_time_group(v, 3);
+  bench_report("gelu, 1M elements, 16-bit storage against f32", v, 3);
+  bench_want("gelu f16 / f32 (1M)", v[1].ns / v[0].ns, 1.0, 1);
+  bench_want("gelu bf16 / f32 (1M)", v[2].ns / v[0].ns, 1.0, 1);
   free(x), free(o), free(h), free(ho);
 }
 
@@ -410,7 +287,7 @@ static void case_gelu16(void) {
 
 static const char *NUMPY_SCRIPT =
     "import numpy as np, timeit, sys\n"
-    "reps = int(sys.argv[1])\n"
+    "bench_reps = int(sys.argv[1])\n"
     "rng = np.random.default_rng(1)\n"
     "x = rng.standard_normal((256, 768)).astype(np.float32)\n"
     "w = rng.standard_normal(768).astype(np.float32)\n"
@@ -426,7 +303,7 @@ static const char *NUMPY_SCRIPT =
     "for name, f in (('softmax', softmax), ('layernorm', layernorm)):\n"
     "    t = timeit.Timer(f)\n"
     "    n, _ = t.autorange()\n"
-    "    s = sorted(min(t.repeat(1, n)) / n for _ in range(reps))\n"
+    "    s = sorted(min(t.repeat(1, n)) / n for _ in range(bench_reps))\n"
     "    print(name, s[len(s) // 2] * 1e9)\n";
 
 static void numpy_rows(void) {
@@ -438,7 +315,7 @@ static void numpy_rows(void) {
   fputs(NUMPY_SCRIPT, f);
   fclose(f);
   char cmd[256];
-  snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %d 2>/dev/null", path, reps);
+  snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %d 2>/dev/null", path, bench_reps);
   FILE *p = popen(cmd, "r");
   char name[32];
   double ns;
@@ -448,12 +325,12 @@ static void numpy_rows(void) {
   while (p && fscanf(p, "%31s %lf", name, &ns) == 2) {
     double hk = !strcmp(name, "softmax") ? hk_softmax_ns : hk_layernorm_ns;
     printf("  %-28s %12.0f ns   hk is %.2fx faster\n", name, ns, ns / hk);
-    if (json)
-      fprintf(json, ",\n  {\"group\": \"numpy\", \"variant\": \"%s\", \"ns\": %.1f}",
+    if (bench_json)
+      fprintf(bench_json, ",\n  {\"group\": \"numpy\", \"variant\": \"%s\", \"ns\": %.1f}",
               name, ns);
     char w[64];
     snprintf(w, sizeof w, "NumPy %s / hk (want >= 2)", name);
-    want(w, ns / hk, 2.0, 0);
+    bench_want(w, ns / hk, 2.0, 0);
     got++;
   }
   if (p) pclose(p);
@@ -462,6 +339,7 @@ static void numpy_rows(void) {
 }
 
 int main(int argc, char **argv) {
+  bench_name = "hk bench --arrays";
   int quick = 0, numpy = 1;
   const char *json_path = NULL;
   for (int i = 1; i < argc; i++) {
@@ -477,8 +355,8 @@ int main(int argc, char **argv) {
     }
   }
   if (quick) {
-    reps = quick == 2 ? 1 : 5;
-    min_rep_ns = quick == 2 ? 1 : 5e6;
+    bench_reps = quick == 2 ? 1 : 5;
+    bench_min_rep_ns = quick == 2 ? 1 : 5e6;
   }
   const char *none[] = {NULL};
   hk_options_t o = {.plugin_dirs = none, .flags = HK_NO_CACHE};
@@ -486,14 +364,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s\n", hk_last_error());
     return 2;
   }
-  if (json_path && !(json = fopen(json_path, "w"))) {
+  if (json_path && !(bench_json = fopen(json_path, "w"))) {
     perror(json_path);
     return 1;
   }
-  if (json) fputs("[\n", json);
+  if (bench_json) fputs("[\n", bench_json);
   printf("hk bench --arrays: %d threads, median of %d interleaved "
          "repetitions\n",
-         hk_get_threads(), reps);
+         hk_get_threads(), bench_reps);
   case_call_cost();
   case_broadcast(256, 768);
   case_broadcast(4096, 768);
@@ -502,18 +380,11 @@ int main(int argc, char **argv) {
   case_rows(256, 768);
   case_gelu16();
   if (numpy) numpy_rows();
-  if (json) {
-    fputs("\n]\n", json);
-    fclose(json);
+  if (bench_json) {
+    fputs("\n]\n", bench_json);
+    fclose(bench_json);
   }
-  printf("\ntargets (issue 9), this run:\n");
-  for (int i = 0; i < ntargets; i++)
-    printf("  %-48s %6.2f  (%s %.2f)  %s\n", targets[i].what, targets[i].ratio,
-           targets[i].below ? "<=" : ">=", targets[i].limit,
-           (targets[i].below ? targets[i].ratio <= targets[i].limit
-                             : targets[i].ratio >= targets[i].limit)
-               ? "met"
-               : "NOT MET");
+  bench_print_targets("issue 9");
   hk_context_destroy(ctx);
   return 0;
 }

@@ -69,6 +69,12 @@ hk_kernel_info_t *hkc_instance_info_new(const hkc_instance *in,
                                         const char *origin,
                                         const char *source);
 
+/* 1 when every kernel of f with target (HK_TARGET_CPU or _CUDA) asks for
+ * "fp": "fast" (and there is one): its unit for that target may then be
+ * compiled with contraction and reassociation, and without -fwrapv; a
+ * file that mixes modes is compiled strict, which "fast" allows. */
+int hkc_file_fp_fast(const hkc_file *f, unsigned target);
+
 /* ---- Generated source ---- */
 
 typedef enum hkc_lang { HKC_LANG_C, HKC_LANG_CUDA } hkc_lang;

@@ -98,6 +98,7 @@ typedef struct hkc_kernel {
   char *doc; /* "" when absent */
   hk_kind_t kind;
   unsigned targets; /* HK_TARGET_* */
+  int fp_fast;      /* "fp": "fast" (1), else "strict" (0) */
   hkc_param *params;
   int nparams;
   hkc_placeholder holders[26]; /* in declaration order */

@@ -397,6 +397,22 @@ static int parse_name_doc(hkc_parser *P, const hkj_node *obj,
   return HK_OK;
 }
 
+/* Reads the kernel's optional "fp": "strict" (the default: the same bits
+ * on every tier) or "fast" (contraction and reassociation allowed on the
+ * optimising compilers; schemas/README.md). */
+static void parse_fp(hkc_parser *P, const hkj_node *obj, const char *prefix,
+                     hkc_kernel *k) {
+  const hkj_node *v = hkj_get(obj, "fp");
+  if (!v) return;
+  const char *f = hkc_fld(prefix, "fp");
+  const char *s = hkc_want_string(P, v, f, "\"strict\" or \"fast\"");
+  if (s && !strcmp(s, "fast"))
+    k->fp_fast = 1;
+  else if (s && strcmp(s, "strict"))
+    hkc_err(P, v, f, "unknown mode \"%s\"; expected \"strict\" or \"fast\"",
+            s);
+}
+
 /* Reads the kernel's "kind": 1 when it was read, 0 when it is missing or
  * wrong (reported). */
 static int parse_kind(hkc_parser *P, const hkj_node *obj, const char *prefix,
@@ -464,7 +480,7 @@ static int parse_kernel(hkc_parser *P, const hkj_node *obj, const char *prefix,
   static const char *const keys[] = {
       "schema_version", "name",     "doc",  "kind", "params",
       "targets",        "types",    "body", "map",  "combine",
-      "identity",       "finalize", "acc",  "cpu",  "cuda", NULL};
+      "identity",       "finalize", "acc",  "cpu",  "cuda", "fp", NULL};
   k->node = obj;
   k->prefix = hku_strdup(prefix);
   k->doc = hku_strdup("");
@@ -478,6 +494,7 @@ static int parse_kernel(hkc_parser *P, const hkj_node *obj, const char *prefix,
   check_version(P, obj, prefix, version_required);
   int start_errors = P->errors;
   if (parse_name_doc(P, obj, prefix, k) != HK_OK) return HK_ENOMEM;
+  parse_fp(P, obj, prefix, k);
   int kind_ok = parse_kind(P, obj, prefix, k);
   hkc_parse_types(P, obj, prefix, k);
   int before_targets = P->errors;

@@ -44,6 +44,16 @@ unsigned hkc_file_targets(const hkc_file *f) {
   return t;
 }
 
+int hkc_file_fp_fast(const hkc_file *f, unsigned target) {
+  int any = 0;
+  for (int i = 0; i < f->nkernels; i++) {
+    if (!(f->kernels[i].targets & target)) continue;
+    if (!f->kernels[i].fp_fast) return 0;
+    any = 1;
+  }
+  return any;
+}
+
 /* ---- Instances ---- */
 
 const char *hkc_instance_name(const hkc_instance *in) { return in->name; }

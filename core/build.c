@@ -205,6 +205,11 @@ void hk__build_key(const hkc_unit *u, const char *identity, const char *flags,
                    const char *cpu, uint8_t key[32]) {
   hk_sha256_t s;
   key_prefix(identity, flags, cpu, &s);
+  const char *extra = hk__cc_unit_flags(u);
+  if (*extra) { /* keys of the default flags stay what they were */
+    hk__sha256_update(&s, "F", 1);
+    key_part(&s, extra, strlen(extra));
+  }
   const char *text = hkc_unit_text(u);
   size_t n = hkc_unit_len(u), off, len, plen;
   hkc_unit_prelude(u, &off, &len);

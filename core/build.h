@@ -53,10 +53,33 @@ HK_INTERNAL int hk__build_image_fd(const hk_object_t *o, const char *path,
 
 /* The disk cache key of a C unit for tier opt: SHA-256 of the ABI
  * version, the compiler's identity, its flags, the CPU, the prelude (all
- * hashed once per process) and the unit's text around the prelude. */
+ * hashed once per process), the flags of the unit's kernels
+ * (hk__cc_unit_flags) and the unit's text around the prelude. */
 HK_INTERNAL void hk__build_key(const hkc_unit *u, const char *identity,
                                const char *flags, const char *cpu,
                                uint8_t key[32]);
+
+/* ---- build_batch.c: several units, one compile ---- */
+
+/* 1 when u can be built in a batch with others: it holds the shared
+ * prelude exactly (hkc_prelude_text), and its own code undefines each
+ * macro it defines and has no other preprocessor directive. */
+HK_INTERNAL int hk__build_mergeable(const hkc_unit *u);
+
+/* Builds the n mergeable units (distinct instance names, the same
+ * hk__cc_unit_flags) with the system
+ * compiler cc (compiler_cc.h) as ONE object holding the entry points of
+ * them all: one translation unit, the prelude once. HK_OK and out's image
+ * (malloc'ed; not yet checked: hk__build_image_fd). HK_ECOMPILE with
+ * bad[k] = 1 for each unit k the compiler complained about (build those
+ * alone: their errors are then located as a lone build locates them), or
+ * none marked and the output said in d when it named no unit (a deadline,
+ * a cancel, the linker). Else as hk__cc_build_text. */
+struct hk_cc;
+HK_INTERNAL int hk__build_batch(const struct hk_cc *cc,
+                                const hkc_unit *const *units, int n,
+                                const hk_compile_opts_t *o, hk_object_t *out,
+                                char *bad, hku_diags *d);
 
 /* `hk check`: compiles f's C kernels with libtcc, as tier jit does, and
  * reports C errors located in the kernel file. HK_OK (also when f has no
@@ -68,7 +91,6 @@ HK_INTERNAL int hk__build_check(const hkc_file *f, hku_diags *d);
  * object and writes it to out (mode 0755, a temporary file renamed over
  * it). HK_OK; HK_EUNSUPPORTED (no usable compiler); HK_ECOMPILE (located
  * or not: hk__build_located); HK_EREFUSED; HK_EIO; HK_ENOMEM. Said in d. */
-struct hk_cc;
 HK_INTERNAL int hk__build_prebuilt(const hkc_file *f, const struct hk_cc *cc,
                                    hk_purpose_t purpose, const char *out,
                                    hku_diags *d);

@@ -311,6 +311,18 @@ static int open_entry(hk_cache_t *c, const char *name) {
   return fd;
 }
 
+HK_INTERNAL int hk__cache_peek(hk_cache_t *c, const uint8_t key[32]) {
+  char name[68];
+  entry_name(key, name);
+  int fd = open_entry(c, name);
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
 HK_INTERNAL int hk__cache_get(hk_cache_t *c, const uint8_t key[32],
                               size_t *elf_size, char **meta, int *status) {
   int dummy;
@@ -368,14 +380,19 @@ static uint64_t random_bits(void) {
   return v;
 }
 
+/* A fresh temp file name in tmp. */
+static void temp_name(char tmp[64]) {
+  uint8_t r[8];
+  char hex[17];
+  put_le64(r, random_bits());
+  hk__hex(r, 8, hex);
+  snprintf(tmp, 64, ".hk-%ld-%s.tmp", (long)getpid(), hex);
+}
+
 /* Creates the temp file (name in tmp); its fd or -1 with errno. */
 static int create_temp(hk_cache_t *c, char tmp[64]) {
   for (int tries = 0; tries < 32; tries++) {
-    uint8_t r[8];
-    char hex[17];
-    put_le64(r, random_bits());
-    hk__hex(r, 8, hex);
-    snprintf(tmp, 64, ".hk-%ld-%s.tmp", (long)getpid(), hex);
+    temp_name(tmp);
     int fd = openat(c->dfd, tmp,
                     O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0 || errno != EEXIST) return fd;
@@ -405,9 +422,37 @@ static int write_entry(int out, const void *elf, size_t size,
   return HK_OK;
 }
 
-HK_INTERNAL int hk__cache_put(hk_cache_t *c, const uint8_t key[32],
-                              const void *elf, size_t size, const char *meta,
-                              hku_diags *d) {
+/* Publishes the fsynced temp file tmp under name: a link to it under a
+ * fresh temp name renamed over name (rename replaces an entry, link does
+ * not), or, where the file system has no hard links, a copy. HK_OK or
+ * HK_EIO with errno. */
+static int publish_link(hk_cache_t *c, const char *tmp, const char *name,
+                        const void *elf, size_t size, const char *meta) {
+  char alias[64];
+  temp_name(alias);
+  if (linkat(c->dfd, tmp, c->dfd, alias, 0) != 0) {
+    int out = create_temp(c, alias);
+    if (out < 0) return HK_EIO;
+    int rc = write_entry(out, elf, size, meta);
+    if (rc == HK_OK && fsync(out) != 0) rc = HK_EIO;
+    if (close(out) != 0) rc = HK_EIO;
+    if (rc) {
+      (void)unlinkat(c->dfd, alias, 0);
+      return rc;
+    }
+  }
+  if (renameat(c->dfd, alias, c->dfd, name) != 0) {
+    int e = errno;
+    (void)unlinkat(c->dfd, alias, 0);
+    errno = e;
+    return HK_EIO;
+  }
+  return HK_OK;
+}
+
+HK_INTERNAL int hk__cache_put_keys(hk_cache_t *c, const uint8_t (*keys)[32],
+                                   int nkeys, const void *elf, size_t size,
+                                   const char *meta, hku_diags *d) {
   if (!meta) meta = "";
   if (size == 0) return fail(d, HK_EINVAL, c->dir, "the object is empty");
   char tmp[64], name[68];
@@ -427,7 +472,13 @@ HK_INTERNAL int hk__cache_put(hk_cache_t *c, const uint8_t key[32],
   if (close(out) != 0 && rc == HK_OK)
     rc = fail(d, HK_EIO, c->dir, "cannot write a cache entry: %s",
               strerror(errno));
-  entry_name(key, name);
+  for (int k = 1; rc == HK_OK && k < nkeys; k++) {
+    entry_name(keys[k], name);
+    if (publish_link(c, tmp, name, elf, size, meta) != HK_OK)
+      rc = fail(d, HK_EIO, c->dir, "cannot publish a cache entry in %s: %s",
+                c->dir, strerror(errno));
+  }
+  entry_name(keys[0], name);
   if (rc == HK_OK && renameat(c->dfd, tmp, c->dfd, name) != 0)
     rc = fail(d, HK_EIO, c->dir, "cannot rename a cache entry into %s: %s",
               c->dir, strerror(errno));
@@ -435,8 +486,15 @@ HK_INTERNAL int hk__cache_put(hk_cache_t *c, const uint8_t key[32],
     (void)unlinkat(c->dfd, tmp, 0);
     return rc;
   }
-  (void)fsync(c->dfd); /* the rename itself; losing it only costs a miss */
+  (void)fsync(c->dfd); /* the renames; losing them only costs misses */
   return HK_OK;
+}
+
+HK_INTERNAL int hk__cache_put(hk_cache_t *c, const uint8_t key[32],
+                              const void *elf, size_t size, const char *meta,
+                              hku_diags *d) {
+  return hk__cache_put_keys(c, (const uint8_t(*)[32])key, 1, elf, size, meta,
+                            d);
 }
 
 /* --- listing and clearing ------------------------------------------------- */

@@ -72,6 +72,21 @@ HK_INTERNAL int hk__cache_put(hk_cache_t *c, const uint8_t key[32],
                               const void *elf, size_t size, const char *meta,
                               hku_diags *d);
 
+/* The same object stored once under several keys (nkeys >= 1): one file,
+ * written and synced once, published under each key's name by a hard link
+ * (a copy where links are not supported), so that every entry is the same
+ * file: verified and loaded once (dl.c knows objects by file identity),
+ * whichever key finds it. A batch of kernels compiled together is stored
+ * so, under each kernel file's key. HK_OK, or as hk__cache_put. */
+HK_INTERNAL int hk__cache_put_keys(hk_cache_t *c, const uint8_t (*keys)[32],
+                                   int nkeys, const void *elf, size_t size,
+                                   const char *meta, hku_diags *d);
+
+/* The entry of key opened as hk__cache_get does, but NOT verified: only for
+ * asking whether the file is one already loaded (dl.c: hk__dl_hold), whose
+ * bytes were verified when it was. An fd (regular file) or -1. */
+HK_INTERNAL int hk__cache_peek(hk_cache_t *c, const uint8_t key[32]);
+
 /* Called for each entry by hk__cache_list: path "<dir>/<64 hex>.so", its
  * size and mtime, its meta (NULL when the entry is corrupt) and valid (1
  * when the entry verified, else 0). meta is only valid during the call. */

@@ -25,6 +25,7 @@
 
 #include "abi.h"
 #include "fsutil.h"
+#include "mathfns.h"
 #include "sha256.h"
 
 extern char **environ;
@@ -58,6 +59,70 @@ const char *hk__cc_flags(hk_purpose_t purpose) {
     case HK_FOR_PREBUILT: return COMMON_FLAGS;
   }
   return COMMON_FLAGS;
+}
+
+/* What "fp": "fast" kernels allow beyond the flags of every build
+ * (codegen.h: a unit is fast when all its CPU kernels are): contraction
+ * into FMAs, signed overflow undefined, as in C (loops with int indices
+ * vectorise), and reassociation (sums and dot products vectorise; NaN and
+ * infinities keep their meaning, the sign of a zero may not). */
+#define CONTRACT_FLAGS " -ffp-contract=fast -fno-wrapv"
+#define FAST_FLAGS                                                        \
+  CONTRACT_FLAGS " -fassociative-math -fno-signed-zeros -fno-trapping-math"
+
+/* Math functions that are one rounding of one operation (instructions,
+ * not algorithms): reassociation cannot change what they compute. */
+static const char *const exact_math[] = {
+    "fabs", "fmax",  "fmin",      "fma",  "copysign", "sqrt",
+    "fdim", "floor", "ceil",      "trunc", "round",   "rint",
+    "lrint", "llrint", "nearbyint", "lround", "llround", NULL};
+
+/* Is the identifier p (n bytes) a math function (mathfns.h, double or
+ * float) that is an algorithm? */
+static int is_math_algorithm(const char *p, size_t n) {
+  if (n && p[n - 1] == 'f' && is_math_algorithm(p, n - 1)) return 1;
+  for (const char *const *e = exact_math; *e; e++)
+    if (strlen(*e) == n && !memcmp(*e, p, n)) return 0;
+#define NAMED(name, sig) \
+  if (sizeof #name - 1 == n && !memcmp(#name, p, n)) return 1;
+  HKC_MATH_FUNCTIONS(NAMED)
+#undef NAMED
+  return 0;
+}
+
+/* 1 when u's own code (outside the prelude) names a math function that is
+ * an algorithm: hk's are inlined into the kernel's loop, and their range
+ * reductions round with exact steps ((x + 1.5 * 2^23) - 1.5 * 2^23) that
+ * reassociation folds away, so such a unit gets contraction only. */
+static int names_math(const hkc_unit *u) {
+  const char *t = hkc_unit_text(u);
+  size_t n = hkc_unit_len(u), off, len;
+  hkc_unit_prelude(u, &off, &len);
+  for (size_t i = 0; i < n;) {
+    if (i == off && len) {
+      i += len;
+      continue;
+    }
+    int start = (t[i] >= 'a' && t[i] <= 'z') || (t[i] >= 'A' && t[i] <= 'Z') ||
+                t[i] == '_';
+    if (!start) {
+      i++;
+      continue;
+    }
+    size_t j = i;
+    while (j < n && ((t[j] >= 'a' && t[j] <= 'z') ||
+                     (t[j] >= 'A' && t[j] <= 'Z') ||
+                     (t[j] >= '0' && t[j] <= '9') || t[j] == '_'))
+      j++;
+    if (is_math_algorithm(t + i, j - i)) return 1;
+    i = j;
+  }
+  return 0;
+}
+
+const char *hk__cc_unit_flags(const hkc_unit *u) {
+  if (!hkc_file_fp_fast(hkc_unit_file(u), HK_TARGET_CPU)) return "";
+  return names_math(u) ? CONTRACT_FLAGS : FAST_FLAGS;
 }
 
 /* Libraries after the sources: libm for the math functions, libc for
@@ -298,10 +363,12 @@ void hk__cc_free(hk_cc_t *cc) {
 
 /* Runs cc on src, making so; the compiler's output goes to msgs. Returns
  * run_captured's status, or -1 when out of memory (said in msgs). */
-static int run_cc(const hk_cc_t *cc, hk_purpose_t purpose, const char *src,
-                  const char *so, hku_buf *msgs, int timeout_s,
-                  const _Atomic int *cancel) {
-  char **flags = split_words(hk__cc_flags(purpose));
+static int run_cc(const hk_cc_t *cc, hk_purpose_t purpose, const char *extra,
+                  const char *src, const char *so, hku_buf *msgs,
+                  int timeout_s, const _Atomic int *cancel) {
+  char all[1024];
+  snprintf(all, sizeof all, "%s%s", hk__cc_flags(purpose), extra);
+  char **flags = split_words(all);
   size_t n = 0, nf = 0;
   while (cc->argv[n]) n++;
   while (flags && flags[nf]) nf++;
@@ -326,13 +393,10 @@ static int run_cc(const hk_cc_t *cc, hk_purpose_t purpose, const char *src,
   return rc;
 }
 
-/* Builds u in a private folder of cc->workdir and reads the object back
- * (compiler.h: compile). */
-static int cc_compile(const hk_compiler_t *c, const hkc_unit *u,
-                      const hk_compile_opts_t *o, hk_object_t *out,
+int hk__cc_build_text(const hk_cc_t *cc, const char *text, size_t len,
+                      const char *extra, const hk_compile_opts_t *o,
+                      const char *path, hk_object_t *out, hku_buf *msgs,
                       hku_diags *d) {
-  const hk_cc_t *cc = c->state;
-  const char *path = hkc_file_path(hkc_unit_file(u));
   if (cc->why_not) {
     hku_diag_add(d, HKU_ERROR, path, 0, 0, "%s", cc->why_not);
     return HK_EUNSUPPORTED;
@@ -347,31 +411,42 @@ static int cc_compile(const hk_compiler_t *c, const hkc_unit *u,
   snprintf(src, sizeof src, "%s/kernel.c", dir);
   snprintf(so, sizeof so, "%s/kernel.so", dir);
   int rc = HK_OK;
-  hku_buf msgs = HKU_BUF_INIT;
   int fd = open(src, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  int wrote = fd >= 0 &&
-              hku_write_all(fd, hkc_unit_text(u), hkc_unit_len(u)) == HK_OK;
+  int wrote = fd >= 0 && hku_write_all(fd, text, len) == HK_OK;
   if (fd >= 0 && close(fd) != 0) wrote = 0; /* closed either way */
   if (!wrote) {
     hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot write %s: %s", src,
                  strerror(errno));
     rc = HK_EIO;
-  } else if (run_cc(cc, o->purpose, src, so, &msgs,
+  } else if (run_cc(cc, o->purpose, extra, src, so, msgs,
                     o->timeout_s ? o->timeout_s : DEFAULT_TIMEOUT_S,
                     o->cancel) != 0) {
-    if (!hkc_unit_report(u, hku_buf_str(&msgs), c->name, d))
-      hku_diag_add(d, HKU_ERROR, path, 0, 0, "%s", hku_buf_str(&msgs));
-    rc = msgs.oom ? HK_ENOMEM : HK_ECOMPILE;
+    rc = msgs->oom ? HK_ENOMEM : HK_ECOMPILE;
   } else if (access(so, F_OK) != 0) {
     hku_diag_add(d, HKU_ERROR, path, 0, 0, "no object was built");
     rc = HK_ECOMPILE;
   } else {
     rc = hku_read_file(so, &out->image, &out->size, NULL, d);
   }
-  hku_buf_free(&msgs);
   unlink(src);
   unlink(so);
   rmdir(dir);
+  return rc;
+}
+
+/* Builds u (hk__cc_build_text) and locates the compiler's complaints in
+ * the kernel file (compiler.h: compile). */
+static int cc_compile(const hk_compiler_t *c, const hkc_unit *u,
+                      const hk_compile_opts_t *o, hk_object_t *out,
+                      hku_diags *d) {
+  const char *path = hkc_file_path(hkc_unit_file(u));
+  hku_buf msgs = HKU_BUF_INIT;
+  int rc = hk__cc_build_text(c->state, hkc_unit_text(u), hkc_unit_len(u),
+                             hk__cc_unit_flags(u), o, path, out, &msgs, d);
+  if (rc == HK_ECOMPILE && msgs.len &&
+      !hkc_unit_report(u, hku_buf_str(&msgs), c->name, d))
+    hku_diag_add(d, HKU_ERROR, path, 0, 0, "%s", hku_buf_str(&msgs));
+  hku_buf_free(&msgs);
   return rc;
 }
 

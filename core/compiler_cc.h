@@ -37,4 +37,23 @@ HK_INTERNAL const char *hk__cc_flags(hk_purpose_t purpose);
  * checked (elfcheck.h). */
 HK_INTERNAL hk_compiler_t hk__compiler_cc(const hk_cc_t *cc);
 
+/* The flags u's kernels add to those of every build ("" or more, each
+ * with a blank before it; a static string): those of "fp": "fast"
+ * (contraction and no -fwrapv; reassociation too unless the unit calls a
+ * math function that reassociation would break). Part of the cache key
+ * (build.c); the units of one batch have the same. */
+HK_INTERNAL const char *hk__cc_unit_flags(const hkc_unit *u);
+
+/* Compiles the C text (len bytes) as compile does (the flags of
+ * o->purpose, then extra (hk__cc_unit_flags), its deadline and cancel)
+ * into out's image, not yet checked.
+ * HK_OK; HK_ECOMPILE with the compiler's raw output in msgs (or "no object
+ * was built" in d); HK_EUNSUPPORTED, HK_EIO, HK_ENOMEM with the reason
+ * about path in d. What batches of units (build_batch.c) are built by. */
+HK_INTERNAL int hk__cc_build_text(const hk_cc_t *cc, const char *text,
+                                  size_t len, const char *extra,
+                                  const hk_compile_opts_t *o,
+                                  const char *path, hk_object_t *out,
+                                  hku_buf *msgs, hku_diags *d);
+
 #endif /* HK_COMPILER_CC_H */

@@ -79,6 +79,20 @@ int hk__dl_open(int fd, const char *path, void **h, hku_diags *d) {
   return HK_OK;
 }
 
+int hk__dl_hold(int fd, void **h) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return 0;
+  pthread_mutex_lock(&dl_lock);
+  dl_entry *e = dl_find(st.st_dev, st.st_ino);
+  if (e) {
+    e->refs++;
+    *h = e->h;
+  }
+  pthread_mutex_unlock(&dl_lock);
+  if (e) close(fd);
+  return e != NULL;
+}
+
 void hk__dl_close(void *h) {
   pthread_mutex_lock(&dl_lock);
   for (dl_entry **pp = &dl_loaded; *pp; pp = &(*pp)->next) {

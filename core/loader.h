@@ -14,6 +14,10 @@
  * loaded, or closed). HK_OK and *h, or HK_EREFUSED with "cannot load it:
  * ..." about path in d. Thread-safe. */
 HK_INTERNAL int hk__dl_open(int fd, const char *path, void **h, hku_diags *d);
+/* When the file open at fd is loaded already: one more hold on it in *h,
+ * fd closed, 1 (what was loaded was checked when it was; the fd's bytes
+ * need no second look). Else 0, fd untouched. */
+HK_INTERNAL int hk__dl_hold(int fd, void **h);
 /* Drops one hold on h (from hk__dl_open); the last one unloads it and
  * closes its fd. */
 HK_INTERNAL void hk__dl_close(void *h);

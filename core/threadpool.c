@@ -107,7 +107,7 @@ static uint64_t now_ns(void) {
 
 /* ---- configuration ----------------------------------------------------- */
 
-static int cpu_count(void) {
+int hk__cpu_count(void) {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) {
     int c = CPU_COUNT(&set);
@@ -137,7 +137,7 @@ static int env_threads(void) {
 static void atfork_child(void);
 
 static void pool_init(void) {
-  g_ncpu = cpu_count();
+  g_ncpu = hk__cpu_count();
   int t = env_threads();
   if (t == 0) t = g_ncpu < HK_MAX_THREADS ? g_ncpu : HK_MAX_THREADS;
   g_default_threads = t;

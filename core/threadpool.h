@@ -38,6 +38,10 @@ HK_INTERNAL int hk__tpool_threads(void);
  * count and the next job applies it (waiting would deadlock). */
 HK_INTERNAL void hk__tpool_set_threads(int threads);
 
+/* The CPUs this process may run on (its affinity mask), >= 1; also how
+ * many compiler processes tier opt runs at once (opt.c). */
+HK_INTERNAL int hk__cpu_count(void);
+
 /* The default thread count: HK_THREADS when it is a valid value, else the
  * CPUs this process may run on, capped at HK_MAX_THREADS. */
 HK_INTERNAL int hk__tpool_default_threads(void);

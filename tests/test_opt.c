@@ -18,13 +18,32 @@
  *     compiler that adds a call to puts) is said: forced tier opt fails
  *     with the reason; tier auto stays on jit, and the reason is in the
  *     note, in hk_kernel_wait_opt's error and in the log.
+ *  5. batches: a folder of kernel files reaches tier opt in batches (the
+ *     process pinned to two CPUs: two compiler runs), one of which holds a
+ *     file the system compiler rejects (a macro of a -include'd header
+ *     breaks it; libtcc is fine with it): the others all reach tier opt
+ *     and compute what jit computes, it stays on jit with the compiler's
+ *     complaint in its note; the cache holds one entry per good file, and
+ *     files of one batch share one object (one inode); a second context
+ *     takes them all at once; a file that changes is the only one built
+ *     again.
+ *  6. "fp" modes and signed overflow: the flags each mode is built with
+ *     (a compiler that logs its arguments): strict kernels -fwrapv and no
+ *     contraction, "fp": "fast" contraction, reassociation and no -fwrapv
+ *     (int index loops vectorise), but no reassociation for a kernel that
+ *     calls exp (close to strict); a fast raw dot product on tier opt
+ *     differs from the strict one in the last bits (it was vectorised),
+ *     while the strict one on tier opt equals tier jit bit for bit; a bad
+ *     "fp" is a located error.
  * `test_opt --race-child DIR CACHE` is the child process of part 2 (the
  * test spawns itself). The temp tree and the helpers:
  * tests/registry_fixture.h.
  */
 #include <dirent.h>
+#include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -758,6 +777,252 @@ static void test_refused_said(void) {
   CHECK_INT_EQ(cache_entries(P("cache_syn_evil"), NULL, 0), 0);
 }
 
+/* ---- 5. Batches ------------------------------------------------------------------- */
+
+#define NBATCH 7 /* kernel files; b3 is the one cc rejects */
+
+static void write_batch_file(int i, float scale) {
+  char path[64], name[32], body[128], text[1024];
+  snprintf(path, sizeof path, "batch/b%d.json", i);
+  snprintf(name, sizeof name, "b%d", i);
+  if (i == 3) /* poison_b is a macro of the header cc is given */
+    snprintf(text, sizeof text,
+             "{\"schema_version\": 1, \"name\": \"b3\", \"kind\": "
+             "\"elementwise\", \"params\": [\n"
+             " {\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+             " {\"name\": \"poison_b\", \"type\": \"f32\", \"role\": "
+             "\"scalar\"},\n"
+             " {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
+             " \"body\": \"out = x + poison_b;\"}\n");
+  else {
+    snprintf(body, sizeof body, "out = x * %.1ff + %d.0f;", scale, i);
+    snprintf(text, sizeof text, GOOD_JSON_FMT, name, body);
+  }
+  write_text(P(path), text);
+}
+
+/* How many distinct files the cache entries in dir are. */
+static int cache_inodes(const char *dir) {
+  ino_t seen[64];
+  int n = 0;
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while (d && (e = readdir(d)))
+    if (strlen(e->d_name) == 67 && !strcmp(e->d_name + 64, ".so")) {
+      struct stat st;
+      if (fstatat(dirfd(d), e->d_name, &st, 0) != 0) continue;
+      int k = 0;
+      while (k < n && seen[k] != st.st_ino) k++;
+      if (k == n && n < 64) seen[n++] = st.st_ino;
+    }
+  if (d) closedir(d);
+  return n;
+}
+
+/* Every good kernel of the batch folder on tier tier, computing
+ * x * scale + i. */
+static void check_batch_kernels(hk_context_t *c, hk_tier_t tier,
+                                const char *what, float scale5) {
+  for (int i = 0; i < NBATCH; i++) {
+    if (i == 3) continue;
+    char name[32];
+    snprintf(name, sizeof name, "b%d", i);
+    hk_kernel_t *k = find(c, name);
+    if (!k) continue;
+    CHECK_MSG(hk_kernel_tier(k) == tier, "%s: %s is on tier %d", what, name,
+              (int)hk_kernel_tier(k));
+    float *out = g_got;
+    void *args[] = {gx32, out};
+    CHECK_INT_EQ(hk_call(k, 1000, args), HK_OK);
+    int bad = 0;
+    float scale = i == 5 ? scale5 : 2.0f;
+    for (int j = 0; j < 1000; j++)
+      bad += out[j] != gx32[j] * scale + (float)i;
+    CHECK_MSG(!bad, "%s: %s computes something else", what, name);
+  }
+}
+
+static void test_batches(void) {
+  if (!g_have_cc) return;
+  cpu_set_t was, two;
+  CHECK(sched_getaffinity(0, sizeof was, &was) == 0);
+  CPU_ZERO(&two);
+  for (int c = 0, got = 0; c < CPU_SETSIZE && got < 2; c++)
+    if (CPU_ISSET(c, &was)) {
+      CPU_SET(c, &two);
+      got++;
+    }
+  CHECK(sched_setaffinity(0, sizeof two, &two) == 0);
+  check_make_dir(P("batch"));
+  for (int i = 0; i < NBATCH; i++) write_batch_file(i, 2.0f);
+  PATH(hdr, "batch_poison.h");
+  write_text(hdr, "#define poison_b )\n");
+  char cc[4300];
+  snprintf(cc, sizeof cc, "cc -include %s", hdr);
+  PATH(cache, "cache_batch");
+  check_make_dir(cache);
+
+  hk_context_t *c = mkctx(HK_TIER_AUTO, P("batch"), cache, 0, cc);
+  if (c) {
+    CHECK_STR_EQ(hk_context_problems(c), "");
+    hk_context_wait(c);
+    check_batch_kernels(c, HK_TIER_OPT, "cold", 2.0f);
+    hk_kernel_t *k = find(c, "b3");
+    if (k) {
+      CHECK(hk_kernel_wait_opt(k) != HK_OK);
+      CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_JIT);
+      show("note", note_of(k));
+      CHECK_CONTAINS(note_of(k), "opt: the system compiler failed");
+    }
+  }
+  hk_context_destroy(c);
+  CHECK_INT_EQ(cache_entries(cache, NULL, 0), NBATCH - 1);
+  int files = cache_inodes(cache);
+  CHECK_MSG(files >= 1 && files < NBATCH - 1,
+            "%d objects for %d kernel files: no batch shares one", files,
+            NBATCH - 1);
+  CHECK_INT_EQ(cache_leftovers(cache), 0);
+
+  /* warm: all at once from the cache */
+  c = mkctx(HK_TIER_AUTO, P("batch"), cache, 0, cc);
+  if (c) check_batch_kernels(c, HK_TIER_OPT, "warm", 2.0f);
+  hk_context_destroy(c);
+
+  /* one file changes: it alone is built again */
+  sleep_ms(20);
+  write_batch_file(5, 3.0f);
+  c = mkctx(HK_TIER_AUTO, P("batch"), cache, 0, cc);
+  if (c) {
+    hk_kernel_t *k = find(c, "b0");
+    if (k) CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_OPT);
+    hk_context_wait(c);
+    check_batch_kernels(c, HK_TIER_OPT, "one changed", 3.0f);
+  }
+  hk_context_destroy(c);
+  CHECK_INT_EQ(cache_entries(cache, NULL, 0), NBATCH);
+  CHECK(sched_setaffinity(0, sizeof was, &was) == 0);
+}
+
+/* ---- 6. fp modes and signed overflow ----------------------------------------- */
+
+#define DOT_JSON_FMT                                                        \
+  "{\"schema_version\": 1, \"name\": \"%s\", \"kind\": \"raw\",%s\n"     \
+  " \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"  \
+  "  {\"name\": \"y\", \"type\": \"f32\", \"role\": \"in\"},\n"              \
+  "  {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\", \"len\": "    \
+  "\"1\"}],\n"                                                              \
+  " \"cpu\": \"float s = 0; for (int i = 0; i < (int)n; i++) s += x[i] * "  \
+  "y[i]; out[0] = s;\"}\n"
+
+/* Loads text into c and returns the compiler's arguments (from the log
+ * of the wrapper), in a static buffer ("" when it did not run). */
+static const char *load_logged(hk_context_t *c, const char *text,
+                               const char *label, const char *log) {
+  static char args[8192];
+  write_text(log, "");
+  int rc = hk_load_string(c, text, strlen(text), label);
+  CHECK_MSG(rc == HK_OK, "load: %s", hk_last_error());
+  FILE *f = fopen(log, "r");
+  size_t n = f ? fread(args, 1, sizeof args - 1, f) : 0;
+  args[n] = '\0';
+  if (f) fclose(f);
+  return args;
+}
+
+static float dot_on(hk_context_t *c, const char *name) {
+  hk_kernel_t *k = find(c, name);
+  float out = 0;
+  void *args[] = {gx32, gy32, &out};
+  if (k) CHECK_INT_EQ(hk_call(k, 4099, args), HK_OK);
+  return out;
+}
+
+static void test_fp_modes(void) {
+  if (!g_have_cc) return;
+  PATH(log, "cc_args.log");
+  PATH(wrapper, "cc_logged.sh");
+  char script[4400];
+  snprintf(script, sizeof script,
+           "#!/bin/sh\necho \"$*\" >> '%s'\nexec cc \"$@\"\n", log);
+  write_text(wrapper, script);
+  CHECK(chmod(wrapper, 0755) == 0);
+  check_make_dir(P("cache_fp"));
+  hk_context_t *opt = mkctx(HK_TIER_OPT, NULL, P("cache_fp"), 0, wrapper);
+  hk_context_t *jit = mkctx(HK_TIER_JIT, NULL, NULL, HK_NO_CACHE, NULL);
+  if (!opt || !jit) {
+    hk_context_destroy(opt);
+    hk_context_destroy(jit);
+    return;
+  }
+  char text[2048];
+  snprintf(text, sizeof text, GOOD_JSON_FMT, "fp_ew", "out = x * 2.0f;");
+  const char *args = load_logged(opt, text, "ew.json", log);
+  CHECK_CONTAINS(args, "-fwrapv");
+  CHECK(!strstr(args, "-fno-wrapv") && !strstr(args, "-fassociative-math"));
+  CHECK_CONTAINS(args, "-ffp-contract=off");
+
+  snprintf(text, sizeof text, DOT_JSON_FMT, "dot_strict", "");
+  args = load_logged(opt, text, "strict.json", log);
+  CHECK_CONTAINS(args, "-fwrapv");
+  CHECK(!strstr(args, "-fno-wrapv") && !strstr(args, "-fassociative-math"));
+  CHECK_INT_EQ(hk_load_string(jit, text, strlen(text), "strict.json"), HK_OK);
+
+  snprintf(text, sizeof text, DOT_JSON_FMT, "dot_fast", " \"fp\": \"fast\",");
+  args = load_logged(opt, text, "fast.json", log);
+  CHECK_CONTAINS(args, "-ffp-contract=fast -fno-wrapv -fassociative-math");
+  CHECK_INT_EQ(hk_load_string(jit, text, strlen(text), "fast.json"), HK_OK);
+
+  /* a fast kernel that calls exp: contraction only (hk's exp rounds with
+   * exact steps that reassociation would fold away), close to strict */
+  snprintf(text, sizeof text,
+           "{\"schema_version\": 1, \"name\": \"fp_exp\", \"kind\": "
+           "\"elementwise\", \"fp\": \"fast\",\n \"params\": [{\"name\": "
+           "\"x\", \"type\": \"f32\", \"role\": \"in\"},\n {\"name\": "
+           "\"out\", \"type\": \"f32\", \"role\": \"out\"}],\n \"body\": "
+           "\"out = expf(x) * 0.5f + x * x;\"}\n");
+  args = load_logged(opt, text, "exp.json", log);
+  CHECK_CONTAINS(args, "-ffp-contract=fast -fno-wrapv");
+  CHECK(!strstr(args, "-fassociative-math"));
+  CHECK_INT_EQ(hk_load_string(jit, text, strlen(text), "exp.json"), HK_OK);
+  hk_kernel_t *ke = find(opt, "fp_exp"), *kj = find(jit, "fp_exp");
+  float *e_opt = g_got, *e_jit = (float *)g_ref;
+  void *a_opt[] = {gx32, e_opt}, *a_jit[] = {gx32, e_jit};
+  if (ke && kj) {
+    CHECK_INT_EQ(hk_call(ke, 4099, a_opt), HK_OK);
+    CHECK_INT_EQ(hk_call(kj, 4099, a_jit), HK_OK);
+    int far = 0;
+    for (int j = 0; j < 4099; j++)
+      far += fabsf(e_opt[j] - e_jit[j]) > 1e-5f * fabsf(e_jit[j]);
+    CHECK_MSG(!far, "fast exp: %d of 4099 results far from strict", far);
+  }
+
+  float strict_opt = dot_on(opt, "dot_strict"),
+        strict_jit = dot_on(jit, "dot_strict"),
+        fast_opt = dot_on(opt, "dot_fast"), fast_jit = dot_on(jit, "dot_fast");
+  printf("note: dot of 4099: strict %.9g (jit %.9g), fast %.9g (jit %.9g)\n",
+         strict_opt, strict_jit, fast_opt, fast_jit);
+  CHECK(memcmp(&strict_opt, &strict_jit, sizeof(float)) == 0);
+  CHECK(memcmp(&fast_jit, &strict_jit, sizeof(float)) == 0); /* tcc: strict */
+  CHECK_MSG(fast_opt != strict_opt,
+            "the fast dot product gave the strict bits: not vectorised?");
+  CHECK(fabsf(fast_opt - strict_opt) <= 1e-3f * (1 + fabsf(strict_opt)));
+
+  /* bad modes, located at the value */
+  static const char *const bad[][2] = {
+      {" \"fp\": \"fastest\",", "fp: unknown mode \"fastest\"; expected "
+                                 "\"strict\" or \"fast\""},
+      {" \"fp\": 1,", "fp: expected \"strict\" or \"fast\", got a number"}};
+  for (size_t b = 0; b < COUNT(bad); b++) {
+    snprintf(text, sizeof text, DOT_JSON_FMT, "dot_bad", bad[b][0]);
+    CHECK(hk_load_string(jit, text, strlen(text), "bad_fp.json") != HK_OK);
+    int line, col;
+    pos_of(text, "\"fp\": ", &line, &col);
+    check_at(hk_last_error(), "<bad_fp.json>", line, col + 6, bad[b][1]);
+  }
+  hk_context_destroy(opt);
+  hk_context_destroy(jit);
+}
+
 int main(int argc, char **argv) {
   umask(022);
   if (argc == 4 && !strcmp(argv[1], "--race-child"))
@@ -770,6 +1035,8 @@ int main(int argc, char **argv) {
   PART("shared objects", test_shared_objects());
   PART("synthesised imports", test_synthesised());
   PART("refused objects said", test_refused_said());
+  PART("batches", test_batches());
+  PART("fp modes", test_fp_modes());
   fixture_teardown();
   CHECK_DONE();
 }

@@ -46,7 +46,7 @@ typedef struct hk_cli_opt {
                       * one is reported as "--NAME needs NEEDS" */
 } hk_cli_opt;
 
-#define HK_CLI_MAXOPTS 16
+#define HK_CLI_MAXOPTS 32
 #define HK_CLI_END (-1)     /* no more arguments */
 #define HK_CLI_OPERAND (-2) /* an operand, in p->value */
 #define HK_CLI_EXIT (-3)    /* the help or a usage error was printed: the

@@ -19,7 +19,11 @@
   X("help", 'h', NULL)                                                   \
   X("quick", 0, NULL)                                                    \
   X("arrays", 0, NULL)                                                   \
+  X("gpt2", 0, NULL)                                                     \
   X("math", 0, NULL)                                                     \
+  X("threads", 0, "a value")                                             \
+  X("kernels", 0, "a value")                                             \
+  X("only", 0, "a value")                                                \
   X("smoke", 0, NULL)                                                    \
   X("json", 0, "a value")                                                \
   X("plot", 0, "a value")                                                \
@@ -38,11 +42,11 @@ static const char *const spelling[] = {BENCH_OPTIONS(AS_SPELLING)};
 
 int hk_cmd_bench(int argc, char **argv) {
   /* hk-bench --hk SELF, then each option as --NAME [VALUE]; --arrays runs
-   * hk-bench-arrays instead (bench/arrays_bench.c), --math hk-bench-math
-   * (bench/math_bench.c) */
+   * hk-bench-arrays instead (bench/arrays_bench.c), --gpt2 hk-bench-gpt2
+   * (bench/gpt2_bench.c), --math hk-bench-math (bench/math_bench.c) */
   char **args = calloc(2 * (size_t)argc + 4, sizeof *args);
   int nargs = 3;
-  const char *which = "";
+  const char *program = "";
   if (!args) return hk_cli_internal("bench", "out of memory");
   hk_cli_parser p;
   hk_cli_parser_init(&p, "bench", NULL, options,
@@ -53,8 +57,9 @@ int hk_cmd_bench(int argc, char **argv) {
       if (c == HK_CLI_EXIT) return p.status;
       return hk_cli_usage("bench", "unexpected argument '%s'", p.value);
     }
-    if (!strcmp(spelling[c], "--arrays") || !strcmp(spelling[c], "--math")) {
-      which = spelling[c][2] == 'a' ? "-arrays" : "-math";
+    if (!strcmp(spelling[c], "--arrays") || !strcmp(spelling[c], "--gpt2") ||
+        !strcmp(spelling[c], "--math")) {
+      program = spelling[c] + 1; /* "-arrays": hk-bench-arrays */
       continue;
     }
     args[nargs++] = (char *)spelling[c];
@@ -70,7 +75,7 @@ int hk_cmd_bench(int argc, char **argv) {
   char prog[PATH_MAX + 16];
   char *slash = strrchr(self, '/');
   snprintf(prog, sizeof prog, "%.*s/hk-bench%s", (int)(slash - self), self,
-           which);
+           program);
   if (access(prog, X_OK) != 0) {
     free(args);
     return hk_cli_internal(

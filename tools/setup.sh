@@ -20,6 +20,11 @@ python3-jsonschema:/usr/lib/python3/dist-packages/jsonschema/__init__.py
 g++:/usr/bin/g++
 libbenchmark-dev:/usr/include/benchmark/benchmark.h
 gnuplot-nox:/usr/bin/gnuplot
+python3-dev:/usr/bin/python3-config
+python3-pytest:/usr/lib/python3/dist-packages/pytest/__init__.py
+python3-setuptools:/usr/lib/python3/dist-packages/setuptools/__init__.py
+python3-pip:/usr/lib/python3/dist-packages/pip/__init__.py
+python3-venv:/usr/share/doc/python3-venv
 "
 
 missing=""

@@ -8,7 +8,11 @@
 # multithreaded tests (thread pool,
 # registry with concurrent reloads) once more under ThreadSanitizer; the
 # libFuzzer targets replay their seed corpora and fuzz briefly with a fixed
-# seed (tools/fuzz.sh smoke; skipped without clang's libFuzzer). Tests
+# seed (tools/fuzz.sh smoke; skipped without clang's libFuzzer). The
+# Python module (python/) is built and tested in both suites: pytest (the
+# ctest test "python", under ASan + UBSan in the second, about 5 s) and a
+# pip install into a fresh venv (python_install, first suite only, about
+# 15 s); `tools/test.sh` ends by listing them, or why they were skipped. Tests
 # that cannot run on this machine (no GPU, no NumPy) are reported as
 # skipped, with the reason. Exits non-zero when any build or test fails.
 set -eu
@@ -77,6 +81,16 @@ suite "clang, ThreadSanitizer (threaded tests)" build-tsan \
   "^test_(threadpool|registry|calls|loader|opt|plugins|arrays|reduce|rows|types)$" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DHK_SANITIZE=thread \
   -DHK_CUDA=OFF
+
+# The Python step: what the suites said of the Python module's tests.
+echo "==== Python module (import hk): pytest and pip install, in the suites"
+for d in build-test build-asan; do
+  log="$d/Testing/Temporary/LastTest.log"
+  [ -f "$log" ] || continue
+  awk -v d="$d" '/^[0-9]+\/[0-9]+ Test: python/{t=$3}
+    t && /^Test (Passed|Failed)|^SKIPPED: /{print "  " d " " t ": " $0; t=""}' \
+    "$log"
+done
 
 if [ "$status" -eq 0 ]; then
   echo "==== all test suites passed"

@@ -10,11 +10,16 @@
 #include "api.h"
 #include "sha256.h"
 
-/* Flags of every NVRTC compile: part of the cache key. Contraction into
- * FMAs is off, as for the CPU tiers and the nvcc-built stdlib, so that the
- * GPU computes what the CPU does. */
-static const char *const nvrtc_flags[] = {"--std=c++17", "--fmad=false",
-                                          "-default-device"};
+/* Flags of every NVRTC compile: part of the cache key. */
+static const char *const nvrtc_flags[] = {"--std=c++17", "-default-device"};
+
+/* Contraction into FMAs is off, as for the CPU tiers and the nvcc-built
+ * stdlib, so that the GPU computes what the CPU does; on for a file whose
+ * CUDA kernels all ask for "fp": "fast". Part of the cache key. */
+static const char *fmad_flag(const hkc_unit *u) {
+  return hkc_file_fp_fast(hkc_unit_file(u), HK_TARGET_CUDA) ? "--fmad=true"
+                                                            : "--fmad=false";
+}
 
 void hk__nvrtc_key(const hkc_unit *u, int version, const char *arch,
                    uint8_t key[32]) {
@@ -26,6 +31,7 @@ void hk__nvrtc_key(const hkc_unit *u, int version, const char *arch,
   hk__sha256_update(&s, head, strlen(head));
   for (size_t i = 0; i < HK_COUNT(nvrtc_flags); i++)
     hk__sha256_update(&s, nvrtc_flags[i], strlen(nvrtc_flags[i]) + 1);
+  hk__sha256_update(&s, fmad_flag(u), strlen(fmad_flag(u)) + 1);
   hk__sha256_update(&s, hkc_unit_text(u), hkc_unit_len(u));
   hk__sha256_final(&s, key);
 }
@@ -109,9 +115,10 @@ static int nvrtc_compile(const hk_compiler_t *c, const hkc_unit *u,
   HK_ASSERT(o->arch);
   char archopt[64];
   snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", o->arch);
-  const char *opts[HK_COUNT(nvrtc_flags) + 1];
+  const char *opts[HK_COUNT(nvrtc_flags) + 2];
   int nopts = 0;
   opts[nopts++] = archopt;
+  opts[nopts++] = fmad_flag(u);
   for (size_t i = 0; i < HK_COUNT(nvrtc_flags); i++)
     opts[nopts++] = nvrtc_flags[i];
   nvrtcProgram prog = NULL;

@@ -1,0 +1,362 @@
+/* gpt2_bench.c — hk bench --gpt2: the kernels of one GPT-2 small layer
+ * (B = 4, T = 64, C = 768, NH = 12; softmax over rows of V = 50257; AdamW
+ * over the model's 124,475,904 parameters), each written as a kernel file
+ * (bench/gpt2/NAME.json, no host loops) and run through the registry on tier
+ * opt, against the same loops in C compiled -O3 -Ofast -march=native
+ * -fopenmp (gpt2_ref.c), on the same number of threads.
+ *
+ * Each kernel runs in both numeric modes: as written ("fp" strict, the
+ * default: the same bits on every tier and thread count) and as a copy
+ * marked "fp": "fast" (contraction and reassociation allowed). Outputs are
+ * checked against C's before anything is timed; groups are timed as
+ * timing.h says. The target (issue 10): the better mode ≤ 1.0× C.
+ *
+ * Usage: hk bench --gpt2 [--quick] [--threads N] [--json FILE]
+ *        [--kernels DIR] [--only KERNEL]
+ * (--smoke: small odd shapes, one untimed pass: every check)
+ */
+#include <cJSON.h>
+#include <hk.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt2_bench.h"
+#include "timing.h"
+
+#ifndef HK_GPT2_KERNELS
+#define HK_GPT2_KERNELS "bench/gpt2"
+#endif
+
+static hk_context_t *ctx;
+static int threads = 2;
+static int fast_loaded;
+
+/* The shapes: GPT-2 small's, or tiny ones for --smoke. */
+static int64_t B = 4, T = 64, C = 768, NH = 12, V = 50257,
+               NPARAMS = 124475904;
+
+static float *copy_of(const float *p, size_t n) {
+  float *q = bench_fbuf(n);
+  memcpy(q, p, n * sizeof *p);
+  return q;
+}
+
+/* ---- loading ----------------------------------------------------------- */
+
+/* Loads DIR/NAME.json a second time as NAME_fast with "fp": "fast". */
+static int load_fast(const char *dir, const char *name) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s.json", dir, name);
+  FILE *f = fopen(path, "rb");
+  if (!f) return -1;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&text, &len);
+  char chunk[4096];
+  size_t got;
+  while (m && (got = fread(chunk, 1, sizeof chunk, f)) > 0) fwrite(chunk, 1, got, m);
+  fclose(f);
+  if (!m) return -1;
+  fclose(m);
+  cJSON *j = cJSON_Parse(text);
+  free(text);
+  if (!j) return -1;
+  char fast_name[128];
+  snprintf(fast_name, sizeof fast_name, "%s_fast", name);
+  cJSON_ReplaceItemInObject(j, "name", cJSON_CreateString(fast_name));
+  cJSON_AddStringToObject(j, "fp", "fast");
+  char *out = cJSON_Print(j);
+  cJSON_Delete(j);
+  int rc = hk_load_string(ctx, out, strlen(out), path);
+  free(out);
+  return rc;
+}
+
+static hk_kernel_t *kernel(const char *name, int fast) {
+  char full[128];
+  snprintf(full, sizeof full, "%s%s", name, fast ? "_fast" : "");
+  hk_kernel_t *k = NULL;
+  if (hk_kernel_find(ctx, full, &k) != HK_OK) return NULL;
+  if (hk_kernel_wait_opt(k) != HK_OK)
+    fprintf(stderr, "%s: %s stays on tier %s: %s\n", bench_name, full,
+            hk_tier_name(hk_kernel_tier(k)), hk_last_error());
+  return k;
+}
+
+/* ---- one kernel against its C baseline ---------------------------------- */
+
+typedef struct hk_run {
+  hk_kernel_t *k;
+  size_t n;
+  void *args[16];
+} hk_run;
+
+static void run_hk(void *p) {
+  hk_run *r = p;
+  if (hk_call(r->k, r->n, r->args) != HK_OK) {
+    fprintf(stderr, "%s: %s\n", bench_name, hk_last_error());
+    exit(2);
+  }
+}
+
+/* The buffers a case's C baseline reads and writes: p[0..] in the order of
+ * the kernel file's buffer parameters. */
+typedef struct ref_run {
+  float *p[8];
+} ref_run;
+
+/* A case: the kernel's name, its buffers (nbuf, their lengths; the
+ * bits of `written` say which to compare), the baseline's own buffers
+ * after them (nextra), its scalars, and the C baseline. */
+typedef struct gcase {
+  const char *name, *shape;
+  int nbuf, nextra;
+  unsigned written;
+  size_t len[8];
+  unsigned nonneg; /* buffers whose values must be >= 0 (AdamW's v) */
+  void *scalars[8];
+  int nscalars;
+  size_t n; /* hk_call's n */
+  void (*ref)(void *);
+  double tol;
+} gcase;
+
+/* Runs C, strict and fast once from the same inputs and compares what
+ * they write; then times the three on their own buffers. */
+static void run_case(const gcase *g) {
+  ref_run ref = {{0}};
+  for (int i = 0; i < g->nbuf + g->nextra; i++) {
+    ref.p[i] = bench_fbuf(g->len[i]);
+    if (g->nonneg >> i & 1)
+      for (size_t j = 0; j < g->len[i]; j++) ref.p[i][j] = fabsf(ref.p[i][j]);
+  }
+  hk_run hk[2] = {{0}, {0}};
+  float *bufs[2][8];
+  for (int m = 0; m < 2; m++) {
+    hk[m].k = kernel(g->name, m);
+    hk[m].n = g->n;
+    for (int i = 0; i < g->nbuf; i++)
+      hk[m].args[i] = bufs[m][i] = copy_of(ref.p[i], g->len[i]);
+    for (int i = 0; i < g->nscalars; i++) hk[m].args[g->nbuf + i] = g->scalars[i];
+  }
+  if (!hk[0].k) {
+    fprintf(stderr, "%s: no kernel %s: %s\n", bench_name, g->name, hk_last_error());
+    exit(2);
+  }
+  g->ref(&ref);
+  int nv = 1;
+  variant v[3] = {{"C -O3 -Ofast -fopenmp", g->ref, &ref, 0, 0}};
+  for (int m = 0; m < 2; m++) {
+    if (!hk[m].k) continue;
+    run_hk(&hk[m]);
+    char what[96];
+    for (int i = 0; i < g->nbuf; i++) {
+      if (!(g->written >> i & 1)) continue;
+      snprintf(what, sizeof what, "%s (%s) buffer %d", g->name,
+               m ? "fast" : "strict", i);
+      if (!bench_close(bufs[m][i], ref.p[i], g->len[i], g->tol, what)) exit(1);
+    }
+    v[nv++] = (variant){m ? "hk, fp fast" : "hk, fp strict", run_hk, &hk[m], 0, 0};
+  }
+  bench_time_group(v, nv);
+  char group[160];
+  snprintf(group, sizeof group, "%s, %s (tier %s)", g->name, g->shape,
+           hk_tier_name(hk_kernel_tier(hk[0].k)));
+  bench_report(group, v, nv);
+  double best = v[1].ns;
+  if (nv == 3 && v[2].ns < best) best = v[2].ns;
+  char w[96];
+  snprintf(w, sizeof w, "%s: hk (best mode) / C", g->name);
+  bench_want(w, best / v[0].ns, 1.0, 1);
+  for (int i = 0; i < g->nbuf + g->nextra; i++) free(ref.p[i]);
+  for (int i = 0; i < g->nbuf; i++)
+    for (int m = 0; m < 2; m++)
+      if (hk[m].k) free(bufs[m][i]);
+}
+
+/* ---- the C baselines, over ref_run ------------------------------------- */
+
+static float lr = 1e-4f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f,
+             weight_decay = 0.0f;
+static int32_t step = 1;
+static int64_t BT, C3, C4, N4;
+
+static void ref_matmul(void *p) {
+  ref_run *r = p;
+  ref_matmul_forward(r->p[0], r->p[1], r->p[2], r->p[3], BT, C, C3, threads);
+}
+static void ref_attention(void *p) {
+  ref_run *r = p;
+  ref_attention_forward(r->p[0], r->p[1], r->p[2], r->p[3], B, T, C, NH,
+                        threads);
+}
+static void ref_ln_fwd(void *p) {
+  ref_run *r = p;
+  ref_layernorm_forward(r->p[0], r->p[1], r->p[2], r->p[3], r->p[4], r->p[5],
+                        BT, C, threads);
+}
+/* The layernorm backward is two kernels (layernorm_backward_dinp: per row;
+ * layernorm_backward_dweight: per column tile, over the rows in order); C
+ * runs it as one. Their cases time each hk kernel against the whole C. */
+static void ref_ln_bwd_dinp(void *p) {
+  ref_run *r = p; /* dinp, dout, inp, weight, mean, rstd */
+  float *dw = r->p[6], *db = r->p[7];
+  ref_layernorm_backward(r->p[0], dw, db, r->p[1], r->p[2], r->p[3], r->p[4],
+                         r->p[5], BT, C, threads);
+}
+static void ref_ln_bwd_dweight(void *p) {
+  ref_run *r = p; /* dweight, dbias, dout, inp, mean, rstd */
+  float *dinp = r->p[6], *weight = r->p[7];
+  ref_layernorm_backward(dinp, r->p[0], r->p[1], r->p[2], r->p[3], weight,
+                         r->p[4], r->p[5], BT, C, threads);
+}
+static void ref_softmax(void *p) {
+  ref_run *r = p;
+  ref_softmax_forward(r->p[0], r->p[1], BT, V, threads);
+}
+static void ref_gelu_fwd(void *p) {
+  ref_run *r = p; /* inp, out: the kernel file's order */
+  ref_gelu_forward(r->p[1], r->p[0], N4, threads);
+}
+static void ref_gelu_bwd(void *p) {
+  ref_run *r = p; /* dinp, inp, dout */
+  ref_gelu_backward(r->p[0], r->p[1], r->p[2], N4, threads);
+}
+static void ref_adamw_step(void *p) {
+  ref_run *r = p;
+  ref_adamw(r->p[0], r->p[1], r->p[2], r->p[3], NPARAMS, lr, beta1, beta2,
+            eps, weight_decay, step, threads);
+}
+
+/* ---- main -------------------------------------------------------------- */
+
+static const char *const KERNELS[] = {
+    "matmul_forward", "attention_forward", "layernorm_forward",
+    "layernorm_backward_dinp", "layernorm_backward_dweight",
+    "softmax_forward", "gelu_forward", "gelu_backward", "adamw"};
+
+int main(int argc, char **argv) {
+  bench_name = "hk bench --gpt2";
+  int quick = 0;
+  const char *json_path = NULL, *dir = HK_GPT2_KERNELS, *only = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--quick")) quick = 1;
+    else if (!strcmp(argv[i], "--smoke")) quick = 2;
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
+    else if (!strcmp(argv[i], "--kernels") && i + 1 < argc) dir = argv[++i];
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    else if (!strcmp(argv[i], "--hk") && i + 1 < argc) i++;
+    else {
+      fprintf(stderr, "usage: hk bench --gpt2 [--quick] [--threads N] "
+                      "[--json FILE] [--kernels DIR] [--only KERNEL]\n");
+      return 1;
+    }
+  }
+  if (threads < 1) threads = 1;
+  if (quick) {
+    bench_reps = quick == 2 ? 1 : 5;
+    bench_min_rep_ns = quick == 2 ? 1 : 5e6;
+  }
+  if (quick == 2) {
+    /* odd sizes: every tail of the tiled loops runs */
+    B = 3, T = 7, C = 70, NH = 5, V = 1001, NPARAMS = 10007;
+  }
+  BT = B * T, C3 = 3 * C, C4 = 4 * C, N4 = BT * C4;
+  hk_set_threads(threads);
+  const char *dirs[] = {dir, NULL};
+  hk_options_t o = {.plugin_dirs = dirs};
+  if (hk_context_create(&ctx, &o) != HK_OK) {
+    fprintf(stderr, "%s: %s\n", bench_name, hk_last_error());
+    return 2;
+  }
+  const char *problems = hk_context_problems(ctx);
+  if (problems && *problems) {
+    fprintf(stderr, "%s: %s: %s\n", bench_name, dir, problems);
+    return 2;
+  }
+  fast_loaded = 1;
+  for (size_t i = 0; i < sizeof KERNELS / sizeof *KERNELS; i++)
+    if (load_fast(dir, KERNELS[i]) != HK_OK) {
+      if (fast_loaded) {
+        const char *e = hk_last_error();
+        printf("(fp fast copies not loaded: %.*s)\n", (int)strcspn(e, "\n"), e);
+      }
+      fast_loaded = 0;
+    }
+  if (json_path && !(bench_json = fopen(json_path, "w"))) {
+    perror(json_path);
+    return 1;
+  }
+  if (bench_json) fputs("[\n", bench_json);
+  printf("hk bench --gpt2: B=%lld T=%lld C=%lld NH=%lld V=%lld, AdamW over %lld "
+         "parameters; %d threads, median of %d interleaved repetitions\n",
+         (long long)B, (long long)T, (long long)C, (long long)NH, (long long)V,
+         (long long)NPARAMS, threads, bench_reps);
+
+  char shape[8][64];
+  snprintf(shape[0], 64, "(%lld, %lld) x (%lld, %lld)", (long long)BT,
+           (long long)C, (long long)C, (long long)C3);
+  snprintf(shape[1], 64, "B=%lld T=%lld C=%lld NH=%lld", (long long)B,
+           (long long)T, (long long)C, (long long)NH);
+  snprintf(shape[2], 64, "(%lld, %lld)", (long long)BT, (long long)C);
+  snprintf(shape[3], 64, "(%lld, %lld)", (long long)BT, (long long)V);
+  snprintf(shape[4], 64, "%lld elements", (long long)N4);
+  snprintf(shape[5], 64, "%lld parameters", (long long)NPARAMS);
+  size_t bt = (size_t)BT, c = (size_t)C, att = (size_t)(B * NH * T * T);
+  gcase cases[] = {
+      {.name = "matmul_forward", .shape = shape[0], .nbuf = 4, .written = 1,
+       .len = {bt * (size_t)C3, bt * c, (size_t)C3 * c, (size_t)C3},
+       .scalars = {&BT, &C, &C3}, .nscalars = 3, .n = bt * c,
+       .ref = ref_matmul, .tol = 1e-4},
+      {.name = "attention_forward", .shape = shape[1], .nbuf = 4, .written = 7,
+       .len = {bt * c, att, att, bt * (size_t)C3},
+       .scalars = {&B, &T, &C, &NH}, .nscalars = 4, .n = bt * (size_t)C3,
+       .ref = ref_attention, .tol = 1e-4},
+      {.name = "layernorm_forward", .shape = shape[2], .nbuf = 6, .written = 7,
+       .len = {bt * c, bt, bt, bt * c, c, c},
+       .scalars = {&BT, &C}, .nscalars = 2, .n = bt * c,
+       .ref = ref_ln_fwd, .tol = 1e-4},
+      /* len[6], len[7]: the gradients the other half of C's backward writes */
+      {.name = "layernorm_backward_dinp", .shape = shape[2], .nbuf = 6,
+       .nextra = 2, .written = 1,
+       .len = {bt * c, bt * c, bt * c, c, bt, bt, c, c},
+       .scalars = {&BT, &C}, .nscalars = 2, .n = bt * c,
+       .ref = ref_ln_bwd_dinp, .tol = 1e-4},
+      {.name = "layernorm_backward_dweight", .shape = shape[2], .nbuf = 6,
+       .nextra = 2, .written = 3,
+       .len = {c, c, bt * c, bt * c, bt, bt, bt * c, c},
+       .scalars = {&BT, &C}, .nscalars = 2, .n = bt * c,
+       .ref = ref_ln_bwd_dweight, .tol = 1e-4},
+      {.name = "softmax_forward", .shape = shape[3], .nbuf = 2, .written = 1,
+       .len = {bt * (size_t)V, bt * (size_t)V},
+       .scalars = {&BT, &V}, .nscalars = 2, .n = bt * (size_t)V,
+       .ref = ref_softmax, .tol = 1e-5},
+      {.name = "gelu_forward", .shape = shape[4], .nbuf = 2, .written = 2,
+       .len = {(size_t)N4, (size_t)N4}, .n = (size_t)N4,
+       .ref = ref_gelu_fwd, .tol = 1e-5},
+      {.name = "gelu_backward", .shape = shape[4], .nbuf = 3, .written = 1,
+       .len = {(size_t)N4, (size_t)N4, (size_t)N4}, .n = (size_t)N4,
+       .ref = ref_gelu_bwd, .tol = 1e-4},
+      {.name = "adamw", .shape = shape[5], .nbuf = 4, .written = 15,
+       .len = {(size_t)NPARAMS, (size_t)NPARAMS, (size_t)NPARAMS,
+               (size_t)NPARAMS},
+       .nonneg = 8, /* v */
+       .scalars = {&NPARAMS, &lr, &beta1, &beta2, &eps, &weight_decay, &step},
+       .nscalars = 7, .n = (size_t)NPARAMS, .ref = ref_adamw_step,
+       .tol = 1e-4},
+  };
+
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    if (!only || !strcmp(only, cases[i].name)) run_case(&cases[i]);
+  if (bench_json) {
+    fputs("\n]\n", bench_json);
+    fclose(bench_json);
+  }
+  bench_print_targets("issue 10, GPT-2 layer");
+  hk_context_destroy(ctx);
+  return 0;
+}

@@ -1,0 +1,86 @@
+"""hk: kernels for NumPy arrays (and GPU arrays), over libhk.
+
+- The stdlib as functions: ``hk.add(x, y, out=z)``, ``hk.gelu(x)``,
+  ``hk.sum(x, axis=-1)``, ``hk.softmax(x, axis=-1)`` ... on NumPy arrays,
+  in place (zero-copy), the instance picked from the dtypes.
+- User kernels: ``ctx = hk.Context(plugins=["plugins/"])``,
+  ``k = ctx.kernel("saxpy")``, ``k(2.0, x, y)``; ``hk.Kernel.from_json``,
+  ``hk.Kernel.from_file``; ``hk.ElementwiseKernel`` and
+  ``hk.ReductionKernel`` (CuPy's signatures) build kernel files for you.
+- Errors are exceptions: ``hk.KernelError`` (file, line, column, field,
+  message) for kernel files, ``ValueError``/``TypeError`` naming the
+  parameter for bad arguments; never a crash.
+- GPU arrays (``__cuda_array_interface__``, ``__dlpack__``) run on the GPU,
+  in place; host arrays on the CPU; mixing them is a ``ValueError``.
+- Calls release the GIL (from ``4096`` elements: below that a call is
+  shorter than the release); a context is shared safely by threads.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from . import _errors, _hk
+from ._core import Context, Kernel, list_kernels
+from ._errors import (ArgumentError, ContextClosedError, DeviceError, Error,
+                      FileError, KernelError, Location, NotFoundError,
+                      RefusedError, UnsupportedError)
+from ._sugar import ElementwiseKernel, ReductionKernel
+from ._stdlib import make_functions as _make_functions
+
+_hk._set_error_factory(_errors.make)
+
+__version__ = _hk.version
+
+#: The context the stdlib functions (hk.add ...) run in: the stdlib only.
+stdlib_context = Context(plugins=[])
+globals().update(_make_functions(stdlib_context))
+
+
+#: An array in hk's memory (:func:`empty`) or borrowed (:func:`from_dlpack`).
+Array = _hk.Array
+
+
+def empty(shape: Sequence[int], dtype: Any = "f32",
+          device: str = "cpu") -> Array:
+    """An uninitialised :class:`Array` of ``shape`` and ``dtype`` (``"f32"``,
+    ``np.float32`` ...) in host memory, or with ``device="cuda"`` in GPU
+    memory from hk's pool (``hk.UnsupportedError`` without a GPU). Kernels
+    take it in place; ``copy_from(a)`` and ``numpy()`` copy in and out;
+    ``np.from_dlpack``, ``torch.from_dlpack``, ``cupy.from_dlpack`` view it
+    without a copy (it exports ``__dlpack__``, and
+    ``__cuda_array_interface__`` or ``__array_interface__``)."""
+    return _hk.empty(tuple(shape), dtype, device)
+
+
+def from_dlpack(obj: Any) -> Array:
+    """``obj``'s memory as an :class:`Array`, borrowed (no copy): any object
+    with ``__dlpack__`` (PyTorch, CuPy, JAX, NumPy) or
+    ``__cuda_array_interface__``. hk waits for nothing the producer queued
+    on its own CUDA stream: synchronise it first."""
+    return _hk.from_dlpack(obj)
+
+
+def to_dlpack(array: Array) -> Any:
+    """A DLPack capsule of an hk :class:`Array` (for ``from_dlpack`` of
+    libraries that still take capsules); the array stays alive as long as
+    the consumer holds it."""
+    return array.__dlpack__()
+
+
+def set_threads(n: int) -> None:
+    """Threads sharing a large call (1: the caller only; 0: every CPU)."""
+    _hk.set_threads(n)
+
+
+def get_threads() -> int:
+    """Threads sharing a large call."""
+    return _hk.get_threads()
+
+
+def cuda_available() -> bool:
+    """Whether hk finds a CUDA device (starts the CUDA backend)."""
+    try:
+        _hk.cuda_init()
+        return True
+    except UnsupportedError:
+        return False

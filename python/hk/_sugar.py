@@ -1,0 +1,139 @@
+"""hk.ElementwiseKernel and hk.ReductionKernel: CuPy's signatures, as sugar
+that writes a kernel file and loads it (hk.Kernel.from_json)."""
+from __future__ import annotations
+
+import json
+import re
+from typing import Dict, List, Optional, Sequence
+
+from ._core import Context, Kernel
+
+# CuPy's (NumPy's) type names and C's, to hk's
+_TYPES = {
+    "float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",
+    "float": "f32", "double": "f64", "half": "f16",
+    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "bool": "bool", "int": "i32", "long": "i64",
+}
+_HK = set("f32 f64 f16 bf16 i8 i16 i32 i64 u8 u16 u32 u64 bool".split())
+
+
+def _params(text: str, role: str, where: str) -> List[Dict[str, str]]:
+    """``"float32 x, T y, scalar T alpha"`` -> hk params."""
+    out = []
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        words = item.split()
+        r = role
+        if words[0] == "scalar" and role == "in":
+            r, words = "scalar", words[1:]
+        if len(words) != 2:
+            raise ValueError("%s: %r: expected 'TYPE NAME' (or 'scalar TYPE "
+                             "NAME' among in_params)" % (where, item))
+        t, name = words
+        t = _TYPES.get(t, t)
+        if t not in _HK and not re.fullmatch(r"[A-Z]", t):
+            raise ValueError("%s: %r: unknown type %r (float32, float64, "
+                             "int32 ..., hk's f32 ..., or a placeholder "
+                             "letter)" % (where, item, words[0]))
+        out.append({"name": name, "type": t, "role": r})
+    return out
+
+
+def _types(params: List[Dict[str, str]],
+           types: Optional[Dict[str, Sequence[str]]]) -> Dict[str, List[str]]:
+    letters = sorted({p["type"] for p in params
+                      if re.fullmatch(r"[A-Z]", p["type"])})
+    given = dict(types or {})
+    return {L: [_TYPES.get(t, t) for t in given.get(L, ("f32", "f64"))]
+            for L in letters}
+
+
+def _load(desc: dict, context: Optional[Context]) -> Kernel:
+    # one field per line: located errors name a line of their own
+    text = json.dumps(desc, indent=1)
+    k = Kernel.from_json(text, name="%s %s" % (desc["kind"], desc["name"]),
+                         context=context)
+    assert isinstance(k, Kernel)
+    return k
+
+
+def ElementwiseKernel(in_params: str, out_params: str, operation: str,
+                      name: str = "kernel", *,
+                      types: Optional[Dict[str, Sequence[str]]] = None,
+                      doc: str = "", context: Optional[Context] = None
+                      ) -> Kernel:
+    """An elementwise kernel, as CuPy's ``ElementwiseKernel``:
+
+    >>> k = hk.ElementwiseKernel("T x, T y", "T z", "z = x * x + y",
+    ...                          "squared_sum")
+    >>> z = k(x, y)
+
+    ``in_params``/``out_params``: ``"TYPE NAME, ..."`` with NumPy's type
+    names (float32 ...), hk's (f32 ...) or a placeholder letter (``T``:
+    f32 and f64 unless ``types={"T": [...]}`` says otherwise); write
+    ``scalar TYPE NAME`` among the in params for a value passed by value.
+    An out param also listed as an in param is inout. ``operation`` is the
+    body: C statements over the parameters' elements at index ``i``.
+    Raises :class:`hk.KernelError` (located) for a bad body."""
+    ins = _params(in_params, "in", "in_params")
+    outs = _params(out_params, "out", "out_params")
+    names = {p["name"] for p in ins}
+    params = ins + [p for p in outs if p["name"] not in names]
+    for p in params:
+        if p["name"] in {o["name"] for o in outs} and p in ins:
+            p["role"] = "inout"
+    body = operation.strip()
+    if not body.endswith((";", "}")):
+        body += ";"  # CuPy's operations may leave out the last ';'
+    desc = {"schema_version": 1, "name": name, "doc": doc,
+            "kind": "elementwise", "params": params, "body": body}
+    t = _types(params, types)
+    if t:
+        desc["types"] = t
+    return _load(desc, context)
+
+
+def ReductionKernel(in_params: str, out_params: str, map_expr: str,
+                    reduce_expr: str, post_map_expr: str = "",
+                    identity: Optional[str] = None,
+                    name: str = "reduce_kernel",
+                    reduce_type: Optional[str] = None, *,
+                    types: Optional[Dict[str, Sequence[str]]] = None,
+                    doc: str = "", context: Optional[Context] = None
+                    ) -> Kernel:
+    """A reduction kernel, as CuPy's ``ReductionKernel``:
+
+    >>> l2 = hk.ReductionKernel("T x", "T y", "x * x", "a + b",
+    ...                         "y = sqrt(a)", "0", "l2norm")
+    >>> l2(x, axis=-1)
+
+    ``map_expr``: the value of element ``i``; ``reduce_expr``: how two
+    values ``a`` and ``b`` combine (associative); ``identity``: the neutral
+    value; ``post_map_expr``: what is stored, CuPy's ``"y = f(a)"`` or an
+    hk expression over ``acc`` and ``n`` (default: the reduced value).
+    ``reduce_type``, when given, must be the out param's type (hk's
+    accumulator is the out type)."""
+    if identity is None:
+        raise ValueError("identity: a reduction needs its neutral value")
+    ins = _params(in_params, "in", "in_params")
+    outs = _params(out_params, "out", "out_params")
+    if len(outs) != 1:
+        raise ValueError("out_params: a reduction has exactly one out param")
+    if reduce_type and _TYPES.get(reduce_type, reduce_type) != outs[0]["type"]:
+        raise ValueError("reduce_type: hk accumulates in the out type (%s)"
+                         % outs[0]["type"])
+    params = ins + outs
+    desc = {"schema_version": 1, "name": name, "doc": doc,
+            "kind": "reduction", "params": params, "map": map_expr,
+            "combine": reduce_expr, "identity": identity}
+    post = post_map_expr.strip().rstrip(";").strip()
+    m = re.fullmatch(r"(\w+)\s*=\s*(.*)", post, re.S)
+    if m and m.group(1) == outs[0]["name"]:
+        post = re.sub(r"\ba\b", "acc", m.group(2))
+    if post and post != "acc":
+        desc["finalize"] = post
+    t = _types(params, types)
+    if t:
+        desc["types"] = t
+    return _load(desc, context)

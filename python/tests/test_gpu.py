@@ -1,0 +1,121 @@
+"""GPU arrays: __cuda_array_interface__ and DLPack. Without a GPU the
+CPU-side checks run: fake device arrays give clear errors, DLPack host
+arrays run in place."""
+import numpy as np
+import pytest
+
+import hk
+
+
+class FakeCuda:
+    """What CuPy shows: a device pointer that no one may touch here."""
+
+    def __init__(self, shape, typestr="<f4", readonly=False):
+        self.__cuda_array_interface__ = {
+            "shape": shape, "typestr": typestr, "data": (0xDEAD0000, readonly),
+            "strides": None, "version": 3}
+
+
+class DLHost:
+    """Only the DLPack protocol, over a NumPy array (CPU)."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, stream=None):
+        return self.a.__dlpack__()
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+class DLCuda(DLHost):
+    def __dlpack_device__(self):
+        return (2, 0)
+
+
+def test_mixing_host_and_gpu_names_both():
+    with pytest.raises(ValueError, match="'x'.*host.*'y'.*GPU"):
+        hk.add(np.ones(4, np.float32), FakeCuda((4,)))
+
+
+def test_gpu_array_without_device_is_a_clear_error():
+    if hk.cuda_available():
+        pytest.skip("a GPU is here: tools/gpu_check.sh runs the GPU path")
+    with pytest.raises(hk.UnsupportedError, match="'x'.*GPU.*CUDA"):
+        hk.add(FakeCuda((4,)), FakeCuda((4,)), out=FakeCuda((4,)))
+    with pytest.raises(hk.UnsupportedError, match="'x'.*GPU.*CUDA"):
+        hk.add(FakeCuda((4,)), FakeCuda((4,)))   # out: an hk.Array
+    with pytest.raises(hk.UnsupportedError, match="'x'.*DLPack"):
+        hk.neg(DLCuda(np.ones(3, np.float32)),
+               out=DLCuda(np.ones(3, np.float32)))
+
+
+def test_gpu_checks_before_the_device():
+    with pytest.raises(ValueError, match="'out'.*read-only"):
+        hk.add(FakeCuda((4,)), FakeCuda((4,)),
+               out=FakeCuda((4,), readonly=True))
+    with pytest.raises(TypeError, match="'x'.*typestr"):
+        hk.add(FakeCuda((4,), "<c8"), FakeCuda((4,)), out=FakeCuda((4,)))
+    with pytest.raises(ValueError, match="'y'.*Python value"):
+        hk.add(FakeCuda((4,)), 1.0, out=FakeCuda((4,)))
+    bad = FakeCuda((4,))
+    bad.__cuda_array_interface__ = {"shape": 4}
+    with pytest.raises(ValueError, match="'x'.*bad __cuda_array_interface__"):
+        hk.neg(bad, out=FakeCuda((4,)))
+
+
+def test_dlpack_host_arrays_run_in_place():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    z = np.zeros((2, 3), np.float32)
+    r = hk.add(DLHost(x), DLHost(x), out=DLHost(z))
+    assert isinstance(r, DLHost)
+    np.testing.assert_array_equal(z, 2 * x)
+    np.testing.assert_array_equal(hk.mul(DLHost(x[:, ::2]), 3.0),
+                                  3 * x[:, ::2])
+
+
+def test_hk_arrays_and_dlpack_on_the_host():
+    a = hk.empty((2, 3), np.float32)
+    assert (a.shape, a.dtype, a.device) == ((2, 3), "f32", "cpu")
+    a.copy_from(np.arange(6, dtype=np.float32).reshape(2, 3))
+    view = np.from_dlpack(a)            # zero-copy, through __dlpack__
+    assert view.ctypes.data == a.ptr
+    assert np.asarray(a).ctypes.data == a.ptr   # __array_interface__
+    b = hk.empty((2, 3), "f32")
+    assert hk.add(a, a, out=b) is b
+    np.testing.assert_array_equal(b.numpy(), 2 * view)
+    np.asarray(a)[0, 0] = 100           # the same memory (NumPy's DLPack
+    assert view[0, 0] == 100            # views are read-only)
+    assert a.numpy()[0, 0] == 100
+    x = np.arange(4.0)
+    h = hk.from_dlpack(x)               # NumPy's memory, borrowed
+    assert h.ptr == x.ctypes.data and h.dtype == "f64"
+    h2 = hk.from_dlpack(DLHost(x))      # through a DLPack capsule
+    assert h2.ptr == x.ctypes.data
+    del h2
+    cap = hk.to_dlpack(a)
+    assert type(cap).__name__ == "PyCapsule"
+    del cap                             # never consumed: freed
+    with pytest.raises(TypeError, match="not an array"):
+        hk.from_dlpack(3.0)
+    with pytest.raises(ValueError, match="device"):
+        hk.empty((2,), "f32", device="tpu")
+
+
+def test_gpu_arrays_need_a_device():
+    if hk.cuda_available():
+        a = hk.empty((1000,), "f32", device="cuda")
+        a.copy_from(np.ones(1000, np.float32))
+        b = hk.empty((1000,), "f32", device="cuda")
+        hk.add(a, a, out=b)
+        np.testing.assert_array_equal(b.numpy(), 2)
+        c = hk.add(a, b)                # allocated on the GPU
+        assert isinstance(c, hk.Array) and c.device == "cuda"
+        np.testing.assert_array_equal(c.numpy(), 3)
+        assert hk.sum(c).numpy() == 3000
+        assert a.__dlpack_device__()[0] == 2
+        assert a.__cuda_array_interface__["data"][0] == a.ptr
+        return
+    with pytest.raises(hk.UnsupportedError, match="CUDA"):
+        hk.empty((4,), "f32", device="cuda")

@@ -1,0 +1,192 @@
+"""User kernels: Context, Kernel.from_json/from_file, the CuPy-like sugar,
+tiers, list_kernels, threads."""
+import json
+import os
+import subprocess
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import hk
+from conftest import ROOT
+
+SAXPY = {
+    "schema_version": 1, "name": "saxpy2", "kind": "elementwise",
+    "types": {"T": ["f32", "f64"]},
+    "params": [{"name": "alpha", "type": "T", "role": "scalar"},
+               {"name": "x", "type": "T", "role": "in"},
+               {"name": "y", "type": "T", "role": "inout"}],
+    "body": "y = alpha * x + y;"}
+
+
+def test_context_kernel_in_place(plugins):
+    ctx = hk.Context(plugins=[plugins])
+    k = ctx.kernel("saxpy")
+    assert k.tier in ("jit", "opt")
+    x = np.arange(1000, dtype=np.float32)
+    y = np.ones(1000, np.float32)
+    addr = y.ctypes.data
+    assert k(2.0, x, y) is y and y.ctypes.data == addr
+    np.testing.assert_array_equal(y, 2 * x + 1)
+    y64 = np.ones(3)
+    k(0.5, np.arange(3.0), y64)
+    np.testing.assert_array_equal(y64, [1, 1.5, 2])
+    k(alpha=1.0, x=x, y=y)
+    np.testing.assert_array_equal(y, 3 * x + 1)
+    ctx.wait()
+    k(2.0, x, y)
+    assert k.tier in ("opt", "jit")  # jit when no system compiler
+    assert {i["name"] for i in k.instances} == {"saxpy_f32", "saxpy_f64"}
+    ctx.close()
+
+
+def test_opt_tier_when_ready():
+    ctx = hk.Context(plugins=[])
+    k = hk.Kernel.from_json(json.dumps(SAXPY), context=ctx)
+    try:
+        k.wait_opt()
+    except hk.UnsupportedError:
+        pytest.skip("no system compiler: tier opt is off")
+    assert k.tier == "opt"
+
+
+def test_from_file_and_reduction(plugins, tmp_path):
+    k = hk.Kernel.from_file(plugins / "huber.json")
+    p = np.linspace(-3, 3, 101)
+    t = np.zeros(101)
+    r = p - t
+    ref = np.where(abs(r) <= 1, 0.5 * r * r, abs(r) - 0.5).mean()
+    assert k(p, t, 1.0) == pytest.approx(ref)
+    f = tmp_path / "two.json"
+    two = dict(SAXPY)
+    f.write_text(json.dumps({"schema_version": 1, "kernels": [
+        {k_: v for k_, v in two.items() if k_ != "schema_version"},
+        {k_: v for k_, v in dict(two, name="saxpy3").items()
+         if k_ != "schema_version"}]}))
+    a, b = hk.Kernel.from_file(f)
+    assert (a.name, b.name) == ("saxpy2", "saxpy3")
+
+
+def test_elementwise_kernel_sugar():
+    k = hk.ElementwiseKernel("T x, T y", "T z", "z = x * x + y",
+                             "squared_sum")
+    x = np.arange(5, dtype=np.float32)
+    np.testing.assert_array_equal(k(x, x), x * x + x)
+    z = np.empty(5, np.float32)
+    assert k(x, x, z) is z
+    s = hk.ElementwiseKernel("scalar float64 alpha, float64 x",
+                             "float64 x", "x = alpha * x", "scale_inplace")
+    v = np.arange(4.0)
+    s(3.0, v)
+    np.testing.assert_array_equal(v, [0, 3, 6, 9])
+    with pytest.raises(hk.KernelError) as e:
+        hk.ElementwiseKernel("T x", "T z", "z = printf(x);", "bad")
+    assert e.value.field == "body"
+    with pytest.raises(ValueError, match="unknown type"):
+        hk.ElementwiseKernel("float33 x", "T z", "z = x;")
+
+
+def test_reduction_kernel_sugar():
+    l2 = hk.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)",
+                            "0", "l2norm")
+    x = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_allclose(l2(x, axis=-1), np.sqrt((x * x).sum(-1)))
+    assert l2(x) == pytest.approx(np.sqrt((x * x).sum()))
+
+
+def test_list_kernels_is_hk_list_json():
+    cli = os.environ.get("HK_CLI")
+    if not cli:
+        pytest.skip("HK_CLI (the hk command) not set")
+    env = dict(os.environ, HK_PLUGIN_PATH="")
+    env.pop("LD_PRELOAD", None)  # the sanitizer build's hk has its own
+    printed = json.loads(subprocess.run([cli, "list", "--json"], env=env,
+                                        check=True, capture_output=True,
+                                        text=True).stdout)
+    assert hk.list_kernels(plugins=[]) == printed
+
+
+def test_threads_share_a_context(plugins):
+    ctx = hk.Context(plugins=[plugins])
+    k = ctx.kernel("saxpy")
+    errors = []
+
+    def work(seed):
+        try:
+            rng = np.random.default_rng(seed)
+            x = rng.standard_normal(50000)
+            for _ in range(20):
+                y = np.zeros(50000)
+                k(2.0, x, y)
+                np.testing.assert_array_equal(y, 2 * x)
+                np.testing.assert_array_equal(hk.add(x, y), 3 * x)
+        except Exception as e:  # pragma: no cover
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
+    ctx.close()
+
+
+def test_close_while_another_thread_calls():
+    """close() waits for the call another thread runs without the GIL,
+    and refuses new ones: the caller's next call is a ContextClosedError,
+    not a crash."""
+    ctx = hk.Context(plugins=[])
+    k = hk.Kernel.from_json(json.dumps(SAXPY), context=ctx)
+    x = np.ones(1 << 20)
+    y = np.zeros(1 << 20)
+    ended = []
+
+    def caller():
+        try:
+            while True:
+                k(1.0, x, y)
+        except hk.ContextClosedError as e:
+            ended.append(e)
+
+    t = threading.Thread(target=caller)
+    t.start()
+    while not y.any():  # the caller is under way
+        time.sleep(0.001)
+    ctx.close()
+    t.join()
+    assert len(ended) == 1 and ctx.closed
+
+
+def test_reload_switches_a_kernel_in_place(tmp_path):
+    d = tmp_path / "plug"
+    d.mkdir(mode=0o700)
+    f = d / "scale.json"
+    desc = {"schema_version": 1, "name": "scale", "kind": "elementwise",
+            "params": [{"name": "x", "type": "f64", "role": "in"},
+                       {"name": "y", "type": "f64", "role": "out"}],
+            "body": "y = 2 * x;"}
+    f.write_text(json.dumps(desc))
+    ctx = hk.Context(plugins=[d], tier="jit")
+    k = ctx.kernel("scale")
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(k(x), 2 * x)
+    f.write_text(json.dumps(dict(desc, body="y = 3 * x;")))
+    (d / "neg2.json").write_text(json.dumps(dict(desc, name="neg2",
+                                                 body="y = -x;")))
+    ctx.reload()
+    np.testing.assert_array_equal(k(x), 3 * x)       # the same handle
+    np.testing.assert_array_equal(ctx.kernel("neg2")(x), -x)
+    desc["params"][0]["type"] = desc["params"][1]["type"] = "f32"
+    f.write_text(json.dumps(desc))                   # parameters changed
+    ctx.reload()
+    assert k(x.astype(np.float32)).dtype == np.float32
+
+
+def test_raw_kernel_out_from_len():
+    k = hk.Kernel.from_file(ROOT / "plugins" / "matvec.json")
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    y = k(a, np.ones(3, np.float32), 2, 3)     # y's len: rows
+    np.testing.assert_array_equal(y, a.sum(axis=1))
