@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "bench.h"
+#include "../common/hkmath_native.h" /* the math kernels get */
 
 #define NOINLINE __attribute__((noinline))
 
@@ -29,7 +30,7 @@ NOINLINE void loop_gelu(const float *x, float *out, size_t n) {
   const float k = 0.79788456080286535588f; /* sqrt(2 / pi) */
   for (size_t i = 0; i < n; i++) {
     float v = x[i];
-    out[i] = 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
+    out[i] = 0.5f * v * (1.0f + hk_tanhf(k * (v + 0.044715f * v * v * v)));
   }
 }
 
@@ -52,7 +53,7 @@ NOINLINE void loop_softmax(const float *x, float *y, int64_t rows,
     for (int64_t c = 0; c < cols; c++) m = xr[c] > m ? xr[c] : m;
     float s = 0;
     for (int64_t c = 0; c < cols; c++) {
-      yr[c] = expf(xr[c] - m);
+      yr[c] = hk_expf(xr[c] - m);
       s += yr[c];
     }
     for (int64_t c = 0; c < cols; c++) yr[c] /= s;

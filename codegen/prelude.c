@@ -60,11 +60,36 @@ static void put_decl(hku_buf *o, const char *name, const char *sig) {
   }
 }
 
+/* Is name one of common/hkmath.h's functions (mathfns.h)? */
+static int is_hkmath(const char *name) {
+#define HKM_NAME(n) #n,
+  static const char *const names[] = {HKC_MATH_HKMATH(HKM_NAME) NULL};
+#undef HKM_NAME
+  for (const char *const *n = names; *n; n++)
+    if (!strcmp(*n, name)) return 1;
+  return 0;
+}
+
+/* The macros that send name and namef to hkmath.h's hk_name and hk_namef
+ * (one or two arguments). */
+static void put_hkmath_generic(hku_buf *o, const char *name, int two) {
+  const char *a = two ? "x, y" : "x";
+  hku_buf_printf(o,
+                 "#define %s(%s) _Generic(%s, float: hk_%sf, default: "
+                 "hk_%s)(%s)\n#define %sf(%s) hk_%sf(%s)\n",
+                 name, a, two ? "(x) + (y)" : "+(x)", name, name, a, name, a,
+                 name, a);
+}
+
 /* A type-generic macro over the double and float versions of name. */
 static void put_generic(hku_buf *o, const char *name, const char *sig) {
   const char *args = sig + (sig[1] == 'L' ? 3 : 2);
   size_t nd = 0;
   for (const char *a = args; *a; a++) nd += *a == 'D';
+  if (is_hkmath(name)) {
+    put_hkmath_generic(o, name, nd == 2);
+    return;
+  }
   /* The controlling expression is an rvalue (+x, x + y) so that a const
    * float selects the float function under every compiler. */
   if (nd == 1 && args[1] == '\0')
@@ -91,7 +116,7 @@ static void put_generic(hku_buf *o, const char *name, const char *sig) {
 static void put_math(hku_buf *o) {
   hku_buf_put(o, "/* The C99 math functions kernel code may call. */\n");
 #define DECL(name, sig) put_decl(o, #name, #sig);
-  HKC_MATH_FUNCTIONS(DECL)
+  HKC_MATH_LIBM(DECL)
 #undef DECL
   hku_buf_put(o, "\n/* Type generic, as in <tgmath.h> and CUDA C++. */\n");
 #define GEN(name, sig) put_generic(o, #name, #sig);
@@ -250,6 +275,38 @@ static void put_c_conversions(hku_buf *o) {
   put_conversions(o);
 }
 
+/* The math of common/hkmath.h (the text generated from it), after what it
+ * needs besides hk_f2u and hk_u2f. tcc, which compiles every function it
+ * sees and inlines none, gets declarations instead: the JIT's symbol table
+ * (core/symbols.c) holds the same text compiled into libhk (contraction
+ * off: the same bits), which spares every tier-jit unit 0.8 ms. */
+extern const char hkc_math_text[];
+static void put_c_math(hku_buf *o) {
+  hku_buf_put(o,
+              "\n/* ---- common/hkmath.h ---- */\n"
+              "#if defined(__TINYC__)\n");
+#define HKM_DECL(n)                                                       \
+  hku_buf_printf(o, strcmp(#n, "pow")                                      \
+                        ? "double hk_%s(double);\nfloat hk_%sf(float);\n"   \
+                        : "double hk_%s(double, double);\n"                \
+                          "float hk_%sf(float, float);\n",                 \
+                 #n, #n);
+  HKC_MATH_HKMATH(HKM_DECL)
+#undef HKM_DECL
+  hku_buf_put(
+      o,
+      "#else\n"
+      "HK_CONV uint64_t hk_d2u(const double f) { union { double f; uint64_t "
+      "u; } v; v.f = f; return v.u; }\n"
+      "HK_CONV double hk_u2d(const uint64_t u) { union { double f; uint64_t "
+      "u; } v; v.u = u; return v.f; }\n"
+      "/* inlined, so that loops calling them vectorise */\n"
+      "#define HKM_FN HK_MAYBE_UNUSED static inline "
+      "__attribute__((always_inline))\n");
+  hku_buf_put(o, hkc_math_text);
+  hku_buf_put(o, "#endif /* common/hkmath.h */\n");
+}
+
 /* The integer limits (INT32_MAX, ...), without system headers. */
 static void put_limits(hku_buf *o) {
   hku_buf_put(o,
@@ -311,6 +368,7 @@ static void emit_prelude(hkc_emit_mode mode, hku_buf *o) {
   put_constants(o);
   if (mode == HKC_EMIT_PLUGIN) put_limits(o);
   put_c_conversions(o);
+  put_c_math(o);
   put_pragmas(o);
   hkc_emit_len_helpers(o);
 }
@@ -352,6 +410,46 @@ void hkc_emit_prelude(hkc_emit_mode mode, hku_buf *o) {
     hku_buf_putn(o, text, len);
   else
     emit_prelude(mode, o);
+}
+
+/* common/hkmath.h for CUDA, and the overloads that give exp(x) on a float
+ * hk_expf, on anything else hk_exp (as the C prelude's _Generic does:
+ * integers compute in double). */
+static void put_cuda_math(hku_buf *o) {
+  hku_buf_put(
+      o,
+      "\n/* ---- common/hkmath.h ---- */\n"
+      "HK_CONV uint64_t hk_d2u(const double f) { return "
+      "(uint64_t)__double_as_longlong(f); }\n"
+      "HK_CONV double hk_u2d(const uint64_t u) { return "
+      "__longlong_as_double((long long)u); }\n"
+      "#define HKM_FN HK_CONV\n");
+  hku_buf_put(o, hkc_math_text);
+  hku_buf_put(o, "/* the type of +(x) (or x + y) picks the function */\n");
+#define HKM_CUDA(n)                                                          \
+  hku_buf_printf(                                                            \
+      o,                                                                     \
+      "template <typename T> struct hk_%s_t {\n"                             \
+      "    template <typename... A> static __device__ __forceinline__ "      \
+      "double f(A... a) { return hk_%s((double)a...); }\n"                   \
+      "};\n"                                                                 \
+      "template <> struct hk_%s_t<float> {\n"                                \
+      "    template <typename... A> static __device__ __forceinline__ "      \
+      "float f(A... a) { return hk_%sf((float)a...); }\n"                    \
+      "};\n",                                                                \
+      #n, #n, #n, #n);
+  HKC_MATH_HKMATH(HKM_CUDA)
+#undef HKM_CUDA
+  hku_buf_put(o, "#define pow(x, y) hk_pow_t<decltype((x) + (y))>::f(x, y)\n"
+                 "#define powf(x, y) hk_powf(x, y)\n");
+#define HKM_MACRO(n)                                                         \
+  if (strcmp(#n, "pow"))                                                     \
+    hku_buf_printf(o,                                                        \
+                   "#define %s(x) hk_%s_t<decltype(+(x))>::f(x)\n"           \
+                   "#define %sf(x) hk_%sf(x)\n",                             \
+                   #n, #n, #n, #n);
+  HKC_MATH_HKMATH(HKM_MACRO)
+#undef HKM_MACRO
 }
 
 void hkc_emit_cuda_prelude(hku_buf *o) {
@@ -401,6 +499,7 @@ void hkc_emit_cuda_prelude(hku_buf *o) {
       "HK_CONV uint32_t hk_f2u(const float f) { return __float_as_uint(f); }\n"
       "HK_CONV float hk_u2f(const uint32_t u) { return __uint_as_float(u); }\n");
   put_conversions(o);
+  put_cuda_math(o);
   /* The M_, FLT_, DBL_ and integer limit constants, where the headers
    * seen by this compiler did not define them. */
   hku_buf tmp = HKU_BUF_INIT;

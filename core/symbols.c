@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "hkmath_native.h"
 #include "mathfns.h"
 
 /* tcc's x86-64 code calls these for conversions it does not inline; gcc
@@ -22,10 +23,15 @@ static int64_t tcc_fixxfdi(long double f) { return (int64_t)f; }
 
 #define ENTRY(name, sig) {#name, (void *)name}, {#name "f", (void *)name##f},
 static const hk_symbol_t table[] = {
-    HKC_MATH_FUNCTIONS(ENTRY)
+    HKC_MATH_LIBM(ENTRY)
     {"memcpy", (void *)memcpy},
     {"memset", (void *)memset},
     {"memmove", (void *)memmove},
+    /* common/hkmath.h, compiled here with the kernel's rounding
+     * (-ffp-contract=off): what tcc calls (codegen/prelude.c) */
+#define HKM_ENTRY(n) {"hk_" #n, (void *)hk_##n}, {"hk_" #n "f", (void *)hk_##n##f},
+    HKC_MATH_HKMATH(HKM_ENTRY)
+#undef HKM_ENTRY
     {"__floatundisf", (void *)tcc_floatundisf},
     {"__floatundidf", (void *)tcc_floatundidf},
     {"__floatundixf", (void *)tcc_floatundixf},
@@ -38,8 +44,10 @@ static const hk_symbol_t table[] = {
 };
 #undef ENTRY
 
-/* The helpers at the end of the table are for tcc only. */
-#define TCC_HELPERS 9
+/* The helpers at the end of the table are for tcc only: hkmath.h's
+ * functions (tier opt and hk build inline them) and the conversions. */
+#define HKM_COUNT(n) +2
+#define TCC_HELPERS (9 HKC_MATH_HKMATH(HKM_COUNT))
 
 /* Math functions the system compiler (tier opt, hk build) synthesises from
  * calls kernel code makes, at the kernel flags (abi.h) with or without

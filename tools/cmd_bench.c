@@ -20,6 +20,7 @@
   X("quick", 0, NULL)                                                    \
   X("arrays", 0, NULL)                                                   \
   X("gpt2", 0, NULL)                                                     \
+  X("math", 0, NULL)                                                     \
   X("threads", 0, "a value")                                             \
   X("kernels", 0, "a value")                                             \
   X("only", 0, "a value")                                                \
@@ -42,7 +43,7 @@ static const char *const spelling[] = {BENCH_OPTIONS(AS_SPELLING)};
 int hk_cmd_bench(int argc, char **argv) {
   /* hk-bench --hk SELF, then each option as --NAME [VALUE]; --arrays runs
    * hk-bench-arrays instead (bench/arrays_bench.c), --gpt2 hk-bench-gpt2
-   * (bench/gpt2_bench.c) */
+   * (bench/gpt2_bench.c), --math hk-bench-math (bench/math_bench.c) */
   char **args = calloc(2 * (size_t)argc + 4, sizeof *args);
   int nargs = 3;
   const char *program = "";
@@ -56,7 +57,8 @@ int hk_cmd_bench(int argc, char **argv) {
       if (c == HK_CLI_EXIT) return p.status;
       return hk_cli_usage("bench", "unexpected argument '%s'", p.value);
     }
-    if (!strcmp(spelling[c], "--arrays") || !strcmp(spelling[c], "--gpt2")) {
+    if (!strcmp(spelling[c], "--arrays") || !strcmp(spelling[c], "--gpt2") ||
+        !strcmp(spelling[c], "--math")) {
       program = spelling[c] + 1; /* "-arrays": hk-bench-arrays */
       continue;
     }

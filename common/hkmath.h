@@ -1,0 +1,521 @@
+/* hkmath.h — the one implementation of the math functions that kernel code
+ * gets on every tier: exp, expm1, log, log1p, tanh, erf, sin, cos, pow,
+ * rsqrt and sigmoid, float (name + "f") and double (hk_exp, hk_expf, ...).
+ *
+ * This text is pasted verbatim into the C prelude (tcc for tier jit, the
+ * system cc for tier opt and hk build, the inline stdlib) and the CUDA
+ * prelude (codegen/prelude.c, through the generated hkmath_text.c), and
+ * #included by the tests and tools/mathcheck.c. One text, compiled with
+ * contraction off everywhere (common/abi.h, --fmad=false), gives the same
+ * bits on every tier: only +, -, *, / and sqrt, all correctly rounded, and
+ * integer bit manipulation; no libm call but sqrt (correctly rounded
+ * everywhere) and pow for double (see hk_pow).
+ *
+ * Written to vectorise, even under plain SSE2: no branches (both sides are
+ * computed and selected on the bits, hkm_sel), no table lookups, no calls, no
+ * float-to-int conversions (the integer of a rounded value is read from the
+ * bits of the magic-constant sum that rounded it). Range reduction (Cody and
+ * Waite) + polynomials: minimax for the float functions that the stdlib's
+ * speed targets need (exp, log, tanh, sigmoid in float arithmetic), exact
+ * Taylor/atanh coefficients for double, Chebyshev series for erf's tail.
+ * The other float functions compute in double and round once.
+ *
+ * Accuracy (tools/mathcheck.sh measures it against long double):
+ * float <= 2 ulp, double <= 3 ulp, except sin and cos for |x| >= 2^28
+ * (Cody-Waite reduction only; no Payne-Hanek) and hk_pow (libm's).
+ *
+ * The includer defines: HKM_FN (the functions' qualifiers), uint32_t,
+ * int32_t, uint64_t, int64_t, hk_f2u/hk_u2f and hk_d2u/hk_u2d (bit casts),
+ * sqrt, sqrtf and pow (called as (sqrt)(x): the preludes make them macros
+ * too). Signed >> is arithmetic on every compiler hk uses.
+ */
+
+/* ---- float ------------------------------------------------------------- */
+
+#define HKM_INFF hk_u2f(0x7f800000u)
+#define HKM_INF hk_u2d(0x7ff0000000000000ull)
+
+/* c ? a : b on the bits, so that the compiler neither branches nor makes
+ * a's or b's computation conditional (which -ftrapping-math, the default,
+ * would then keep from vectorising). */
+HKM_FN float hkm_self(int32_t c, float a, float b) /* c: 0 or 1 */
+{
+    const uint32_t m = 0u - (uint32_t)c;
+    return hk_u2f((hk_f2u(a) & m) | (hk_f2u(b) & ~m));
+}
+
+HKM_FN double hkm_sel(int64_t c, double a, double b) /* c: 0 or 1 */
+{
+    const uint64_t m = 0u - (uint64_t)c;
+    return hk_u2d((hk_d2u(a) & m) | (hk_d2u(b) & ~m));
+}
+
+/* 2^n for n in [-126, 127]. */
+HKM_FN float hkm_pow2f(int32_t n)
+{
+    return hk_u2f((uint32_t)(n + 127) << 23);
+}
+
+/* |x| with the sign of s. */
+HKM_FN float hkm_copysignf(float x, float s)
+{
+    return hk_u2f((hk_f2u(x) & 0x7fffffffu) | (hk_f2u(s) & 0x80000000u));
+}
+
+/* e^x = 2^n (1 + q) for x in [-104, 88.8] (NaN gives a NaN q): x = n ln2
+ * + r, |r| <= ln2/2, q = e^r - 1 = r + r^2 P(r) (minimax, relative error
+ * 4e-9), with r's rounding error added back (e^(r + c) = e^r (1 + c) to
+ * first order), so that q is good to 0.5 ulp: the callers divide by it or
+ * add to it without rounding e^x first. */
+HKM_FN float hkm_expf_q(float x, int32_t *n)
+{
+    const float t = x * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23 */
+    const float nf = t - 12582912.0f;
+    *n = (int32_t)(hk_f2u(t) - 0x4b400000u);
+    /* r = h + l rounded, c its error: h exact (ln2's first 9 bits times
+     * n), Fast2Sum as |h| >= |l| */
+    const float h = x - nf * 0.693359375f;
+    const float l = nf * 2.12194440e-4f;
+    const float r = h + l;
+    const float c = (h - r) + l;
+    const float p =
+        4.999999404e-01f +
+        r * (1.666652113e-01f +
+             r * (4.166838899e-02f + r * (8.368710056e-03f + r * 1.381461043e-03f)));
+    return r + (r * r * p + c * (1.0f + r));
+}
+
+/* e^x: 2^n in two factors, each normal, so that a subnormal result rounds
+ * once. A NaN stays NaN through the clamps and q. */
+HKM_FN float hkm_expf_r(float x)
+{
+    float xc = hkm_self(x > 88.8f, 88.8f, x);
+    xc = hkm_self(xc < -104.0f, -104.0f, xc);
+    int32_t n;
+    const float q = hkm_expf_q(xc, &n);
+    const int32_t n1 = n >> 1;
+    return (1.0f + q) * hkm_pow2f(n1) * hkm_pow2f(n - n1);
+}
+
+/* log x: x = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1,
+ * log(1 + f) = f - f^2/2 + f^3 P(f) (minimax, relative error 8e-9). */
+HKM_FN float hkm_logf_r(float x)
+{
+    const int32_t sub = x < 1.17549435e-38f;
+    const float xs = hkm_self(sub, x * 16777216.0f, x);
+    const uint32_t u = hk_f2u(xs) + (0x3f800000u - 0x3f3504f3u);
+    const int32_t k = (int32_t)(u >> 23) - 127 - (sub ? 24 : 0);
+    const float f = hk_u2f((u & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
+    const float kf = (float)k;
+    const float z = f * f;
+    const float p =
+        3.333333135e-01f +
+        f * (-2.500082254e-01f +
+             f * (2.000122666e-01f +
+                  f * (-1.662335694e-01f +
+                       f * (1.420176178e-01f +
+                            f * (-1.316019446e-01f +
+                                 f * (1.276154965e-01f + f * -7.634429634e-02f))))));
+    float y = f * z * p + kf * -2.12194440e-4f;
+    y = y - 0.5f * z;
+    float l = (f + y) + kf * 0.693359375f;
+    l = hkm_self(x == HKM_INFF, x, l);
+    l = hkm_self(x == 0.0f, -HKM_INFF, l);
+    l = hkm_self(x < 0.0f, hk_u2f(0x7fc00000u), l);
+    return hkm_self(x != x, x, l);
+}
+
+/* tanh x: x + x^3 P(x^2) (minimax) below 0.625; above, 1 - 2 / (e^2|x| +
+ * 1) = 1 - 2 / ((s + 1) + s q) with e^2|x| = s (1 + q), s = 2^n, one
+ * division; with the sign of x. tanh is 1 in float from 9.01. */
+HKM_FN float hkm_tanhf_r(float x)
+{
+    const float a = hkm_copysignf(x, 1.0f);
+    const float z = a * a;
+    const float p =
+        -3.333328068e-01f +
+        z * (1.333144158e-01f +
+             z * (-5.373971164e-02f + z * (2.063907869e-02f + z * -5.704978481e-03f)));
+    int32_t n;
+    const float q = hkm_expf_q(hkm_self(a > 9.1f, 18.2f, a + a), &n);
+    const float s = hkm_pow2f(n);
+    const float big = 1.0f - 2.0f / ((s + 1.0f) + s * q);
+    return hkm_copysignf(hkm_self(a < 0.625f, a + a * z * p, big), x);
+}
+
+/* 1 / (1 + e^-x), as e^x / (1 + e^x) below 0, with e^-|x| = s (1 + q):
+ * t = u / d rounded, u = 1 or s + s q, d = (1 + s) + s q; the roundings of
+ * u and d (exact, Fast2Sum) corrected to first order, 1 / d being t or 1 - t.
+ * Plain float, each step rounded, costs up to 2.1 ulp (where the result
+ * sits at the bottom of a binade and e^-|x| or 1 + e^-|x| near the top). */
+HKM_FN float hkm_sigmoidf_r(float x)
+{
+    const float a = hkm_copysignf(x, 1.0f);
+    int32_t n;
+    const float q = hkm_expf_q(hkm_self(a > 104.0f, -104.0f, -a), &n);
+    const int32_t n1 = n >> 1;
+    const float s1 = hkm_pow2f(n1), s2 = hkm_pow2f(n - n1);
+    const float s = s1 * s2, sq = q * s1 * s2;
+    const int32_t pos = x >= 0.0f;
+    const float u = s + sq, ul = hkm_self(pos, 0.0f, (s - u) + sq);
+    const float one_s = 1.0f + s;
+    const float d = one_s + sq, dl = (one_s - d) + sq;
+    const float t = hkm_self(pos, 1.0f, u) / d;
+    return t + (ul - t * dl) * hkm_self(pos, t, 1.0f - t);
+}
+
+HKM_FN float hkm_rsqrtf_r(float x)
+{
+    return 1.0f / (sqrtf)(x);
+}
+
+/* ---- double ------------------------------------------------------------ */
+
+/* 2^n for n in [-1022, 1023]. */
+HKM_FN double hkm_pow2(int64_t n)
+{
+    return hk_u2d((uint64_t)(n + 1023) << 52);
+}
+
+HKM_FN double hkm_copysign(double x, double s)
+{
+    return hk_u2d((hk_d2u(x) & 0x7fffffffffffffffull) |
+                  (hk_d2u(s) & 0x8000000000000000ull));
+}
+
+/* floor(n / 2) for n in [-2048, 2047], without a 64-bit arithmetic shift
+ * (SSE2 and AVX2 have none). */
+HKM_FN int64_t hkm_half(int64_t n)
+{
+    return (int64_t)((uint64_t)(n + 2048) >> 1) - 1024;
+}
+
+/* x rounded to the nearest integer (ties to even) for |x| < 2^51, and its
+ * value as an integer in *n. */
+HKM_FN double hkm_rint(double x, int64_t *n)
+{
+    const double t = x + 6755399441055744.0; /* 1.5 * 2^52 */
+    *n = (int64_t)(hk_d2u(t) - 0x4338000000000000ull);
+    return t - 6755399441055744.0;
+}
+
+/* e^r - 1 - r for |r| <= ln2/2 (Taylor to r^14: 1e-19 relative). */
+HKM_FN double hkm_expm1_tail(double r)
+{
+    const double p =
+        0.5 + r * (0.16666666666666666 +
+        r * (0.041666666666666664 + r * (0.008333333333333333 +
+        r * (0.001388888888888889 + r * (0.0001984126984126984 +
+        r * (2.48015873015873e-05 + r * (2.7557319223985893e-06 +
+        r * (2.755731922398589e-07 + r * (2.505210838544172e-08 +
+        r * (2.08767569878681e-09 + r * (1.6059043836821613e-10 +
+        r * 1.1470745597729725e-11)))))))))));
+    return r * r * p;
+}
+
+/* x = n ln2 + r + *c, |r| <= ln2/2: ln2 in two parts (n * hi exact), r
+ * rounded, *c its rounding error (Fast2Sum). */
+HKM_FN double hkm_exp_reduce(double x, int64_t *n, double *c)
+{
+    const double nd = hkm_rint(x * 1.4426950408889634, n);
+    const double h = x - nd * 6.93147180369123816490e-01;
+    const double l = nd * -1.90821492927058770002e-10;
+    const double r = h + l;
+    *c = (h - r) + l;
+    return r;
+}
+
+HKM_FN double hkm_exp_r(double x)
+{
+    double xc = hkm_sel(x > 710.0, 710.0, x);
+    xc = hkm_sel(xc < -746.0, -746.0, xc);
+    int64_t n;
+    double c;
+    const double r = hkm_exp_reduce(xc, &n, &c);
+    const double e = 1.0 + (r + (hkm_expm1_tail(r) + c * (1.0 + r)));
+    const int64_t n1 = hkm_half(n);
+    const double y = e * hkm_pow2(n1) * hkm_pow2(n - n1);
+    return hkm_sel(x != x, x, y);
+}
+
+/* e^x - 1 = 2^n (r + (1 - 2^-n) + e^r - 1 - r), the first sum exact
+ * (TwoSum), returned as hi + *lo, hi the sum rounded. Not for NaN. */
+HKM_FN double hkm_expm1_hl(double x, double *lo)
+{
+    double xc = hkm_sel(x > 710.0, 710.0, x);
+    xc = hkm_sel(xc < -40.0, -40.0, xc);
+    int64_t n;
+    double cr;
+    const double r = hkm_exp_reduce(xc, &n, &cr);
+    const int64_t n1 = hkm_half(n);
+    const double c = 1.0 - hkm_pow2(-n1) * hkm_pow2(n1 - n);
+    const double s = c + r;
+    const double bb = s - c;
+    const double err = (c - (s - bb)) + (r - bb);
+    const double s1 = hkm_pow2(n1), s2 = hkm_pow2(n - n1);
+    const double t = err + (hkm_expm1_tail(r) + cr * (1.0 + r));
+    const double hi = s + t;
+    *lo = ((s - hi) + t) * s1 * s2; /* Fast2Sum: |t| < |s| */
+    return hi * s1 * s2;
+}
+
+HKM_FN double hkm_expm1_r(double x)
+{
+    double lo;
+    const double hi = hkm_expm1_hl(x, &lo);
+    return hkm_sel((x != x) | (x == 0.0), x, hi + lo);
+}
+
+/* log x: x = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1, s = f / (2 + f),
+ * log(1 + f) = f - f^2/2 + s (f^2/2 + R(s^2)), R from the atanh series
+ * (as fdlibm's e_log.c, with exact coefficients to s^20). */
+HKM_FN double hkm_log_r(double x)
+{
+    const int64_t sub = x < 2.2250738585072014e-308;
+    const double xs = hkm_sel(sub, x * 18014398509481984.0, x); /* 2^54 */
+    const uint64_t u = hk_d2u(xs) + (0x3ff0000000000000ull - 0x3fe6a09e667f3bcdull);
+    /* k as a double, from the bits (no int64 to double conversion) */
+    const double kd = hk_u2d(0x4330000000000000ull | (u >> 52)) -
+                      4503599627371519.0 - hkm_sel(sub, 54.0, 0.0); /* 2^52 + 1023 */
+    const double f =
+        hk_u2d((u & 0x000fffffffffffffull) + 0x3fe6a09e667f3bcdull) - 1.0;
+    const double s = f / (2.0 + f);
+    const double z = s * s;
+    const double R =
+        z * (0.6666666666666666 + z * (0.4 + z * (0.2857142857142857 +
+        z * (0.2222222222222222 + z * (0.18181818181818182 +
+        z * (0.15384615384615385 + z * (0.13333333333333333 +
+        z * (0.11764705882352941 + z * (0.10526315789473684 +
+        z * 0.09523809523809523)))))))));
+    const double hfsq = 0.5 * f * f;
+    double l = kd * 6.93147180369123816490e-01 -
+               ((hfsq - (s * (hfsq + R) + kd * 1.90821492927058770002e-10)) - f);
+    l = hkm_sel(x == HKM_INF, x, l);
+    l = hkm_sel(x == 0.0, -HKM_INF, l);
+    l = hkm_sel(x < 0.0, hk_u2d(0x7ff8000000000000ull), l);
+    return hkm_sel(x != x, x, l);
+}
+
+/* log(1 + x) = log(u) + (x - (u - 1)) / u, u = 1 + x rounded. */
+HKM_FN double hkm_log1p_r(double x)
+{
+    const double u = 1.0 + x;
+    const double l = hkm_log_r(u);
+    const double y = hkm_sel((u > 0.0) & (u < HKM_INF), l + (x - (u - 1.0)) / u, l);
+    return hkm_sel(x == 0.0, x, y);
+}
+
+/* n / (d + l) for |l| much smaller than |d|: the quotient and its first
+ * order correction. */
+HKM_FN double hkm_div2(double n, double d, double l)
+{
+    const double t = n / d;
+    return t - t * l / d;
+}
+
+/* tanh x = e / (e + 2), e = e^2|x| - 1 unrounded (hi + lo), e + 2 exact
+ * as a sum of two, with the sign of x. */
+HKM_FN double hkm_tanh_r(double x)
+{
+    double a = hkm_copysign(x, 1.0);
+    a = hkm_sel(a > 20.0, 20.0, a);
+    double lo;
+    const double hi = hkm_expm1_hl(a + a, &lo);
+    const double d = hi + 2.0;
+    const double l = hkm_sel(hi < 2.0, (2.0 - d) + hi, (hi - d) + 2.0) + lo;
+    const double t = hi / d;
+    const double y = t + (lo - t * l) / d;
+    return hkm_sel(x != x, x, hkm_copysign(y, x));
+}
+
+/* 1 / (1 + e^-x), as e^x / (1 + e^x) below 0 (e^-|x| <= 1: Fast2Sum). */
+HKM_FN double hkm_sigmoid_r(double x)
+{
+    const double e = hkm_exp_r(-hkm_copysign(x, 1.0));
+    const double d = 1.0 + e;
+    const double y = hkm_div2(hkm_sel(x >= 0.0, 1.0, e), d, (1.0 - d) + e);
+    return hkm_sel(x != x, x, y);
+}
+
+HKM_FN double hkm_rsqrt_r(double x)
+{
+    return 1.0 / (sqrt)(x);
+}
+
+/* erf x: Taylor below 1; 1 - e^-x^2 h(x) from 1 to 6, h = e^x^2 erfc x as
+ * a Chebyshev series of degree 22 on [1, 2.5] or [2.5, 6] (the
+ * coefficients of both are selected per element, so one loop serves);
+ * 1 above. */
+HKM_FN double hkm_erf_r(double x)
+{
+    const double a0 = hkm_copysign(x, 1.0);
+    const double a = hkm_sel(a0 > 6.0, 6.0, a0);
+    const double z = a * a;
+    const double small =
+        a * (1.1283791670955126 + z * (-0.37612638903183754 +
+        z * (0.11283791670955126 + z * (-0.026866170645131252 +
+        z * (0.005223977625442188 + z * (-0.0008548327023450853 +
+        z * (0.00012055332981789664 + z * (-1.492565035840625e-05 +
+        z * (1.6462114365889248e-06 + z * (-1.6365844691234924e-07 +
+        z * (1.4807192815879218e-08 + z * (-1.2290555301717928e-09 +
+        z * (9.422759064650411e-11 + z * (-6.7113668551641105e-12 +
+        z * (4.4632242632864775e-13 + z * (-2.7835162072109215e-14 +
+        z * (1.6342614095367152e-15 + z * (-9.063970842808673e-17 +
+        z * 4.763348040515068e-18))))))))))))))))));
+    const int64_t lo = a < 2.5;
+    const double t = (2.0 * a - hkm_sel(lo, 3.5, 8.5)) / hkm_sel(lo, 1.5, 3.5);
+    /* Clenshaw's recurrence, from the last coefficient down */
+    double b1 = 0.0, b2 = 0.0, b0;
+#define HKM_CL(l, h) \
+    b0 = 2.0 * t * b1 - b2 + hkm_sel(lo, l, h); \
+    b2 = b1; \
+    b1 = b0;
+    HKM_CL(2.541098841762901e-19, 2.3920210430461442e-18)
+    HKM_CL(-1.7448878713438587e-19, -1.5679426886624354e-17)
+    HKM_CL(1.7618285302889447e-19, 1.0687819376807399e-16)
+    HKM_CL(-1.2553028278308731e-18, -7.2253308005154789e-16)
+    HKM_CL(1.3012967168667816e-17, 4.8309672878537029e-15)
+    HKM_CL(-1.4027204419710115e-16, -3.1926285379779099e-14)
+    HKM_CL(1.4816783122152156e-15, 2.0845651254957319e-13)
+    HKM_CL(-1.5330821159819426e-14, -1.3442073877634761e-12)
+    HKM_CL(1.5518966828568983e-13, 8.5569253154288568e-12)
+    HKM_CL(-1.5350838445716847e-12, -5.3749377515859031e-11)
+    HKM_CL(1.4818660230172501e-11, 3.3298260037295074e-10)
+    HKM_CL(-1.3939984729604719e-10, -2.03344730339792e-09)
+    HKM_CL(1.2757869239870905e-09, 1.2233728862473532e-08)
+    HKM_CL(-1.1338136563697524e-08, -7.2464995523437896e-08)
+    HKM_CL(9.7636902854852707e-08, 4.223228134648587e-07)
+    HKM_CL(-8.1264497756138597e-07, -2.4198114237545405e-06)
+    HKM_CL(6.5179351705618956e-06, 1.3620051895515654e-05)
+    HKM_CL(-5.0198560605167969e-05, -7.5237715616933751e-05)
+    HKM_CL(0.00036961452680367288, 0.00040747765264847823)
+    HKM_CL(-0.002587682261135065, -0.0021611166170954787)
+    HKM_CL(0.017104848474406763, 0.011209463278240392)
+    HKM_CL(-0.10574990110152695, -0.05677604943259737)
+#undef HKM_CL
+    const double h = t * b1 - b2 + hkm_sel(lo, 0.30171389024442918, 0.14016047004976134);
+    const double big = 1.0 - hkm_exp_r(-z) * h;
+    const double y = hkm_sel(a < 1.0, small, big);
+    return hkm_sel(x != x, x, hkm_copysign(y, x));
+}
+
+/* sin and cos: x = n pi/2 + r (pi/2 in five parts, the first four of 24
+ * bits so that n * part is exact for |n| < 2^29), |r| <= pi/4, then the
+ * Taylor series of sin r and cos r (to r^19, r^18) and n's quadrant.
+ * Accurate for |x| < 2^28; beyond, the reduction loses bits. */
+HKM_FN double hkm_sincos(double x, int64_t cosine)
+{
+    int64_t n;
+    const double nd = hkm_rint(x * 0.6366197723675814, &n);
+    double r = x - nd * 1.570796251296997;
+    r = r - nd * 7.549789415861596e-08;
+    r = r - nd * 5.390302529957765e-15;
+    r = r - nd * 3.282003415807913e-22;
+    r = r - nd * 1.2706558760139879e-29;
+    const double z = r * r;
+    const double s =
+        r + r * z * (-0.16666666666666666 + z * (0.008333333333333333 +
+        z * (-0.0001984126984126984 + z * (2.7557319223985893e-06 +
+        z * (-2.505210838544172e-08 + z * (1.6059043836821613e-10 +
+        z * (-7.647163731819816e-13 + z * (2.8114572543455206e-15 +
+        z * -8.22063524662433e-18))))))));
+    const double c =
+        1.0 - 0.5 * z + z * z * (0.041666666666666664 +
+        z * (-0.001388888888888889 + z * (2.48015873015873e-05 +
+        z * (-2.755731922398589e-07 + z * (2.08767569878681e-09 +
+        z * (-1.1470745597729725e-11 + z * (4.779477332387385e-14 +
+        z * -1.5619206968586225e-16)))))));
+    const int64_t q = (n + cosine) & 3;
+    const double y = hkm_sel(q & 1, c, s);
+    return hkm_sel((q >> 1) & 1, -y, y);
+}
+
+HKM_FN double hkm_sin_r(double x)
+{
+    const double y = hkm_sincos(x, 0);
+    return hkm_sel(x - x != 0.0, x - x, hkm_sel(x == 0.0, x, y));
+}
+
+HKM_FN double hkm_cos_r(double x)
+{
+    const double y = hkm_sincos(x, 1);
+    return hkm_sel(x - x != 0.0, x - x, y);
+}
+
+/* libm's pow for now: a deterministic double pow needs log in double-double
+ * (the error of y log x is amplified up to 700 times). */
+HKM_FN double hkm_pow_r(double x, double y)
+{
+    return (pow)(x, y);
+}
+
+/* ---- float, computed in double and rounded once ------------------------- */
+
+HKM_FN float hkm_expm1f_r(float x) { return (float)hkm_expm1_r((double)x); }
+HKM_FN float hkm_log1pf_r(float x) { return (float)hkm_log1p_r((double)x); }
+HKM_FN float hkm_erff_r(float x) { return (float)hkm_erf_r((double)x); }
+HKM_FN float hkm_sinf_r(float x) { return (float)hkm_sin_r((double)x); }
+HKM_FN float hkm_cosf_r(float x) { return (float)hkm_cos_r((double)x); }
+
+/* x^y = e^(y log|x|) in double (float's y log|x| has 11 bits to spare),
+ * then C99 Annex F's special cases and the sign. */
+HKM_FN float hkm_powf_r(float x, float y)
+{
+    const double ax = (double)hkm_copysignf(x, 1.0f);
+    const double yd = (double)y;
+    const double ay = hkm_copysign(yd, 1.0);
+    int64_t yi;
+    const double h = hkm_rint(hkm_sel(ay >= 16777216.0, 0.0, 0.5 * yd), &yi);
+    const int64_t is_int = (ay >= 16777216.0) | (2.0 * h == yd) |
+                           (2.0 * h - 1.0 == yd) | (2.0 * h + 1.0 == yd);
+    const int64_t odd = (ay < 16777216.0) & (2.0 * h != yd) & is_int;
+    double r = hkm_exp_r(yd * hkm_log_r(ax));
+    r = hkm_sel((ax == 1.0) & ((x == 1.0f) | (ay == HKM_INF)), 1.0, r);
+    r = hkm_sel(y == 0.0f, 1.0, r);
+    r = hkm_sel((int64_t)(hk_f2u(x) >> 31) & odd, -r, r);
+    r = hkm_sel((x < 0.0f) & (x > -HKM_INFF) & !is_int, hk_u2d(0x7ff8000000000000ull), r);
+    return (float)r;
+}
+
+/* ---- the functions kernel code calls ------------------------------------ */
+
+/* y, with a NaN made the same on every target: x itself where x is a NaN
+ * (its payload kept), else the default quiet NaN (x86 makes a negative one,
+ * CUDA 0x7fffffff; a NaN operand's payload would depend on the compiler's
+ * operand order). The functions whose NaN comes from a NaN x alone (or
+ * from their own constant) need only hkm_nanx(f): cheaper. */
+HKM_FN float hkm_nanf(float x, float y)
+{
+    return hkm_self(y != y, hkm_self(x != x, x, hk_u2f(0x7fc00000u)), y);
+}
+
+HKM_FN double hkm_nan(double x, double y)
+{
+    return hkm_sel(y != y, hkm_sel(x != x, x, hk_u2d(0x7ff8000000000000ull)), y);
+}
+
+HKM_FN float hkm_nanxf(float x, float y) { return hkm_self(x != x, x, y); }
+HKM_FN double hkm_nanx(double x, double y) { return hkm_sel(x != x, x, y); }
+
+HKM_FN float hk_expf(float x) { return hkm_nanxf(x, hkm_expf_r(x)); }
+HKM_FN float hk_logf(float x) { return hkm_nanxf(x, hkm_logf_r(x)); }
+HKM_FN float hk_tanhf(float x) { return hkm_nanxf(x, hkm_tanhf_r(x)); }
+HKM_FN float hk_sigmoidf(float x) { return hkm_nanxf(x, hkm_sigmoidf_r(x)); }
+HKM_FN float hk_rsqrtf(float x) { return hkm_nanf(x, hkm_rsqrtf_r(x)); }
+HKM_FN double hk_exp(double x) { return hkm_nanx(x, hkm_exp_r(x)); }
+HKM_FN double hk_expm1(double x) { return hkm_nanx(x, hkm_expm1_r(x)); }
+HKM_FN double hk_log(double x) { return hkm_nanx(x, hkm_log_r(x)); }
+HKM_FN double hk_log1p(double x) { return hkm_nanx(x, hkm_log1p_r(x)); }
+HKM_FN double hk_tanh(double x) { return hkm_nanx(x, hkm_tanh_r(x)); }
+HKM_FN double hk_sigmoid(double x) { return hkm_nanx(x, hkm_sigmoid_r(x)); }
+HKM_FN double hk_rsqrt(double x) { return hkm_nan(x, hkm_rsqrt_r(x)); }
+HKM_FN double hk_erf(double x) { return hkm_nanx(x, hkm_erf_r(x)); }
+HKM_FN double hk_sin(double x) { return hkm_nan(x, hkm_sin_r(x)); }
+HKM_FN double hk_cos(double x) { return hkm_nan(x, hkm_cos_r(x)); }
+HKM_FN double hk_pow(double x, double y) { return hkm_nan(hkm_sel(x != x, x, y), hkm_pow_r(x, y)); }
+HKM_FN float hk_expm1f(float x) { return hkm_nanxf(x, hkm_expm1f_r(x)); }
+HKM_FN float hk_log1pf(float x) { return hkm_nanf(x, hkm_log1pf_r(x)); }
+HKM_FN float hk_erff(float x) { return hkm_nanxf(x, hkm_erff_r(x)); }
+HKM_FN float hk_sinf(float x) { return hkm_nanf(x, hkm_sinf_r(x)); }
+HKM_FN float hk_cosf(float x) { return hkm_nanf(x, hkm_cosf_r(x)); }
+HKM_FN float hk_powf(float x, float y) { return hkm_nanf(hkm_self(x != x, x, y), hkm_powf_r(x, y)); }

@@ -1,0 +1,24 @@
+#!/bin/sh
+# mathcheck.sh [JOBS] [N] — the full accuracy check of common/hkmath.h
+# against long double (tools/mathcheck.c): every one of the 2^32 float
+# inputs of each float function (sin and cos: |x| < 2^28), N random pairs
+# for powf and N random doubles for each double function (default 10^8).
+# Runs JOBS checks at a time (default: the cores). Long: minutes per
+# function and core; the suite runs a sampled version (ctest math_ulp).
+# Exit status 1 when a bound (2 ulp float, 3 ulp double) is exceeded.
+set -eu
+here=$(cd "$(dirname "$0")/.." && pwd)
+jobs=${1:-$(nproc)}
+n=${2:-100000000}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+${CC:-cc} -O2 -ffp-contract=off -fno-math-errno -I"$here/common" \
+  "$here/tools/mathcheck.c" -o "$tmp/mathcheck" -lm
+fns="exp tanh sigmoid log expm1 log1p erf sin cos rsqrt"
+{
+  for f in $fns; do echo "f32 $f 1"; done
+  echo "f32 pow $n"
+  for f in $fns; do echo "f64 $f $n"; done
+} | xargs -P "$jobs" -L 1 "$tmp/mathcheck" > "$tmp/out" 2>&1 && rc=0 || rc=1
+sort "$tmp/out"
+exit $rc
