@@ -76,6 +76,7 @@ static int cmp_key_index(const void *pa, const void *pb) {
 static void report_duplicate_keys(hkc_parser *P, const hkj_node *obj,
                                   const char *prefix) {
   const hkj_node *small[64], **v = small;
+  if (obj->nkids < 2) return;
   if (obj->nkids > 64 && !(v = malloc(obj->nkids * sizeof *v))) {
     P->d->oom = 1;
     return;

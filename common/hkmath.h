@@ -191,9 +191,14 @@ HKM_FN int64_t hkm_half(int64_t n)
 }
 
 /* x rounded to the nearest integer (ties to even) for |x| < 2^51, and its
- * value as an integer in *n. */
+ * value as an integer in *n. Beyond (and for NaN) x is taken as +-2^51,
+ * so that *n stays small enough for the integer arithmetic callers do on
+ * it to never overflow (the callers' results there are replaced or
+ * documented as inexact). */
 HKM_FN double hkm_rint(double x, int64_t *n)
 {
+    x = hkm_sel(x < 2251799813685248.0, x, 2251799813685248.0);
+    x = hkm_sel(x > -2251799813685248.0, x, -2251799813685248.0);
     const double t = x + 6755399441055744.0; /* 1.5 * 2^52 */
     *n = (int64_t)(hk_d2u(t) - 0x4338000000000000ull);
     return t - 6755399441055744.0;
