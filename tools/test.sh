@@ -39,6 +39,7 @@ suite() {
     status=1
     return
   fi
+  t0=$(date +%s)
   if ! cmake --build "$dir" -j "$JOBS" >"$dir/build.log" 2>&1; then
     grep -E "error|warning" "$dir/build.log" | head -50 || true
     tail -20 "$dir/build.log"
@@ -46,6 +47,8 @@ suite() {
     status=1
     return
   fi
+  t1=$(date +%s)
+  echo "  built in $((t1 - t0)) s"
   if ! (cd "$dir" && ctest --output-on-failure -j "$JOBS" ${tests:+-R "$tests"} \
         ${exclude:+-E "$exclude"}); then
     echo "==== $name: tests FAILED"
@@ -61,8 +64,9 @@ suite() {
 suite "gcc, Release" build-test "" \
   -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release
 # gen_compile checks the generated source with the compilers (gcc, clang,
-# tcc, nvcc): the first suite runs it; nothing of it runs under sanitizers.
-exclude="^gen_compile$"
+# tcc, nvcc), test_nvrtc with NVRTC (most of its time is NVRTC's own): the
+# first suite runs them; nothing of them runs under sanitizers.
+exclude="^(gen_compile|test_nvrtc)$"
 suite "clang, AddressSanitizer + UndefinedBehaviorSanitizer" build-asan "" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
   -DHK_SANITIZE=address,undefined -DHK_CUDA=OFF
@@ -70,7 +74,9 @@ suite "clang, AddressSanitizer + UndefinedBehaviorSanitizer" build-asan "" \
 # fixed-seed run of each (deterministic; tools/fuzz.sh runs them long).
 echo "==== libFuzzer targets: seed corpora + fixed-seed fuzzing (build-fuzz)"
 fuzz_rc=0
+t0=$(date +%s)
 tools/fuzz.sh smoke || fuzz_rc=$?
+echo "  fuzzed in $(($(date +%s) - t0)) s"
 if [ "$fuzz_rc" -eq 77 ]; then
   echo "  skipped libFuzzer targets (clang or libFuzzer missing)"
 elif [ "$fuzz_rc" -ne 0 ]; then
