@@ -51,6 +51,7 @@ dir=build-fuzz
 mkdir -p "$dir"
 if ! cmake -S . -B "$dir" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
     -DCMAKE_C_FLAGS_DEBUG="-g -O1" -DHK_FUZZ=ON -DHK_TESTS=OFF -DHK_CUDA=OFF \
+    -DHK_STDLIB_ISA=OFF \
     -DHK_WERROR=ON >"$dir/configure.log" 2>&1; then
   cat "$dir/configure.log"; exit 1
 fi
