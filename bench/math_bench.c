@@ -16,20 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "math_bench.h"
+#include "timing.h"
 
 #define COLS 1024
 enum { GELU, SIGMOID, TANH, SOFTMAX, NOPS };
 static const char *const op_names[NOPS] = {"gelu", "sigmoid", "tanh",
                                            "softmax"};
-
-static double now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
 
 /* The stdlib's elementwise bodies as plugin kernels, run on tier opt. */
 static const char opt_json[] =
@@ -61,36 +55,34 @@ static void run(int op, int v, const float *x, float *o, size_t n) {
   }
 }
 
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
+/* One variant's call: op on x into o, n elements, as run() does it. */
+typedef struct op_call {
+  int op, v;
+  const float *x;
+  float *o;
+  size_t n;
+} op_call;
+
+static void run_call(void *p) {
+  const op_call *c = p;
+  run(c->op, c->v, c->x, c->o, c->n);
 }
 
 /* Median ns per call of inline (ns[0]), -Ofast (ns[1]) and opt (ns[2],
- * -1 where there is none), interleaved. */
+ * -1 where there is none), interleaved (timing.h). */
 static void time_op(int op, const float *x, float *o, size_t n, int reps,
                     double ns[3]) {
-  double t[3][64];
   const int nv = opt_k[op] ? 3 : 2;
+  op_call c[3];
+  variant v[3];
+  for (int i = 0; i < nv; i++) {
+    c[i] = (op_call){op, i, x, o, n};
+    v[i] = (variant){op_names[op], run_call, &c[i], 0, 0};
+  }
+  bench_reps = reps;
+  bench_time_group(v, nv);
   ns[2] = -1;
-  long it = 1;
-  for (;;) { /* calibrate on inline: a repetition of >= 20 ms */
-    double t0 = now_ns();
-    for (long k = 0; k < it; k++) run(op, 0, x, o, n);
-    double dt = now_ns() - t0;
-    if (dt > 20e6) break;
-    it = dt < 2e5 ? it * 10 : (long)(it * 20e6 / dt) + 1;
-  }
-  for (int r = 0; r < reps; r++)
-    for (int v = 0; v < nv; v++) {
-      double t0 = now_ns();
-      for (long k = 0; k < it; k++) run(op, v, x, o, n);
-      t[v][r] = (now_ns() - t0) / (double)it;
-    }
-  for (int v = 0; v < nv; v++) {
-    qsort(t[v], (size_t)reps, sizeof *t[v], cmp_d);
-    ns[v] = t[v][reps / 2];
-  }
+  for (int i = 0; i < nv; i++) ns[i] = v[i].ns;
 }
 
 /* NumPy's median ns per call of each op and size, from one Python process;
