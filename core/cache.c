@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +29,9 @@
 #include "sha256.h"
 
 struct hk_cache {
-  char *dir; /* as resolved, for messages and list paths */
-  int dfd;   /* the directory, O_DIRECTORY */
+  char *dir;        /* as resolved, for messages and list paths */
+  int dfd;          /* the directory, O_DIRECTORY */
+  atomic_int swept; /* the first put removed old temp files */
 };
 
 /* Bytes read or written per system call when streaming an entry. */
@@ -181,6 +183,7 @@ HK_INTERNAL int hk__cache_open(const char *dir, int allow_unsafe,
   }
   c->dir = path;
   c->dfd = dfd;
+  atomic_init(&c->swept, 0);
   *out = c;
   return HK_OK;
 }
@@ -205,6 +208,18 @@ static int is_lower_hex(char ch) {
   return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
 }
 
+/* The key an entry name (is_entry_name) stands for. */
+static void key_of_name(const char *s, uint8_t key[32]) {
+  for (int i = 0; i < 32; i++) {
+    int v = 0;
+    for (int j = 0; j < 2; j++) {
+      char ch = s[2 * i + j];
+      v = v * 16 + (ch <= '9' ? ch - '0' : ch - 'a' + 10);
+    }
+    key[i] = (uint8_t)v;
+  }
+}
+
 /* <64 lowercase hex>.so, exactly as entry_name writes it. */
 static int is_entry_name(const char *s) {
   for (int i = 0; i < 64; i++)
@@ -227,20 +242,54 @@ static int is_temp_name(const char *s) {
 /* --- reading ----------------------------------------------------------------
  */
 
-/* Verifies the entry open at fd, whose size is fsize: the trailer is
- * consistent, meta holds no NUL, and the digest matches every byte before
- * it. HK_OK with *elf_size and, when meta is not NULL, *meta (malloc'ed);
- * HK_EIO when the entry is not sound (or cannot be read), HK_ENOMEM; on
- * failure nothing is left to free. */
-static int verify(int fd, uint64_t fsize, size_t *elf_size, char **meta) {
-  uint8_t tr[HK_CACHE_TRAILER];
+/* The layout an entry's trailer describes. */
+typedef struct {
+  uint64_t esz, msz, nkeys; /* sizes of the ELF and the meta; keys */
+  uint64_t keys_at;         /* offset of the keys */
+} layout_t;
+
+/* Reads and checks the trailer of the entry open at fd (fsize bytes): the
+ * magic, and sizes that add up to the file. HK_OK and *l, or HK_EIO. */
+static int read_trailer(int fd, uint64_t fsize, uint8_t tr[HK_CACHE_TRAILER],
+                        layout_t *l) {
   if (fsize < HK_CACHE_TRAILER ||
-      hku_pread_all(fd, tr, sizeof tr, fsize - sizeof tr) != 0)
+      hku_pread_all(fd, tr, HK_CACHE_TRAILER, fsize - HK_CACHE_TRAILER) != 0)
     return HK_EIO;
   if (memcmp(tr, HK_CACHE_MAGIC, 8) != 0) return HK_EIO;
-  uint64_t esz = get_le64(tr + 8), msz = get_le64(tr + 16);
-  uint64_t body = fsize - HK_CACHE_TRAILER; /* elf + meta */
-  if (esz == 0 || esz > body || msz != body - esz) return HK_EIO;
+  l->esz = get_le64(tr + 8);
+  l->msz = get_le64(tr + 16);
+  l->nkeys = get_le64(tr + 24);
+  uint64_t body = fsize - HK_CACHE_TRAILER; /* elf + meta + keys */
+  if (l->nkeys == 0 || l->nkeys > HK_CACHE_MAX_KEYS) return HK_EIO;
+  uint64_t kb = l->nkeys * 32;
+  if (kb > body || l->esz == 0 || l->esz > body - kb ||
+      l->msz != body - kb - l->esz)
+    return HK_EIO;
+  l->keys_at = l->esz + l->msz;
+  return HK_OK;
+}
+
+/* Whether key is among the keys of a checked layout l, whose key bytes are
+ * keys. */
+static int key_listed(const uint8_t *keys, uint64_t nkeys,
+                      const uint8_t key[32]) {
+  for (uint64_t i = 0; i < nkeys; i++)
+    if (memcmp(keys + 32 * i, key, 32) == 0) return 1;
+  return 0;
+}
+
+/* Verifies the entry open at fd, whose size is fsize: the trailer is
+ * consistent, meta holds no NUL, the digest matches every byte before it,
+ * and key (unless NULL) is one of the keys it was written for. HK_OK with
+ * *elf_size and, when meta is not NULL, *meta (malloc'ed); HK_EIO when the
+ * entry is not sound (or cannot be read), HK_ENOMEM; on failure nothing is
+ * left to free. */
+static int verify(int fd, uint64_t fsize, const uint8_t *key,
+                  size_t *elf_size, char **meta) {
+  uint8_t tr[HK_CACHE_TRAILER];
+  layout_t l;
+  if (read_trailer(fd, fsize, tr, &l) != HK_OK) return HK_EIO;
+  uint64_t esz = l.esz, msz = l.msz;
 
   char *m = NULL;
   if (meta) {
@@ -249,7 +298,10 @@ static int verify(int fd, uint64_t fsize, size_t *elf_size, char **meta) {
     m[msz] = '\0';
   }
   uint8_t *buf = malloc(CHUNK);
-  if (!buf) {
+  uint8_t *keys = malloc(l.nkeys * 32); /* <= HK_CACHE_MAX_KEYS * 32 */
+  if (!buf || !keys) {
+    free(buf);
+    free(keys);
     free(m);
     return HK_ENOMEM;
   }
@@ -271,11 +323,19 @@ static int verify(int fd, uint64_t fsize, size_t *elf_size, char **meta) {
       if (memchr(buf + (lo - off), '\0', (size_t)(hi - lo))) ok = 0;
       if (m) memcpy(m + (lo - esz), buf + (lo - off), (size_t)(hi - lo));
     }
+    /* The part that is keys: copied out. */
+    uint64_t kend = l.keys_at + l.nkeys * 32;
+    lo = off > l.keys_at ? off : l.keys_at;
+    hi = off + n < kend ? off + n : kend;
+    if (lo < hi)
+      memcpy(keys + (lo - l.keys_at), buf + (lo - off), (size_t)(hi - lo));
     off += n;
   }
   free(buf);
   uint8_t d[32];
   hk__sha256_final(&s, d);
+  if (ok && key && !key_listed(keys, l.nkeys, key)) ok = 0;
+  free(keys);
   if (!ok || memcmp(d, tr + HK_CACHE_TRAILER - 32, 32) != 0) {
     free(m);
     return HK_EIO;
@@ -315,8 +375,18 @@ HK_INTERNAL int hk__cache_peek(hk_cache_t *c, const uint8_t key[32]) {
   char name[68];
   entry_name(key, name);
   int fd = open_entry(c, name);
+  if (fd < 0) return -1;
   struct stat st;
-  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+  uint8_t tr[HK_CACHE_TRAILER];
+  layout_t l;
+  uint8_t *keys = NULL;
+  int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+           read_trailer(fd, (uint64_t)st.st_size, tr, &l) == HK_OK &&
+           (keys = malloc(l.nkeys * 32)) != NULL &&
+           hku_pread_all(fd, keys, l.nkeys * 32, l.keys_at) == HK_OK &&
+           key_listed(keys, l.nkeys, key);
+  free(keys);
+  if (!ok) {
     close(fd);
     fd = -1;
   }
@@ -348,7 +418,7 @@ HK_INTERNAL int hk__cache_get(hk_cache_t *c, const uint8_t key[32],
   size_t esz = 0;
   int rc = fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)
                ? HK_EIO
-               : verify(fd, (uint64_t)st.st_size, &esz, meta);
+               : verify(fd, (uint64_t)st.st_size, key, &esz, meta);
   if (rc == HK_ENOMEM) { /* says nothing about the entry: keep it */
     close(fd);
     *status = HK_CACHE_MISS;
@@ -401,22 +471,33 @@ static int create_temp(hk_cache_t *c, char tmp[64]) {
   return -1;
 }
 
-/* Writes [elf][meta][trailer] to out. HK_OK, or HK_EIO with errno. */
-static int write_entry(int out, const void *elf, size_t size,
-                       const char *meta) {
+/* What one entry holds. */
+typedef struct {
+  const void *elf;
+  size_t size;
+  const char *meta;
+  const uint8_t (*keys)[32];
+  int nkeys;
+} entry_t;
+
+/* Writes [elf][meta][keys][trailer] to out. HK_OK, or HK_EIO with errno. */
+static int write_entry(int out, const entry_t *e) {
   hk_sha256_t s;
   hk__sha256_init(&s);
-  hk__sha256_update(&s, elf, size);
-  size_t msz = strlen(meta);
+  size_t msz = strlen(e->meta), kb = (size_t)e->nkeys * 32;
   uint8_t tr[HK_CACHE_TRAILER];
   memcpy(tr, HK_CACHE_MAGIC, 8);
-  put_le64(tr + 8, size);
+  put_le64(tr + 8, e->size);
   put_le64(tr + 16, msz);
-  hk__sha256_update(&s, meta, msz);
-  hk__sha256_update(&s, tr, 24);
-  hk__sha256_final(&s, tr + 24);
-  if (hku_write_all(out, elf, size) != HK_OK ||
-      hku_write_all(out, meta, msz) != HK_OK ||
+  put_le64(tr + 24, (uint64_t)e->nkeys);
+  hk__sha256_update(&s, e->elf, e->size);
+  hk__sha256_update(&s, e->meta, msz);
+  hk__sha256_update(&s, e->keys, kb);
+  hk__sha256_update(&s, tr, HK_CACHE_TRAILER - 32);
+  hk__sha256_final(&s, tr + HK_CACHE_TRAILER - 32);
+  if (hku_write_all(out, e->elf, e->size) != HK_OK ||
+      hku_write_all(out, e->meta, msz) != HK_OK ||
+      hku_write_all(out, e->keys, kb) != HK_OK ||
       hku_write_all(out, tr, sizeof tr) != HK_OK)
     return HK_EIO;
   return HK_OK;
@@ -427,27 +508,49 @@ static int write_entry(int out, const void *elf, size_t size,
  * not), or, where the file system has no hard links, a copy. HK_OK or
  * HK_EIO with errno. */
 static int publish_link(hk_cache_t *c, const char *tmp, const char *name,
-                        const void *elf, size_t size, const char *meta) {
+                        const entry_t *e) {
   char alias[64];
   temp_name(alias);
   if (linkat(c->dfd, tmp, c->dfd, alias, 0) != 0) {
     int out = create_temp(c, alias);
     if (out < 0) return HK_EIO;
-    int rc = write_entry(out, elf, size, meta);
+    int rc = write_entry(out, e);
     if (rc == HK_OK && fsync(out) != 0) rc = HK_EIO;
     if (close(out) != 0) rc = HK_EIO;
     if (rc) {
+      int er = errno;
       (void)unlinkat(c->dfd, alias, 0);
+      errno = er;
       return rc;
     }
   }
   if (renameat(c->dfd, alias, c->dfd, name) != 0) {
-    int e = errno;
+    int er = errno;
     (void)unlinkat(c->dfd, alias, 0);
-    errno = e;
+    errno = er;
     return HK_EIO;
   }
   return HK_OK;
+}
+
+static DIR *open_stream(hk_cache_t *c);
+
+/* Removes the temp files older than HK_CACHE_TEMP_AGE: those of writers
+ * killed before they could remove their own (a live writer's file is
+ * seconds old). Failures change nothing but leave the files. */
+static void sweep_temps(hk_cache_t *c) {
+  DIR *d = open_stream(c);
+  if (!d) return;
+  time_t now = time(NULL);
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    struct stat st;
+    if (is_temp_name(de->d_name) &&
+        fstatat(c->dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(st.st_mode) && now - st.st_mtime > HK_CACHE_TEMP_AGE)
+      (void)unlinkat(c->dfd, de->d_name, 0);
+  }
+  closedir(d);
 }
 
 HK_INTERNAL int hk__cache_put_keys(hk_cache_t *c, const uint8_t (*keys)[32],
@@ -455,13 +558,18 @@ HK_INTERNAL int hk__cache_put_keys(hk_cache_t *c, const uint8_t (*keys)[32],
                                    const char *meta, hku_diags *d) {
   if (!meta) meta = "";
   if (size == 0) return fail(d, HK_EINVAL, c->dir, "the object is empty");
+  if (nkeys < 1 || nkeys > HK_CACHE_MAX_KEYS)
+    return fail(d, HK_EINVAL, c->dir, "%d keys for one entry (1 to %d)",
+                nkeys, HK_CACHE_MAX_KEYS);
+  if (!atomic_exchange(&c->swept, 1)) sweep_temps(c);
+  entry_t e = {elf, size, meta, keys, nkeys};
   char tmp[64], name[68];
   int out = create_temp(c, tmp);
   if (out < 0)
     return fail(d, HK_EIO, c->dir, "cannot create a temp file in %s: %s",
                 c->dir, strerror(errno));
   int rc = HK_OK;
-  if (write_entry(out, elf, size, meta) != HK_OK)
+  if (write_entry(out, &e) != HK_OK)
     rc = fail(d, HK_EIO, c->dir, "cannot write a cache entry: %s",
               strerror(errno));
   /* The data must be on disk before the name points at it, or a crash
@@ -474,7 +582,7 @@ HK_INTERNAL int hk__cache_put_keys(hk_cache_t *c, const uint8_t (*keys)[32],
               strerror(errno));
   for (int k = 1; rc == HK_OK && k < nkeys; k++) {
     entry_name(keys[k], name);
-    if (publish_link(c, tmp, name, elf, size, meta) != HK_OK)
+    if (publish_link(c, tmp, name, &e) != HK_OK)
       rc = fail(d, HK_EIO, c->dir, "cannot publish a cache entry in %s: %s",
                 c->dir, strerror(errno));
   }
@@ -532,8 +640,10 @@ HK_INTERNAL int hk__cache_list(hk_cache_t *c, hk_cache_list_fn fn, void *ctx) {
       int fd = open_entry(c, de->d_name);
       if (fd >= 0) {
         struct stat fst;
+        uint8_t key[32];
+        key_of_name(de->d_name, key);
         valid = fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) &&
-                verify(fd, (uint64_t)fst.st_size, &esz, &meta) == 0;
+                verify(fd, (uint64_t)fst.st_size, key, &esz, &meta) == 0;
         if (valid) st = fst; /* describe the file that was verified */
         close(fd);
       }

@@ -12,13 +12,22 @@
 #include "internal.h"
 
 /* An entry for key K is the file <dir>/<hex(K)>.so:
- *   [ELF bytes][meta bytes: text, no NUL]["HKCACHE1"][u64 LE elf_size]
- *   [u64 LE meta_size][SHA-256 of every byte before the digest]
+ *   [ELF bytes][meta bytes: text, no NUL][keys: nkeys x 32 bytes]
+ *   ["HKCACHE2"][u64 LE elf_size][u64 LE meta_size][u64 LE nkeys]
+ *   [SHA-256 of every byte before the digest]
  * ELF loaders ignore bytes past the image, so the file is dlopen'ed as is.
+ * The keys the file was written for are part of what the digest covers,
+ * and an entry is valid only under one of them: a whole, valid entry of
+ * other code renamed or linked over K's name is refused like a damaged one.
  * Entries are written to a temp file and renamed into place, so a reader
  * sees a whole entry or none; an entry is never modified once published. */
-#define HK_CACHE_MAGIC "HKCACHE1"
-#define HK_CACHE_TRAILER 56 /* magic 8 + sizes 16 + digest 32 */
+#define HK_CACHE_MAGIC "HKCACHE2"
+#define HK_CACHE_TRAILER 64 /* magic 8 + sizes 24 + digest 32 */
+/* Most keys one entry may be written for (a batch is at most 64 files). */
+#define HK_CACHE_MAX_KEYS 4096
+/* Temp files older than this (seconds) are a killed writer's: the first
+ * put of each open cache removes them. */
+#define HK_CACHE_TEMP_AGE 3600
 
 typedef struct hk_cache hk_cache_t;
 
@@ -54,7 +63,8 @@ enum { HK_CACHE_HIT = 0, HK_CACHE_MISS = 1, HK_CACHE_CORRUPT = 2 };
  * not be opened or read for a passing reason such as too many open files or
  * no memory), and with
  * HK_CACHE_CORRUPT when the entry is damaged (bad trailer, wrong digest,
- * truncated, inconsistent sizes, NUL in meta), is not a regular file, is a
+ * truncated, inconsistent sizes, NUL in meta), was written for other keys
+ * than key, is not a regular file, is a
  * symlink (never followed), or is unreadable: then it is removed, if the
  * name still refers to the file that was checked (a writer may have renamed
  * a fresh entry over it meanwhile). Thread-safe. */
@@ -65,7 +75,8 @@ HK_INTERNAL int hk__cache_get(hk_cache_t *c, const uint8_t key[32],
  * the entry for key, with meta (NULL for none): writes [elf][meta][trailer]
  * to a new temp file in the cache directory (mode 0600, named
  * .hk-<pid>-<random hex>.tmp), fsyncs it and renames it over
- * <hex(key)>.so. Concurrent writers of one key are fine: the last rename
+ * <hex(key)>.so. The first put of an open cache also removes temp files
+ * older than HK_CACHE_TEMP_AGE: those of writers that were killed. Concurrent writers of one key are fine: the last rename
  * wins and both entries are whole. HK_OK, or HK_EINVAL (empty) / HK_EIO
  * with the reason in d (the temp file is removed). Thread-safe. */
 HK_INTERNAL int hk__cache_put(hk_cache_t *c, const uint8_t key[32],
@@ -84,12 +95,14 @@ HK_INTERNAL int hk__cache_put_keys(hk_cache_t *c, const uint8_t (*keys)[32],
 
 /* The entry of key opened as hk__cache_get does, but NOT verified: only for
  * asking whether the file is one already loaded (dl.c: hk__dl_hold), whose
- * bytes were verified when it was. An fd (regular file) or -1. */
+ * bytes were verified when it was. Its keys are read, though: a file that
+ * was not written for key is not key's entry however valid it is. An fd
+ * (regular file) or -1. */
 HK_INTERNAL int hk__cache_peek(hk_cache_t *c, const uint8_t key[32]);
 
 /* Called for each entry by hk__cache_list: path "<dir>/<64 hex>.so", its
  * size and mtime, its meta (NULL when the entry is corrupt) and valid (1
- * when the entry verified, else 0). meta is only valid during the call. */
+ * when the entry verified, for the key its name says, else 0). meta is only valid during the call. */
 typedef void (*hk_cache_list_fn)(void *ctx, const char *path, size_t size,
                                  time_t mtime, const char *meta, int valid);
 /* Calls fn for each entry file (<64 lowercase hex>.so) in the directory,

@@ -1,8 +1,9 @@
 /* test_cache.c — the disk cache: where it lives and who may own it, put and
  * get (byte-identical, verified), every kind of damage (a miss, the entry
- * removed), symlinks and other non-files, eight processes racing on one
- * key, list and clear (foreign files untouched), and a real shared object
- * loaded through the returned fd. */
+ * removed), a sound entry of other keys under a key's name, symlinks and
+ * other non-files, eight processes racing on one key, list and clear
+ * (foreign files untouched), old temp files swept, and a real shared
+ * object loaded through the returned fd. */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -293,17 +294,20 @@ static void test_put_get(void) {
   size_t n = 0;
   uint8_t *f = (uint8_t *)check_read_file(path, &n);
   size_t msz = strlen(meta);
-  CHECK(f != NULL && n == sizeof data + msz + HK_CACHE_TRAILER);
-  if (f && n == sizeof data + msz + HK_CACHE_TRAILER) {
+  CHECK(f != NULL && n == sizeof data + msz + 32 + HK_CACHE_TRAILER);
+  if (f && n == sizeof data + msz + 32 + HK_CACHE_TRAILER) {
     CHECK(memcmp(f, data, sizeof data) == 0);
     CHECK(memcmp(f + sizeof data, meta, msz) == 0);
-    const uint8_t *t = f + sizeof data + msz;
-    CHECK(memcmp(t, "HKCACHE1", 8) == 0);
-    uint64_t e = 0, m = 0;
+    CHECK(memcmp(f + sizeof data + msz, key, 32) == 0);
+    const uint8_t *t = f + sizeof data + msz + 32;
+    CHECK(memcmp(t, "HKCACHE2", 8) == 0);
+    uint64_t e = 0, m = 0, k = 0;
     for (int i = 0; i < 8; i++) e |= (uint64_t)t[8 + i] << (8 * i);
     for (int i = 0; i < 8; i++) m |= (uint64_t)t[16 + i] << (8 * i);
+    for (int i = 0; i < 8; i++) k |= (uint64_t)t[24 + i] << (8 * i);
     CHECK_INT_EQ(e, sizeof data);
     CHECK_INT_EQ(m, msz);
+    CHECK_INT_EQ(k, 1);
     uint8_t d[32];
     hk__sha256(f, n - 32, d);
     CHECK(memcmp(d, f + n - 32, 32) == 0);
@@ -339,22 +343,43 @@ static void test_put_get(void) {
   hk__cache_close(c);
 }
 
-/* Writes a hand-made entry: [elf][meta][magic][esz][msz][digest], with the
- * digest computed over what is written (so only the other rules can
- * reject it). */
-static void write_raw(const char *path, const uint8_t *elf, size_t n,
-                      const char *meta, size_t msz, const char *magic,
-                      uint64_t esz_field, uint64_t msz_field) {
-  size_t total = n + msz + HK_CACHE_TRAILER;
+/* A hand-made entry: the ELF, the meta, nkeys keys (the trailer says
+ * nkeys_field), the magic and the trailer's size fields. */
+typedef struct {
+  const uint8_t *elf;
+  size_t n;
+  const char *meta;
+  size_t msz;
+  const uint8_t *keys; /* nkeys * 32 bytes */
+  size_t nkeys;
+  const char *magic;
+  uint64_t esz_field, msz_field, nkeys_field;
+} raw_t;
+
+/* The raw_t of a sound entry of data (esz bytes) with meta, for key. */
+static raw_t raw_ok(const uint8_t *data, size_t esz, const char *meta,
+                    const uint8_t *key) {
+  size_t msz = strlen(meta);
+  return (raw_t){data, esz, meta, msz, key, 1, "HKCACHE2", esz, msz, 1};
+}
+
+/* Writes a hand-made entry:
+ * [elf][meta][keys][magic][esz][msz][nkeys][digest], with the digest
+ * computed over what is written (so only the other rules can reject it). */
+static void write_raw(const char *path, raw_t r) {
+  size_t kb = r.nkeys * 32, total = r.n + r.msz + kb + HK_CACHE_TRAILER;
   uint8_t *p = malloc(total);
   if (!p) return;
-  memcpy(p, elf, n);
-  memcpy(p + n, meta, msz);
-  uint8_t *t = p + n + msz;
-  memcpy(t, magic, 8);
-  for (int i = 0; i < 8; i++) t[8 + i] = (uint8_t)(esz_field >> (8 * i));
-  for (int i = 0; i < 8; i++) t[16 + i] = (uint8_t)(msz_field >> (8 * i));
-  hk__sha256(p, total - 32, t + 24);
+  memcpy(p, r.elf, r.n);
+  memcpy(p + r.n, r.meta, r.msz);
+  if (kb) memcpy(p + r.n + r.msz, r.keys, kb);
+  uint8_t *t = p + r.n + r.msz + kb;
+  memcpy(t, r.magic, 8);
+  for (int i = 0; i < 8; i++) t[8 + i] = (uint8_t)(r.esz_field >> (8 * i));
+  for (int i = 0; i < 8; i++) t[16 + i] = (uint8_t)(r.msz_field >> (8 * i));
+  for (int i = 0; i < 8; i++)
+    t[24 + i] = (uint8_t)(r.nkeys_field >> (8 * i));
+  hk__sha256(p, total - 32, t + 32);
   CHECK(write_file(path, p, total) == 0);
   free(p);
 }
@@ -371,13 +396,14 @@ static void test_corrupt(void) {
   CHECK(write_file(so, data, sizeof data) == 0);
   const char *meta = "meta text";
   size_t msz = strlen(meta), esz = sizeof data,
-         total = esz + msz + HK_CACHE_TRAILER;
+         total = esz + msz + 32 + HK_CACHE_TRAILER;
   entry_path(dir, key, path, sizeof path);
 
   /* Cut short anywhere. */
-  const size_t cuts[] = {0,          1,          31,         55,
-                         56,         esz - 1,    esz,        esz + msz,
-                         total - 56, total - 33, total - 32, total - 1};
+  const size_t cuts[] = {0,          1,          31,         63,
+                         64,         esz - 1,    esz,        esz + msz,
+                         esz + msz + 31, total - 64, total - 33, total - 32,
+                         total - 1};
   for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
     CHECK_INT_EQ(put_file(c, key, so, meta, err, sizeof err), 0);
     CHECK(truncate(path, (off_t)cuts[i]) == 0);
@@ -388,8 +414,9 @@ static void test_corrupt(void) {
   /* One byte flipped: in the ELF, the meta, the magic, each size, the
    * digest. Also a byte appended. */
   const size_t flips[] = {
-      0,          esz / 2,    esz - 1,    esz,        esz + msz - 1, total - 56,
-      total - 49, total - 48, total - 40, total - 33, total - 32,    total - 1};
+      0,          esz / 2,    esz - 1,    esz,        esz + msz - 1,
+      esz + msz,  esz + msz + 31,         total - 64, total - 56,
+      total - 49, total - 48, total - 40, total - 33, total - 32, total - 1};
   for (size_t i = 0; i < sizeof flips / sizeof flips[0]; i++) {
     CHECK_INT_EQ(put_file(c, key, so, meta, err, sizeof err), 0);
     int fd = open(path, O_RDWR | O_CLOEXEC);
@@ -409,27 +436,72 @@ static void test_corrupt(void) {
   CHECK(!exists(path));
 
   /* Hand-made entries whose digest is right but whose trailer is not. */
-  write_raw(path, data, esz, meta, msz, "HKCACHE1", esz, msz);
+  raw_t r = raw_ok(data, esz, meta, key);
+  write_raw(path, r);
   expect_hit(c, key, data, esz, meta); /* the writer above is right */
-  write_raw(path, data, esz, meta, msz, "HKCACHE2", esz, msz);
+  r.magic = "HKCACHE1"; /* the format before keys were bound */
+  write_raw(path, r);
   expect_status(c, key, HK_CACHE_CORRUPT);
-  write_raw(path, data, esz, meta, msz, "HKCACHE1", esz, msz - 1);
+  r = raw_ok(data, esz, meta, key);
+  r.msz_field = msz - 1;
+  write_raw(path, r);
   expect_status(c, key, HK_CACHE_CORRUPT);
-  write_raw(path, data, esz, meta, msz, "HKCACHE1", esz + 1, msz);
+  r = raw_ok(data, esz, meta, key);
+  r.esz_field = esz + 1;
+  write_raw(path, r);
   expect_status(c, key, HK_CACHE_CORRUPT);
-  write_raw(path, data, esz, meta, msz, "HKCACHE1", UINT64_MAX, msz + 1);
+  r = raw_ok(data, esz, meta, key);
+  r.esz_field = UINT64_MAX;
+  r.msz_field = msz + 1;
+  write_raw(path, r);
   expect_status(c, key, HK_CACHE_CORRUPT);
-  write_raw(path, data, 0, "", 0, "HKCACHE1", 0, 0); /* no ELF at all */
+  r = raw_ok(data, 0, "", key); /* no ELF at all */
+  write_raw(path, r);
   expect_status(c, key, HK_CACHE_CORRUPT);
-  write_raw(path, data, esz, "me\0ta", 5, "HKCACHE1", esz, 5); /* NUL in meta */
+  r = raw_ok(data, esz, meta, key);
+  r.meta = "me\0ta"; /* NUL in meta */
+  r.msz = r.msz_field = 5;
+  write_raw(path, r);
+  expect_status(c, key, HK_CACHE_CORRUPT);
+  /* The key count: none, too many for the file, past the bound. */
+  const uint64_t bad_counts[] = {0, 2, (uint64_t)HK_CACHE_MAX_KEYS + 1,
+                                 UINT64_MAX / 16};
+  for (size_t i = 0; i < sizeof bad_counts / sizeof *bad_counts; i++) {
+    r = raw_ok(data, esz, meta, key);
+    r.nkeys_field = bad_counts[i];
+    write_raw(path, r);
+    expect_status(c, key, HK_CACHE_CORRUPT);
+  }
+  CHECK(!exists(path));
+
+  /* A sound entry of other keys under this key's name (renamed or linked
+   * there): refused, removed. One that lists this key among others: a
+   * hit. peek says the same without verifying. */
+  uint8_t keys3[96];
+  key_of(4, keys3);
+  key_of(5, keys3 + 32);
+  key_of(3, keys3 + 64);
+  r = raw_ok(data, esz, meta, keys3);
+  r.nkeys = r.nkeys_field = 2; /* keys 4 and 5 */
+  write_raw(path, r);
+  int pfd = hk__cache_peek(c, key);
+  CHECK_MSG(pfd < 0, "peek gave an entry written for other keys");
+  if (pfd >= 0) close(pfd);
   expect_status(c, key, HK_CACHE_CORRUPT);
   CHECK(!exists(path));
+  r.nkeys = r.nkeys_field = 3; /* keys 4, 5 and 3 */
+  write_raw(path, r);
+  pfd = hk__cache_peek(c, key);
+  CHECK(pfd >= 0);
+  if (pfd >= 0) close(pfd);
+  expect_hit(c, key, data, esz, meta);
+  CHECK(unlink(path) == 0);
 
   /* A symlink in place of an entry, even to a valid entry: refused, the
    * link removed, its target untouched. */
   char target[512];
   snprintf(target, sizeof target, "%s/valid-elsewhere.so", g_tmp);
-  write_raw(target, data, esz, meta, msz, "HKCACHE1", esz, msz);
+  write_raw(target, raw_ok(data, esz, meta, key));
   CHECK(symlink(target, path) == 0);
   expect_status(c, key, HK_CACHE_CORRUPT);
   CHECK(!exists(path) && exists(target));
@@ -674,6 +746,38 @@ static void test_list_clear(void) {
   hk__cache_close(c);
 }
 
+/* Temp files a killed writer left: the first put of an open cache removes
+ * those older than HK_CACHE_TEMP_AGE, and only those (a live writer's is
+ * fresh); later puts do not look again. */
+static void test_sweep(void) {
+  char dir[512], so[512], err[512], old[600], fresh[600], late[600];
+  snprintf(dir, sizeof dir, "%s/sweep", g_tmp);
+  hk_cache_t *c = open_dir(dir, 0);
+  if (!c) return;
+  snprintf(old, sizeof old, "%s/.hk-1-00112233445566aa.tmp", dir);
+  snprintf(fresh, sizeof fresh, "%s/.hk-2-00112233445566bb.tmp", dir);
+  snprintf(late, sizeof late, "%s/.hk-3-00112233445566cc.tmp", dir);
+  CHECK(write_file(old, "half", 4) == 0 && write_file(fresh, "half", 4) == 0);
+  struct timespec ts[2] = {{time(NULL) - HK_CACHE_TEMP_AGE - 60, 0},
+                           {time(NULL) - HK_CACHE_TEMP_AGE - 60, 0}};
+  CHECK(utimensat(AT_FDCWD, old, ts, 0) == 0);
+  uint8_t key[32], data[300];
+  key_of(20, key);
+  fake_bytes(data, sizeof data, 20);
+  snprintf(so, sizeof so, "%s/fake20.so", g_tmp);
+  CHECK(write_file(so, data, sizeof data) == 0);
+  CHECK_INT_EQ(count_temps(dir), 2);
+  CHECK_INT_EQ(put_file(c, key, so, "m", err, sizeof err), 0);
+  CHECK_MSG(!exists(old), "the old temp file stayed");
+  CHECK_MSG(exists(fresh), "a fresh temp file was removed");
+  CHECK(write_file(late, "half", 4) == 0);
+  CHECK(utimensat(AT_FDCWD, late, ts, 0) == 0);
+  CHECK_INT_EQ(put_file(c, key, so, "m", err, sizeof err), 0);
+  CHECK_MSG(exists(late), "the second put swept again");
+  expect_hit(c, key, data, sizeof data, "m");
+  hk__cache_close(c);
+}
+
 /* Real shared objects go through the cache and load from the fd: the
  * trailer does not bother the ELF loader. Two are loaded at once, each fd
  * kept open while its object is loaded (see hk__cache_get). Skipped
@@ -738,6 +842,7 @@ int main(void) {
   test_corrupt();
   test_race();
   test_list_clear();
+  test_sweep();
   test_dlopen();
   char cmd[600];
   snprintf(cmd, sizeof cmd, "chmod -R u+rwx %s; rm -rf %s", g_tmp, g_tmp);

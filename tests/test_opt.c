@@ -381,20 +381,25 @@ static void check_damaged_entries(const char *cache) {
   }
 }
 
-/* An entry that verifies but holds other code (another kernel file's
- * object): not used, rebuilt. */
-static void check_foreign_entry(const char *cache) {
+/* An entry that verifies but holds other code, renamed over the entry:
+ * another kernel file's object, and the object of an earlier version of
+ * this very file (the same kernel names, other bodies: it would resolve
+ * and compute the wrong thing). Neither is used; both are rebuilt. */
+static void check_foreign_entry(const char *cache, const char *other_text,
+                                const char *what) {
   char entry[4200];
   hk_context_t *c;
   hk_kernel_t *k;
   PATH(foreign, "cache_c_foreign");
+  check_rm_rf(foreign);
   check_make_dir(foreign);
   PATH(other_json, "cplug_other/o.json");
   check_make_dir(P("cplug_other"));
-  write_text(other_json, race_json);
+  write_text(other_json, other_text);
   c = mkctx(HK_TIER_OPT, P("cplug_other"), foreign, 0, NULL);
   hk_context_destroy(c);
   char other_entry[4200];
+  printf("foreign entry: %s\n", what);
   if (cache_entries(foreign, other_entry, sizeof other_entry) == 1 &&
       cache_entries(cache, entry, sizeof entry) == 1) {
     CHECK(rename(other_entry, entry) == 0);
@@ -450,7 +455,13 @@ static void test_cache(void) {
         before.st_mtim.tv_nsec == after.st_mtim.tv_nsec);
 
   check_damaged_entries(cache);
-  check_foreign_entry(cache);
+  check_foreign_entry(cache, race_json, "another file's object");
+  char *older = strdup(cache_json);
+  char *at = older ? strstr(older, "out = x * alpha;") : NULL;
+  if (at) memcpy(at, "out = x - alpha;", 16); /* the same length */
+  CHECK_MSG(at != NULL, "no body to change in cache_json");
+  if (at) check_foreign_entry(cache, older, "an earlier version's object");
+  free(older);
 
   /* and the rebuilt entry is a hit again */
   c = mkctx(HK_TIER_AUTO, P("cplug"), cache, 0, NULL);
