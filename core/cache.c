@@ -535,9 +535,55 @@ static int publish_link(hk_cache_t *c, const char *tmp, const char *name,
 
 static DIR *open_stream(hk_cache_t *c);
 
-/* Removes the temp files older than HK_CACHE_TEMP_AGE: those of writers
- * killed before they could remove their own (a live writer's file is
- * seconds old). Failures change nothing but leave the files. */
+/* .hk-build-XXXXXX (mkdtemp's letters and digits): a system compiler's
+ * build folder (compiler_cc.c). */
+static int is_build_dir_name(const char *s) {
+  if (strncmp(s, ".hk-build-", 10) != 0) return 0;
+  s += 10;
+  for (int i = 0; i < 6; i++, s++)
+    if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') ||
+          (*s >= 'A' && *s <= 'Z')))
+      return 0;
+  return *s == '\0';
+}
+
+/* .cc-<32 hex>.id.tmp-<8 hex>: a compiler identity being written
+ * (compiler_cc.c through hku_write_file_atomic). */
+static int is_id_temp_name(const char *s) {
+  if (strncmp(s, ".cc-", 4) != 0) return 0;
+  s += 4;
+  for (int i = 0; i < 32; i++)
+    if (!is_lower_hex(*s++)) return 0;
+  if (strncmp(s, ".id.tmp-", 8) != 0) return 0;
+  s += 8;
+  for (int i = 0; i < 8; i++)
+    if (!is_lower_hex(*s++)) return 0;
+  return *s == '\0';
+}
+
+/* Removes the build folder name (its files, then itself). */
+static void remove_build_dir(hk_cache_t *c, const char *name) {
+  int fd = openat(c->dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+                                    O_CLOEXEC);
+  if (fd < 0) return;
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return;
+  }
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL)
+    if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+      (void)unlinkat(fd, de->d_name, 0); /* files only: flags 0 */
+  closedir(d);
+  (void)unlinkat(c->dfd, name, AT_REMOVEDIR);
+}
+
+/* Removes what killed processes left, older than HK_CACHE_TEMP_AGE (a live
+ * writer's file or a running compile's folder is minutes old at most): the
+ * temp files of cache writes, the compiler's build folders and
+ * half-written compiler identities. Failures change nothing but leave the
+ * files. */
 static void sweep_temps(hk_cache_t *c) {
   DIR *d = open_stream(c);
   if (!d) return;
@@ -545,10 +591,16 @@ static void sweep_temps(hk_cache_t *c) {
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
     struct stat st;
-    if (is_temp_name(de->d_name) &&
-        fstatat(c->dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISREG(st.st_mode) && now - st.st_mtime > HK_CACHE_TEMP_AGE)
+    int file = is_temp_name(de->d_name) || is_id_temp_name(de->d_name);
+    int dir = !file && is_build_dir_name(de->d_name);
+    if ((!file && !dir) ||
+        fstatat(c->dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        now - st.st_mtime <= HK_CACHE_TEMP_AGE)
+      continue;
+    if (file && S_ISREG(st.st_mode))
       (void)unlinkat(c->dfd, de->d_name, 0);
+    else if (dir && S_ISDIR(st.st_mode))
+      remove_build_dir(c, de->d_name);
   }
   closedir(d);
 }
@@ -666,7 +718,18 @@ HK_INTERNAL int hk__cache_clear(hk_cache_t *c) {
   int count = 0;
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
-    if (!is_entry_name(de->d_name) && !is_temp_name(de->d_name)) continue;
+    struct stat st;
+    if (is_build_dir_name(de->d_name)) {
+      if (fstatat(c->dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+          S_ISDIR(st.st_mode)) {
+        remove_build_dir(c, de->d_name);
+        count += fstatat(c->dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0;
+      }
+      continue;
+    }
+    if (!is_entry_name(de->d_name) && !is_temp_name(de->d_name) &&
+        !is_id_temp_name(de->d_name))
+      continue;
     /* Flags 0: a directory that happens to bear such a name stays. */
     if (unlinkat(c->dfd, de->d_name, 0) == 0) count++;
   }

@@ -25,8 +25,9 @@
 #define HK_CACHE_TRAILER 64 /* magic 8 + sizes 24 + digest 32 */
 /* Most keys one entry may be written for (a batch is at most 64 files). */
 #define HK_CACHE_MAX_KEYS 4096
-/* Temp files older than this (seconds) are a killed writer's: the first
- * put of each open cache removes them. */
+/* Temp files and build folders older than this (seconds; a compile is
+ * stopped after 300) are a killed process's: the first put of each open
+ * cache removes them. */
 #define HK_CACHE_TEMP_AGE 3600
 
 typedef struct hk_cache hk_cache_t;
@@ -75,8 +76,10 @@ HK_INTERNAL int hk__cache_get(hk_cache_t *c, const uint8_t key[32],
  * the entry for key, with meta (NULL for none): writes [elf][meta][trailer]
  * to a new temp file in the cache directory (mode 0600, named
  * .hk-<pid>-<random hex>.tmp), fsyncs it and renames it over
- * <hex(key)>.so. The first put of an open cache also removes temp files
- * older than HK_CACHE_TEMP_AGE: those of writers that were killed. Concurrent writers of one key are fine: the last rename
+ * <hex(key)>.so. The first put of an open cache also removes what killed
+ * processes left there, older than HK_CACHE_TEMP_AGE: temp files, the
+ * system compiler's build folders (.hk-build-XXXXXX) and half-written
+ * compiler identities (.cc-*.id.tmp-*). Concurrent writers of one key are fine: the last rename
  * wins and both entries are whole. HK_OK, or HK_EINVAL (empty) / HK_EIO
  * with the reason in d (the temp file is removed). Thread-safe. */
 HK_INTERNAL int hk__cache_put(hk_cache_t *c, const uint8_t key[32],
@@ -110,10 +113,11 @@ typedef void (*hk_cache_list_fn)(void *ctx, const char *path, size_t size,
  * when the directory cannot be read. */
 HK_INTERNAL int hk__cache_list(hk_cache_t *c, hk_cache_list_fn fn, void *ctx);
 
-/* Removes every entry and every temp file (including those of writers
- * still running, whose put then fails); nothing else in the directory is
- * touched. Returns the number of files removed, or HK_EIO when the directory
- * cannot be read. */
+/* Removes every entry, every temp file and every compiler build folder
+ * (including those of writers and compiles still running, which then
+ * fail); nothing else in the directory is touched. Returns the number of
+ * files and build folders removed, or HK_EIO when the directory cannot be
+ * read. */
 HK_INTERNAL int hk__cache_clear(hk_cache_t *c);
 
 #endif /* HK_CACHE_H */

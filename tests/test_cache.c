@@ -775,6 +775,38 @@ static void test_sweep(void) {
   CHECK_INT_EQ(put_file(c, key, so, "m", err, sizeof err), 0);
   CHECK_MSG(exists(late), "the second put swept again");
   expect_hit(c, key, data, sizeof data, "m");
+  /* A killed compile's build folder and a half-written compiler identity,
+   * old: swept with their files; young, or only looking alike: left. */
+  char bdir[600], bfile[700], young[600], alike[600], id[600];
+  snprintf(bdir, sizeof bdir, "%s/.hk-build-aB3xY9", dir);
+  snprintf(young, sizeof young, "%s/.hk-build-Qq1234", dir);
+  snprintf(alike, sizeof alike, "%s/.hk-build-abc", dir);
+  snprintf(id, sizeof id,
+           "%s/.cc-0123456789abcdef0123456789abcdef.id.tmp-89abcdef", dir);
+  CHECK(mkdir(bdir, 0700) == 0 && mkdir(young, 0700) == 0 &&
+        mkdir(alike, 0700) == 0);
+  snprintf(bfile, sizeof bfile, "%s/kernel.c", bdir);
+  CHECK(write_file(bfile, "int x;", 6) == 0);
+  snprintf(bfile, sizeof bfile, "%s/kernel.so", bdir);
+  CHECK(write_file(bfile, "\177ELF", 4) == 0);
+  CHECK(write_file(id, "gcc", 3) == 0);
+  CHECK(utimensat(AT_FDCWD, bdir, ts, 0) == 0 &&
+        utimensat(AT_FDCWD, alike, ts, 0) == 0 &&
+        utimensat(AT_FDCWD, id, ts, 0) == 0);
+  hk__cache_close(c);
+  c = open_dir(dir, 0);
+  if (!c) return;
+  CHECK_INT_EQ(put_file(c, key, so, "m", err, sizeof err), 0);
+  CHECK_MSG(!exists(bdir), "an old build folder stayed");
+  CHECK_MSG(!exists(id), "an old identity temp file stayed");
+  CHECK_MSG(exists(young), "a young build folder was removed");
+  CHECK_MSG(exists(alike), "a folder that only looks like a build's was "
+            "removed");
+  /* clear takes build folders at any age */
+  /* this handle's first put took late too: young, fresh, the entry */
+  CHECK_INT_EQ(hk__cache_clear(c), 3);
+  CHECK_MSG(!exists(young), "clear left a build folder");
+  CHECK_MSG(exists(alike), "clear removed a look-alike");
   hk__cache_close(c);
 }
 

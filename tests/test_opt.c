@@ -7,8 +7,10 @@
  *     stays, a note says why, and forced tier opt refuses the file.
  *  2. the disk cache: miss, hit (the entry is not rewritten), damaged
  *     entries (truncated; bytes altered in the image and in the trailer; a
- *     byte appended; a valid entry of other code) never used but rebuilt,
- *     and four processes (this program, spawned) racing on one key.
+ *     byte appended; a valid entry of other code, another file's or an
+ *     earlier version's) never used but rebuilt, and two, then eight
+ *     processes (this program, spawned) racing into one empty cache
+ *     (HK_RACE_ROUNDS rounds; 1 unless set).
  *  3. shared objects: contexts sharing one cache entry, destroyed in turn.
  *  4. what compilers synthesise: sin and cos of one argument (f32, f64),
  *     which gcc and clang merge into sincosf/sincos, and loops they turn
@@ -489,25 +491,24 @@ static int race_child(const char *dir, const char *cache) {
   return check_failures ? 1 : 0;
 }
 
-static void test_cache_race(const char *self) {
-  if (!g_have_cc) return;
-  check_make_dir(P("race"));
-  write_text(P("race/race.json"), race_json);
-  PATH(cache, "cache_race");
+/* n processes race into one empty cache folder; round says which. */
+static void race_round(const char *self, int n, int round) {
+  char name[64];
+  snprintf(name, sizeof name, "cache_race_%d_%d", n, round);
+  PATH(cache, name);
   check_make_dir(cache);
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     CHECK_MSG(0, "pipe: %s", strerror(errno));
     return;
   }
-  enum { NCHILD = 4 };
-  pid_t pids[NCHILD];
-  char logs[NCHILD][4200];
+  enum { NMAXCHILD = 8 };
+  pid_t pids[NMAXCHILD];
+  char logs[NMAXCHILD][4200];
   char dir[4200], cdir[4200];
   snprintf(dir, sizeof dir, "%s", P("race"));
   snprintf(cdir, sizeof cdir, "%s", cache);
-  for (int i = 0; i < NCHILD; i++) {
-    char name[64];
+  for (int i = 0; i < n && i < NMAXCHILD; i++) {
     snprintf(name, sizeof name, "race%d.log", i);
     snprintf(logs[i], sizeof logs[i], "%s", P(name));
     char *argv[] = {(char *)self, "--race-child", dir, cdir, NULL};
@@ -516,10 +517,11 @@ static void test_cache_race(const char *self) {
   }
   close(fds[0]);
   close(fds[1]); /* go */
-  for (int i = 0; i < NCHILD; i++) {
+  for (int i = 0; i < n && i < NMAXCHILD; i++) {
     if (pids[i] <= 0) continue;
     int rc = wait_exit(pids[i]);
-    CHECK_MSG(rc == 0, "racing process %d exited with %d", i, rc);
+    CHECK_MSG(rc == 0, "%d processes, round %d: process %d exited with %d",
+              n, round, i, rc);
     if (rc != 0) print_log(logs[i]);
   }
   int entries, valid;
@@ -536,6 +538,24 @@ static void test_cache_race(const char *self) {
              COUNT(few_sizes));
   }
   hk_context_destroy(c);
+  check_rm_rf(cache);
+}
+
+/* Two, then eight copies of this program load the same file with tier opt
+ * into one empty cache folder, started together; HK_RACE_ROUNDS times
+ * each (1 unless set: tools/soak.sh repeats them). */
+static void test_cache_race(const char *self) {
+  if (!g_have_cc) return;
+  check_make_dir(P("race"));
+  write_text(P("race/race.json"), race_json);
+  const char *env = getenv("HK_RACE_ROUNDS");
+  int rounds = env && atoi(env) > 0 ? atoi(env) : 1;
+  for (int r = 0; r < rounds; r++) {
+    race_round(self, 2, r);
+    race_round(self, 8, r);
+  }
+  if (rounds > 1)
+    printf("cache race: %d rounds of 2 and 8 processes\n", rounds);
 }
 
 /* ---- 3. Shared objects --------------------------------------------------------- */
