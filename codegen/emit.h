@@ -95,7 +95,10 @@ const char *hkc_param_stype(const hkc_instance *in, const hkc_param *p);
 const char *hkc_scalar_pre(const hkc_instance *in, const hkc_param *p);
 void hkc_put_scalar_locals(hku_buf *o, const hkc_instance *in, int ind);
 int hkc_is_buffer(const hkc_param *p);
-/* The author's code, line by line, each indented by ind spaces. */
+/* The author's code, line by line, each indented by ind spaces; the int
+ * of each plain `for (int NAME = ...;` counter is written hk_ (int64_t in
+ * the preludes), so that such loops vectorise despite -fwrapv and agree on
+ * every tier and target (hkc_code_int_counters). */
 void hkc_put_code(hku_buf *o, const hkc_src *s, int ind);
 /* An expression on one line, in parentheses, comments removed. */
 void hkc_put_expr(hku_buf *o, const hkc_src *s);

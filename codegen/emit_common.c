@@ -98,19 +98,42 @@ static unsigned next_col(const hku_buf *o) {
 
 /* ---- Author code ------------------------------------------------------------- */
 
+/* Appends the n characters at t (offset at in s's text), with the `int`
+ * of each widened loop counter (offsets w[0..nw)) written as hk_, the
+ * prelude's int64_t: the same length, so columns still map. */
+static void put_widened(hku_buf *o, const char *t, size_t n, size_t at,
+                        const size_t *w, size_t nw) {
+  size_t done = 0;
+  for (size_t i = 0; i < nw; i++) {
+    if (w[i] < at + done || w[i] + 3 > at + n) continue;
+    size_t k = w[i] - at;
+    hku_buf_printf(o, "%.*s", (int)(k - done), t + done);
+    hku_buf_put(o, "hk_");
+    done = k + 3;
+  }
+  hku_buf_printf(o, "%.*s", (int)(n - done), t + done);
+}
+
 void hkc_put_code(hku_buf *o, const hkc_src *s, int ind) {
   const char *t = s->text, *e = t + s->len;
+  size_t *w = NULL, nw = hkc_code_int_counters(s, &w);
+  if (nw == (size_t)-1) {
+    o->oom = 1;
+    return;
+  }
   while (t < e) {
     const char *nl = memchr(t, '\n', (size_t)(e - t));
     size_t n = nl ? (size_t)(nl - t) : (size_t)(e - t);
     while (n && (t[n - 1] == ' ' || t[n - 1] == '\t' || t[n - 1] == '\r')) n--;
     if (n) {
       hkc_linemap_note(o, s, (size_t)(t - s->text), (unsigned)ind + 1);
-      hku_buf_printf(o, "%*s%.*s", ind, "", (int)n, t);
+      hku_buf_printf(o, "%*s", ind, "");
+      put_widened(o, t, n, (size_t)(t - s->text), w, nw);
     }
     hku_buf_putc(o, '\n');
     t += (nl ? (size_t)(nl - t) + 1 : (size_t)(e - t));
   }
+  free(w);
 }
 
 void hkc_put_expr(hku_buf *o, const hkc_src *s) {

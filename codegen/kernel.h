@@ -283,6 +283,11 @@ int hkc_const_len(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
 
 /* The offset of the first use of identifier id in the code, or -1. */
 long hkc_code_find(const hkc_src *src, const char *id);
+/* The offsets (in *offs, malloc'ed; NULL when none) of the `int` of every
+ * `for (int NAME = ...;` whose init clause declares that one plain int:
+ * the counters the emitter widens to 64 bits. Their number, or (size_t)-1
+ * without memory. */
+size_t hkc_code_int_counters(const hkc_src *src, size_t **offs);
 /* 1 when the code names identifier id outside comments and literals. */
 int hkc_code_uses(const hkc_src *src, const char *id);
 /* 1 when the code calls a math function (a hint to split work sooner). */

@@ -643,6 +643,45 @@ static size_t quiet_tokens(const hkc_src *src, token **out) {
   return n;
 }
 
+size_t hkc_code_int_counters(const hkc_src *src, size_t **offs) {
+  *offs = NULL;
+  token *t;
+  size_t n = quiet_tokens(src, &t), count = 0;
+  const char *x = src->text;
+#define IS(i, s) \
+  ((i) < n && t[i].len == strlen(s) && memcmp(x + t[i].off, s, t[i].len) == 0)
+  for (size_t i = 0; i + 4 < n; i++) {
+    /* for ( int NAME = ... ; with no ',', '*' or '[' before the ';' at
+     * the depth of the parenthesis: one plain int declared */
+    if (!IS(i, "for") || !IS(i + 1, "(") || !IS(i + 2, "int") ||
+        t[i + 3].kind != TK_IDENT || !IS(i + 4, "="))
+      continue;
+    int depth = 0, plain = 1;
+    size_t j = i + 5;
+    for (; j < n && plain; j++) {
+      if (IS(j, "(") || IS(j, "[") || IS(j, "{")) depth++;
+      else if (IS(j, ")") || IS(j, "]") || IS(j, "}")) depth--;
+      else if (depth == 0 && IS(j, ";")) break;
+      else if (depth == 0 && (IS(j, ",") || IS(j, "*") || IS(j, "[")))
+        plain = 0;
+      if (depth < 0) plain = 0;
+    }
+    if (!plain || j >= n) continue;
+    size_t *grown = realloc(*offs, (count + 1) * sizeof *grown);
+    if (!grown) {
+      free(*offs);
+      *offs = NULL;
+      free(t);
+      return (size_t)-1;
+    }
+    *offs = grown;
+    (*offs)[count++] = t[i + 2].off;
+  }
+#undef IS
+  free(t);
+  return count;
+}
+
 long hkc_code_find(const hkc_src *src, const char *id) {
   token *t;
   size_t n = quiet_tokens(src, &t), l = strlen(id);

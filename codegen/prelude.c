@@ -266,6 +266,8 @@ static void put_c_conversions(hku_buf *o) {
       o,
       "\n/* bool as kernel code sees it; stored as uint8_t 0/1 */\n"
       "typedef _Bool hk_bool;\n"
+      "/* a for loop's int counter, widened (emit_common.c: hkc_put_code) */\n"
+      "typedef int64_t hk_;\n"
       "/* f16 and bf16, stored as uint16_t, computed as float */\n"
       "#define HK_CONV HK_MAYBE_UNUSED static inline\n"
       "HK_CONV uint32_t hk_f2u(const float f) { union { float f; uint32_t u; } "
@@ -494,6 +496,8 @@ void hkc_emit_cuda_prelude(hku_buf *o) {
       "#endif\n"
       "/* bool as kernel code sees it; stored as uint8_t 0/1 */\n"
       "typedef bool hk_bool;\n"
+      "/* a for loop's int counter, widened (emit_common.c: hkc_put_code) */\n"
+      "typedef int64_t hk_;\n"
       "/* f16 and bf16, stored as uint16_t, computed as float */\n"
       "#define HK_CONV static __device__ __forceinline__ __attribute__((unused))\n"
       "HK_CONV uint32_t hk_f2u(const float f) { return __float_as_uint(f); }\n"

@@ -36,7 +36,8 @@
  *     calls exp (close to strict); a fast raw dot product on tier opt
  *     differs from the strict one in the last bits (it was vectorised),
  *     while the strict one on tier opt equals tier jit bit for bit; a bad
- *     "fp" is a located error.
+ *     "fp" is a located error. A for loop's int counter is 64 bits wide on
+ *     both tiers, in both modes.
  * `test_opt --race-child DIR CACHE` is the child process of part 2 (the
  * test spawns itself). The temp tree and the helpers:
  * tests/registry_fixture.h.
@@ -1037,6 +1038,34 @@ static void test_fp_modes(void) {
   CHECK_MSG(fast_opt != strict_opt,
             "the fast dot product gave the strict bits: not vectorised?");
   CHECK(fabsf(fast_opt - strict_opt) <= 1e-3f * (1 + fabsf(strict_opt)));
+
+  /* A for loop's int counter is 64 bits wide (emit_common.c), on every
+   * tier and in both modes: from INT_MAX - 2 to INT_MAX + 3 is 5 steps,
+   * where a 32-bit counter would wrap and never get there (the loop stops
+   * after 11). */
+  static const char ctr_fmt[] =
+      "{\"schema_version\": 1, \"name\": \"%s\", \"kind\": \"raw\",%s\n"
+      " \"params\": [{\"name\": \"lo\", \"type\": \"i64\", \"role\": "
+      "\"scalar\"},\n  {\"name\": \"hi\", \"type\": \"i64\", \"role\": "
+      "\"scalar\"},\n  {\"name\": \"out\", \"type\": \"i64\", \"role\": "
+      "\"out\", \"len\": \"1\"}],\n"
+      " \"cpu\": \"int64_t c = 0; for (int i = (int)lo; i < hi; i++) "
+      "if (++c > 10) break; out[0] = c;\"}\n";
+  const char *modes[][2] = {{"ctr_strict", ""}, {"ctr_fast", " \"fp\": \"fast\","}};
+  for (size_t m = 0; m < COUNT(modes); m++) {
+    snprintf(text, sizeof text, ctr_fmt, modes[m][0], modes[m][1]);
+    CHECK_INT_EQ(hk_load_string(opt, text, strlen(text), "ctr.json"), HK_OK);
+    CHECK_INT_EQ(hk_load_string(jit, text, strlen(text), "ctr.json"), HK_OK);
+    hk_context_t *on[] = {opt, jit};
+    for (int c = 0; c < 2; c++) {
+      hk_kernel_t *k = find(on[c], modes[m][0]);
+      int64_t lo = 2147483645, hi = 2147483650, got = -1;
+      void *cargs[] = {&lo, &hi, &got};
+      if (k) CHECK_INT_EQ(hk_call(k, 1, cargs), HK_OK);
+      CHECK_MSG(got == 5, "%s on tier %s: %lld steps from INT_MAX - 2 to "
+                "INT_MAX + 3", modes[m][0], c ? "jit" : "opt", (long long)got);
+    }
+  }
 
   /* bad modes, located at the value */
   static const char *const bad[][2] = {

@@ -2105,6 +2105,39 @@ static void test_deep_call_groups(void) {
   printf("%-22s ok\n", "deep call groups");
 }
 
+/* Which for loops' int counters the emitter widens to 64 bits: a plain
+ * `for (int NAME = ...;` only. */
+static void test_int_counters(void) {
+  static const struct {
+    const char *code;
+    int count;
+  } cases[] = {
+      {"for (int i = 0; i < n; i++) y[i] = x[i];", 1},
+      {"for(int i=0;;) break;", 1},
+      {"for (int i = f(a, b); i < n; i++) {}", 1},
+      {"for (int i = 0; i < n; i++) for (int j = i; j < n; j++) s += 1;", 2},
+      {"for (int i = 0, j = 1; i < n; i++) {}", 0},
+      {"for (int *p = a; p < a + n; p++) {}", 0},
+      {"for (int i[2] = {0, 0}; i[0] < n; i[0]++) {}", 0},
+      {"for (unsigned int i = 0; i < n; i++) {}", 0},
+      {"for (int64_t i = 0; i < n; i++) {}", 0},
+      {"for (i = 0; i < n; i++) {}", 0},
+      {"int i = 0; for (; i < n; i++) {}", 0},
+      {"for (int i = a[1], j; i < n; i++) {}", 0},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    hkc_src s = {(char *)cases[c].code, strlen(cases[c].code), "body", NULL,
+                 0};
+    size_t *offs = NULL, n = hkc_code_int_counters(&s, &offs);
+    CHECK_MSG(n == (size_t)cases[c].count, "'%s': %zu counters, expected %d",
+              cases[c].code, n, cases[c].count);
+    for (size_t i = 0; i < n && n != (size_t)-1; i++)
+      CHECK_MSG(!strncmp(cases[c].code + offs[i], "int ", 4),
+                "'%s': offset %zu is not an int", cases[c].code, offs[i]);
+    free(offs);
+  }
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0); /* keep the summary if a sanitizer aborts */
   RUN(json_cases);
@@ -2125,6 +2158,7 @@ int main(void) {
   test_positions();
   test_codes();
   test_deep_call_groups();
+  test_int_counters();
   RUN(huge_cases);
   printf("%d table cases\n", ncases_run);
   CHECK_DONE();
