@@ -227,6 +227,13 @@ static int is_entry_name(const char *s) {
   return strcmp(s + 64, ".so") == 0;
 }
 
+/* <64 lowercase hex>.fail: a remembered failure. */
+static int is_fail_name(const char *s) {
+  for (int i = 0; i < 64; i++)
+    if (!is_lower_hex(s[i])) return 0;
+  return strcmp(s + 64, ".fail") == 0;
+}
+
 /* .hk-<decimal pid>-<16 hex>.tmp, exactly as put writes it. */
 static int is_temp_name(const char *s) {
   if (strncmp(s, ".hk-", 4) != 0) return 0;
@@ -657,6 +664,80 @@ HK_INTERNAL int hk__cache_put(hk_cache_t *c, const uint8_t key[32],
                             d);
 }
 
+/* --- remembered failures ------------------------------------------------- */
+
+#define FAIL_MAGIC "HKFAIL1\n"
+
+static void fail_name(const uint8_t key[32], char name[72]) {
+  hk__hex(key, 32, name);
+  memcpy(name + 64, ".fail", 6);
+}
+
+HK_INTERNAL int hk__cache_put_failure(hk_cache_t *c, const uint8_t key[32],
+                                      const char *note, hku_diags *d) {
+  char tmp[64], name[72];
+  size_t n = strlen(note);
+  if (n > HK_CACHE_FAIL_MAX) n = HK_CACHE_FAIL_MAX;
+  int out = create_temp(c, tmp);
+  if (out < 0)
+    return fail(d, HK_EIO, c->dir, "cannot create a temp file in %s: %s",
+                c->dir, strerror(errno));
+  int ok = hku_write_all(out, FAIL_MAGIC, 8) == HK_OK &&
+           hku_write_all(out, note, n) == HK_OK;
+  int er = errno;
+  if (close(out) != 0 && ok) {
+    ok = 0;
+    er = errno;
+  }
+  fail_name(key, name);
+  /* no fsync: a failure lost in a crash only costs one more compile */
+  if (ok && renameat(c->dfd, tmp, c->dfd, name) != 0) {
+    ok = 0;
+    er = errno;
+  }
+  if (!ok) {
+    (void)unlinkat(c->dfd, tmp, 0);
+    return fail(d, HK_EIO, c->dir, "cannot write in %s: %s", c->dir,
+                strerror(er));
+  }
+  return HK_OK;
+}
+
+HK_INTERNAL int hk__cache_get_failure(hk_cache_t *c, const uint8_t key[32],
+                                      char **note) {
+  *note = NULL;
+  char name[72];
+  fail_name(key, name);
+  int fd = open_entry(c, name);
+  if (fd < 0) return HK_ENOTFOUND;
+  struct stat st;
+  char *text = NULL;
+  int rc = HK_ENOTFOUND;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 8 &&
+      st.st_size <= 8 + HK_CACHE_FAIL_MAX) {
+    size_t n = (size_t)st.st_size;
+    text = malloc(n + 1);
+    if (!text) {
+      close(fd);
+      return HK_ENOMEM;
+    }
+    if (hku_pread_all(fd, text, n, 0) == HK_OK &&
+        !memcmp(text, FAIL_MAGIC, 8) && !memchr(text, '\0', n)) {
+      text[n] = '\0';
+      memmove(text, text + 8, n - 8 + 1);
+      rc = HK_OK;
+    }
+  }
+  if (rc != HK_OK) {
+    free(text);
+    text = NULL;
+    if (fstat(fd, &st) == 0) remove_entry(c, name, &st);
+  }
+  close(fd);
+  *note = text;
+  return rc;
+}
+
 /* --- listing and clearing ------------------------------------------------- */
 
 /* A fresh stream over the directory (its own offset, so calls do not
@@ -728,7 +809,7 @@ HK_INTERNAL int hk__cache_clear(hk_cache_t *c) {
       continue;
     }
     if (!is_entry_name(de->d_name) && !is_temp_name(de->d_name) &&
-        !is_id_temp_name(de->d_name))
+        !is_id_temp_name(de->d_name) && !is_fail_name(de->d_name))
       continue;
     /* Flags 0: a directory that happens to bear such a name stays. */
     if (unlinkat(c->dfd, de->d_name, 0) == 0) count++;

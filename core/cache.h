@@ -103,6 +103,21 @@ HK_INTERNAL int hk__cache_put_keys(hk_cache_t *c, const uint8_t (*keys)[32],
  * (regular file) or -1. */
 HK_INTERNAL int hk__cache_peek(hk_cache_t *c, const uint8_t key[32]);
 
+/* A failure to remember: tier opt could not be built for key (the system
+ * compiler rejected the code, or the object was refused), which will not
+ * change until the key does (the key holds the source, the compiler's
+ * identity, flags and CPU). Stored as <hex(key)>.fail: "HKFAIL1\n" and
+ * the note (text, at most HK_CACHE_FAIL_MAX bytes kept), written to a
+ * temp file and renamed into place. HK_OK, or HK_EIO said in d. */
+#define HK_CACHE_FAIL_MAX 16384
+HK_INTERNAL int hk__cache_put_failure(hk_cache_t *c, const uint8_t key[32],
+                                      const char *note, hku_diags *d);
+/* The remembered failure of key: HK_OK and *note (malloc'ed), or
+ * HK_ENOTFOUND (none, or a file that is not one: then it is removed),
+ * HK_ENOMEM. */
+HK_INTERNAL int hk__cache_get_failure(hk_cache_t *c, const uint8_t key[32],
+                                      char **note);
+
 /* Called for each entry by hk__cache_list: path "<dir>/<64 hex>.so", its
  * size and mtime, its meta (NULL when the entry is corrupt) and valid (1
  * when the entry verified, for the key its name says, else 0). meta is only valid during the call. */
@@ -113,7 +128,8 @@ typedef void (*hk_cache_list_fn)(void *ctx, const char *path, size_t size,
  * when the directory cannot be read. */
 HK_INTERNAL int hk__cache_list(hk_cache_t *c, hk_cache_list_fn fn, void *ctx);
 
-/* Removes every entry, every temp file and every compiler build folder
+/* Removes every entry, every remembered failure, every temp file and every
+ * compiler build folder
  * (including those of writers and compiles still running, which then
  * fail); nothing else in the directory is touched. Returns the number of
  * files and build folders removed, or HK_EIO when the directory cannot be

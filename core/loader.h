@@ -45,5 +45,10 @@ HK_INTERNAL int hk__resolve_all(hk_module_t *m, hk_resolve_fn sym,
  * opt done), HK_ENOTFOUND on a miss or an entry that cannot be used (then
  * logged). */
 HK_INTERNAL int hk__opt_from_cache(hk_context_t *ctx, hk_module_t *m);
+/* 1 when building m for tier opt failed on an earlier start, for a reason
+ * that stays while m's key does (the disk cache remembers it: a compile
+ * error in the code, a refused object): then m's opt state is failed, its
+ * note says why, and that is logged. Else 0. */
+HK_INTERNAL int hk__opt_failed_before(hk_context_t *ctx, hk_module_t *m);
 
 #endif /* HK_LOADER_H */

@@ -138,6 +138,8 @@ static int load_json(hk_context_t *ctx, hk_module_t *m, const char *text,
   if ((rc = compile_jit(m, d))) return rc;
   if (want == HK_TIER_JIT) {
     atomic_store(&m->opt_state, HK__OPT_NONE);
+  } else if (hk__opt_failed_before(ctx, m)) {
+    /* state and note set: the compiler would fail the same way again */
   } else if (ctx->cc.why_not) {
     atomic_store(&m->opt_state, HK__OPT_FAILED);
     m->opt_note = strdup(ctx->cc.why_not);

@@ -111,6 +111,28 @@ int hk__opt_from_cache(hk_context_t *ctx, hk_module_t *m) {
   return HK_OK;
 }
 
+int hk__opt_failed_before(hk_context_t *ctx, hk_module_t *m) {
+  char *was = NULL;
+  if (!ctx->cache || ctx->cc.why_not ||
+      hk__cache_get_failure(ctx->cache, m->key, &was) != HK_OK)
+    return 0;
+  size_t l = strlen(was);
+  while (l && was[l - 1] == '\n') was[--l] = '\0';
+  hku_buf b = HKU_BUF_INIT;
+  hku_buf_printf(&b, "%s\n(this failed on an earlier start and would again: "
+                     "%s remembers it; hk cache clear, or a change to the "
+                     "file or the compiler, tries again)",
+                 was, hk__cache_dir(ctx->cache));
+  free(was);
+  free(m->opt_note);
+  m->opt_note = b.oom ? strdup("failed on an earlier start") : hku_buf_take(&b);
+  hku_buf_free(&b);
+  atomic_store(&m->opt_state, HK__OPT_FAILED);
+  hk__log(ctx, "%s: tier opt unavailable, staying on tier jit: %s", m->path,
+          m->opt_note ? m->opt_note : "failed on an earlier start");
+  return 1;
+}
+
 /* ---- Building ------------------------------------------------------------------ */
 
 static void set_note(hk_context_t *ctx, hk_module_t *m, const char *note) {
@@ -190,8 +212,25 @@ static void publish(hk_context_t *ctx, hk_module_t *m, void *h) {
   hk__load_unlock(ctx);
 }
 
+/* Remembers in the disk cache that m cannot be built for tier opt, with
+ * its note (hk__opt_failed_before reads it on later starts). */
+static void remember_failure(hk_context_t *ctx, hk_module_t *m) {
+  if (!ctx->cache) return;
+  hk__load_lock(ctx);
+  char *note = m->opt_note ? strdup(m->opt_note) : NULL;
+  hk__load_unlock(ctx);
+  hku_diags quiet = HKU_DIAGS_INIT;
+  if (note &&
+      hk__cache_put_failure(ctx->cache, m->key, note, &quiet) != HK_OK)
+    hk__log(ctx, "%s: cannot remember the failure in the disk cache: %s",
+            m->path, hku_diags_words(&quiet, "unknown reason"));
+  hku_diags_free(&quiet);
+  free(note);
+}
+
 /* Compiles, checks, caches and loads m's opt code into *h; the reason of a
- * failure is set as m's note. */
+ * failure is set as m's note, and remembered when it will not change (the
+ * compiler's complaints about the code, a refused object). */
 static int build_opt(hk_context_t *ctx, hk_module_t *m, void **h) {
   hk_compiler_t cc = hk__compiler_cc(&ctx->cc);
   hk_compile_opts_t o = {.purpose = HK_FOR_OPT, .timeout_s = OPT_TIMEOUT_S,
@@ -203,8 +242,13 @@ static int build_opt(hk_context_t *ctx, hk_module_t *m, void **h) {
                              &obj, &d);
   if (rc) {
     compile_note(ctx, m, &d);
+    if (rc == HK_ECOMPILE && hk__build_located(&d)) remember_failure(ctx, m);
   } else {
     rc = hk__build_image_fd(&obj, m->path, &fd, &d);
+    if (rc == HK_EREFUSED) {
+      set_note(ctx, m, hku_diags_words(&d, "the object was refused"));
+      remember_failure(ctx, m);
+    }
     if (rc == HK_OK) {
       if (ctx->cache) store(ctx, &m, 1, &obj);
       rc = load_for(ctx, m, fd, h, &d);

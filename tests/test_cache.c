@@ -810,6 +810,65 @@ static void test_sweep(void) {
   hk__cache_close(c);
 }
 
+/* Remembered failures: put and get the note; a damaged one is not one
+ * (and removed); a new put replaces it; clear takes it; no entry is made. */
+static void test_failures(void) {
+  char dir[512], path[600], hex[65];
+  snprintf(dir, sizeof dir, "%s/failures", g_tmp);
+  hk_cache_t *c = open_dir(dir, 0);
+  if (!c) return;
+  uint8_t key[32], other[32];
+  key_of(30, key);
+  key_of(31, other);
+  hku_diags d = HKU_DIAGS_INIT;
+  char *note = NULL;
+  CHECK_INT_EQ(hk__cache_get_failure(c, key, &note), HK_ENOTFOUND);
+  CHECK(note == NULL);
+  CHECK_INT_EQ(hk__cache_put_failure(c, key, "b.json:1:2: error: no\n", &d),
+               HK_OK);
+  CHECK_INT_EQ(hk__cache_get_failure(c, key, &note), HK_OK);
+  CHECK_STR_EQ(note ? note : "", "b.json:1:2: error: no\n");
+  free(note);
+  CHECK_INT_EQ(hk__cache_get_failure(c, other, &note), HK_ENOTFOUND);
+  expect_status(c, key, HK_CACHE_MISS); /* not an entry */
+  CHECK_INT_EQ(count_temps(dir), 0);
+  /* replaced */
+  CHECK_INT_EQ(hk__cache_put_failure(c, key, "again", &d), HK_OK);
+  CHECK_INT_EQ(hk__cache_get_failure(c, key, &note), HK_OK);
+  CHECK_STR_EQ(note ? note : "", "again");
+  free(note);
+  /* damaged: a wrong magic, a NUL, too long; each removed */
+  hk__hex(key, 32, hex);
+  snprintf(path, sizeof path, "%s/%s.fail", dir, hex);
+  static const struct {
+    const char *bytes;
+    size_t n;
+  } bad[] = {{"HKFAIL2\nx", 9}, {"HKFAIL1\nx\0y", 11}, {"HKF", 3}};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    CHECK(write_file(path, bad[i].bytes, bad[i].n) == 0);
+    CHECK_INT_EQ(hk__cache_get_failure(c, key, &note), HK_ENOTFOUND);
+    CHECK_MSG(!exists(path), "damaged failure %zu not removed", i);
+  }
+  char *big = malloc(HK_CACHE_FAIL_MAX + 100);
+  if (big) {
+    memcpy(big, "HKFAIL1\n", 8);
+    memset(big + 8, 'x', HK_CACHE_FAIL_MAX + 92);
+    CHECK(write_file(path, big, HK_CACHE_FAIL_MAX + 100) == 0);
+    CHECK_INT_EQ(hk__cache_get_failure(c, key, &note), HK_ENOTFOUND);
+    /* a long note is cut to the bound when written */
+    big[HK_CACHE_FAIL_MAX + 99] = '\0';
+    CHECK_INT_EQ(hk__cache_put_failure(c, key, big + 8, &d), HK_OK);
+    CHECK_INT_EQ(hk__cache_get_failure(c, key, &note), HK_OK);
+    CHECK_INT_EQ(note ? strlen(note) : 0, HK_CACHE_FAIL_MAX);
+    free(note);
+    free(big);
+  }
+  CHECK_INT_EQ(hk__cache_clear(c), 1);
+  CHECK_INT_EQ(hk__cache_get_failure(c, key, &note), HK_ENOTFOUND);
+  hku_diags_free(&d);
+  hk__cache_close(c);
+}
+
 /* Real shared objects go through the cache and load from the fd: the
  * trailer does not bother the ELF loader. Two are loaded at once, each fd
  * kept open while its object is loaded (see hk__cache_get). Skipped
@@ -875,6 +934,7 @@ int main(void) {
   test_race();
   test_list_clear();
   test_sweep();
+  test_failures();
   test_dlopen();
   char cmd[600];
   snprintf(cmd, sizeof cmd, "chmod -R u+rwx %s; rm -rf %s", g_tmp, g_tmp);

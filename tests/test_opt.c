@@ -22,13 +22,15 @@
  *     note, in hk_kernel_wait_opt's error and in the log.
  *  5. batches: a folder of kernel files reaches tier opt in batches (the
  *     process pinned to two CPUs: two compiler runs), one of which holds a
- *     file the system compiler rejects (a macro of a -include'd header
- *     breaks it; libtcc is fine with it): the others all reach tier opt
- *     and compute what jit computes, it stays on jit with the compiler's
- *     complaint in its note; the cache holds one entry per good file, and
- *     files of one batch share one object (one inode); a second context
- *     takes them all at once; a file that changes is the only one built
- *     again.
+ *     file the system compiler rejects (a wrapper of cc reports an error
+ *     on one line of its body, as gcc would; libtcc is fine with it): the
+ *     others all reach tier opt and compute what jit computes, it
+ *     stays on jit with the compiler's complaint in its note; the cache
+ *     holds one entry per good file, and files of one batch share one
+ *     object (one inode); a second context takes them all at once, and the
+ *     failed file's failure was remembered (no compile: its note says so);
+ *     a file that changes is the only one built again; hk cache clear
+ *     forgets the failure.
  *  6. "fp" modes and signed overflow: the flags each mode is built with
  *     (a compiler that logs its arguments): strict kernels -fwrapv and no
  *     contraction, "fp": "fast" contraction, reassociation and no -fwrapv
@@ -817,15 +819,14 @@ static void write_batch_file(int i, float scale) {
   char path[64], name[32], body[128], text[1024];
   snprintf(path, sizeof path, "batch/b%d.json", i);
   snprintf(name, sizeof name, "b%d", i);
-  if (i == 3) /* poison_b is a macro of the header cc is given */
+  if (i == 3) /* the test's compiler rejects reject_b3 (libtcc does not):
+                 an error in the body, located in the kernel file */
     snprintf(text, sizeof text,
              "{\"schema_version\": 1, \"name\": \"b3\", \"kind\": "
              "\"elementwise\", \"params\": [\n"
              " {\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
-             " {\"name\": \"poison_b\", \"type\": \"f32\", \"role\": "
-             "\"scalar\"},\n"
              " {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
-             " \"body\": \"out = x + poison_b;\"}\n");
+             " \"body\": \"float reject_b3 = 1.0f; out = x * reject_b3;\"}\n");
   else {
     snprintf(body, sizeof body, "out = x * %.1ff + %d.0f;", scale, i);
     snprintf(text, sizeof text, GOOD_JSON_FMT, name, body);
@@ -887,10 +888,19 @@ static void test_batches(void) {
   CHECK(sched_setaffinity(0, sizeof two, &two) == 0);
   check_make_dir(P("batch"));
   for (int i = 0; i < NBATCH; i++) write_batch_file(i, 2.0f);
-  PATH(hdr, "batch_poison.h");
-  write_text(hdr, "#define poison_b )\n");
-  char cc[4300];
-  snprintf(cc, sizeof cc, "cc -include %s", hdr);
+  /* a compiler that rejects the line of the source naming reject_b3, as
+   * gcc reports an error, else is cc */
+  PATH(cc, "batch_cc.sh");
+  write_text(cc,
+             "#!/bin/sh\n"
+             "for a in \"$@\"; do case \"$a\" in *.c) src=$a;; esac; done\n"
+             "line=$(grep -n reject_b3 \"$src\" | head -1 | cut -d: -f1)\n"
+             "if [ -n \"$line\" ]; then\n"
+             "  echo \"$src:$line:19: error: this compiler rejects reject_b3\"\n"
+             "  exit 1\n"
+             "fi\n"
+             "exec cc \"$@\"\n");
+  CHECK(chmod(cc, 0755) == 0);
   PATH(cache, "cache_batch");
   check_make_dir(cache);
 
@@ -915,9 +925,21 @@ static void test_batches(void) {
             NBATCH - 1);
   CHECK_INT_EQ(cache_leftovers(cache), 0);
 
-  /* warm: all at once from the cache */
+  /* warm: all at once from the cache; b3's failure was remembered, so it
+   * is failed at once, without a compile (whose note would not say "an
+   * earlier start"), with the compiler's complaint in its note */
   c = mkctx(HK_TIER_AUTO, P("batch"), cache, 0, cc);
-  if (c) check_batch_kernels(c, HK_TIER_OPT, "warm", 2.0f);
+  if (c) {
+    check_batch_kernels(c, HK_TIER_OPT, "warm", 2.0f);
+    hk_kernel_t *k = find(c, "b3");
+    if (k) {
+      CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_JIT);
+      CHECK(hk_kernel_wait_opt(k) != HK_OK);
+      show("note", note_of(k));
+      CHECK_CONTAINS(note_of(k), "failed on an earlier start");
+      CHECK_CONTAINS(note_of(k), "the system compiler failed");
+    }
+  }
   hk_context_destroy(c);
 
   /* one file changes: it alone is built again */
@@ -932,6 +954,21 @@ static void test_batches(void) {
   }
   hk_context_destroy(c);
   CHECK_INT_EQ(cache_entries(cache, NULL, 0), NBATCH);
+  /* hk cache clear forgets the failure: the compiler runs again */
+  hku_diags d = HKU_DIAGS_INIT;
+  hk_cache_t *hc = NULL;
+  CHECK_INT_EQ(hk__cache_open(cache, 0, &hc, &d), HK_OK);
+  hku_diags_free(&d);
+  if (hc) CHECK(hk__cache_clear(hc) > NBATCH); /* entries and the failure */
+  hk__cache_close(hc);
+  c = mkctx(HK_TIER_AUTO, P("batch"), cache, 0, cc);
+  hk_kernel_t *k3 = c ? find(c, "b3") : NULL;
+  if (k3) {
+    CHECK(hk_kernel_wait_opt(k3) != HK_OK);
+    CHECK(!strstr(note_of(k3), "earlier start"));
+    CHECK_CONTAINS(note_of(k3), "the system compiler failed");
+  }
+  hk_context_destroy(c);
   CHECK(sched_setaffinity(0, sizeof was, &was) == 0);
 }
 
