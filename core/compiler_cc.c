@@ -41,13 +41,18 @@ extern char **environ;
 /* How long a compile may take when the caller sets no deadline. */
 #define DEFAULT_TIMEOUT_S 300
 
-/* With -march=native on a CPU with AVX-512, gcc uses 512-bit vectors,
- * which made memory-bound loops 13-21% slower than 128-bit SSE on the AMD
- * EPYC measured (split cache-line accesses on a double-pumped unit) and
- * cost clock frequency on Intel; 256 bits was as fast or faster in every
- * case (bench/README.md). */
+/* The vector width on a CPU with AVX-512 is the build's HK_VECTOR_WIDTH
+ * (CMakeLists.txt: 512 unless set to 256), the stdlib's AVX-512 variants'
+ * too, so that both tiers run the same code: bench/README.md, "Vector
+ * width". */
+#ifndef HK_VECTOR_WIDTH
+#define HK_VECTOR_WIDTH 512
+#endif
+#define HK_STR2(x) #x
+#define HK_STR(x) HK_STR2(x)
 #if defined(__x86_64__)
-#define NATIVE_FLAGS " -march=native -mprefer-vector-width=256"
+#define NATIVE_FLAGS \
+  " -march=native -mprefer-vector-width=" HK_STR(HK_VECTOR_WIDTH)
 #else
 #define NATIVE_FLAGS " -march=native"
 #endif
