@@ -166,6 +166,14 @@ static void test_open(void) {
   snprintf(dir, sizeof dir, "%s/afile/cache", g_tmp);
   CHECK_INT_EQ(open_cache(dir, 0, &c, err, sizeof err), -1);
   CHECK(err[0] != '\0');
+  /* The cache folder itself is a regular file: refused, and the file is
+   * left as it was. */
+  snprintf(dir, sizeof dir, "%s/afile", g_tmp);
+  err[0] = '\0';
+  CHECK_INT_EQ(open_cache(dir, 0, &c, err, sizeof err), -1);
+  CHECK(strstr(err, strerror(ENOTDIR)) != NULL);
+  struct stat fst;
+  CHECK(stat(dir, &fst) == 0 && S_ISREG(fst.st_mode) && fst.st_size == 1);
 }
 
 /* Restores one environment variable to a saved value (NULL: unset). */
