@@ -168,6 +168,44 @@ static void put_element(hku_buf *o, const hkc_instance *in, int ind) {
   }
 }
 
+/* A staged block's conversions: the inputs (load) to the float arrays, or
+ * the float arrays to the outputs. f16 goes through the prelude's block
+ * functions (F16C where the compiler targets it), bf16 through a loop
+ * (a shift one way, a few integer operations the other: it vectorises). */
+static void put_stage_conversions(hku_buf *o, const hkc_instance *in,
+                                  int load) {
+  const hkc_kernel *k = in->k;
+  int loop = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < k->nparams; i++) {
+      const hkc_param *p = &k->params[i];
+      hk_dtype_t t = hkc_param_type(in, p);
+      if (!staged(in, p) || p->role == (load ? HK_ROLE_OUT : HK_ROLE_IN))
+        continue;
+      if (pass == 0 && t == HK_F16)
+        hku_buf_printf(o,
+                       load ? "        hk_f16_to_f32_n(hk_p_%s + hk_b, hk_t_%s, "
+                              "hk_m);\n"
+                            : "        hk_f32_to_f16_n(hk_t_%s, hk_p_%s + hk_b, "
+                              "hk_m);\n",
+                       p->name, p->name);
+      if (pass == 1 && t != HK_F16) {
+        if (!loop++)
+          hku_buf_put(o, "        HK_IVDEP\n"
+                         "        for (size_t hk_j = 0; hk_j < hk_m; ++hk_j) {\n");
+        if (load)
+          hku_buf_printf(o,
+                         "            hk_t_%s[hk_j] = %shk_p_%s[hk_b + hk_j]%s;\n",
+                         p->name, hkc_load_pre(t), p->name, hkc_conv_post(t));
+        else
+          hku_buf_printf(o,
+                         "            hk_p_%s[hk_b + hk_j] = %shk_t_%s[hk_j]%s;\n",
+                         p->name, hkc_store_pre(t), p->name, hkc_conv_post(t));
+      }
+    }
+  if (loop) hku_buf_put(o, "        }\n");
+}
+
 /* hk_loop__NAME(params, n, begin, end): the body over [begin, end). */
 static void emit_loop_fn(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
@@ -201,32 +239,15 @@ static void emit_loop_fn(hku_buf *o, const hkc_instance *in) {
     if (staged(in, &k->params[i]))
       hku_buf_printf(o, "        float hk_t_%s[%d];\n", k->params[i].name,
                      HKC_STAGE);
+  put_stage_conversions(o, in, 1);
   hku_buf_put(o, "        HK_IVDEP\n"
-                 "        for (size_t hk_j = 0; hk_j < hk_m; ++hk_j) {\n");
-  for (int i = 0; i < k->nparams; i++) {
-    const hkc_param *p = &k->params[i];
-    hk_dtype_t t = hkc_param_type(in, p);
-    if (staged(in, p) && p->role != HK_ROLE_OUT)
-      hku_buf_printf(o, "            hk_t_%s[hk_j] = %shk_p_%s[hk_b + hk_j]%s;\n",
-                     p->name, hkc_load_pre(t), p->name, hkc_conv_post(t));
-  }
-  hku_buf_put(o, "        }\n"
-                 "        HK_IVDEP\n"
                  "        for (size_t hk_j = 0; hk_j < hk_m; ++hk_j) {\n"
                  "            const size_t i = hk_b + hk_j;\n"
                  "            (void)i;\n");
   put_element(o, in, 12);
-  hku_buf_put(o, "        }\n"
-                 "        HK_IVDEP\n"
-                 "        for (size_t hk_j = 0; hk_j < hk_m; ++hk_j) {\n");
-  for (int i = 0; i < k->nparams; i++) {
-    const hkc_param *p = &k->params[i];
-    hk_dtype_t t = hkc_param_type(in, p);
-    if (staged(in, p) && p->role != HK_ROLE_IN)
-      hku_buf_printf(o, "            hk_p_%s[hk_b + hk_j] = %shk_t_%s[hk_j]%s;\n",
-                     p->name, hkc_store_pre(t), p->name, hkc_conv_post(t));
-  }
-  hku_buf_put(o, "        }\n    }\n}\n\n");
+  hku_buf_put(o, "        }\n");
+  put_stage_conversions(o, in, 0);
+  hku_buf_put(o, "    }\n}\n\n");
 }
 
 /* Elementwise: the loop function, the range entry point and (stdlib)

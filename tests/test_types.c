@@ -374,6 +374,12 @@ static const char types_json[] =
     "  \"params\": [{\"name\": \"x\", \"type\": \"S\", \"role\": \"in\"},\n"
     "             {\"name\": \"out\", \"type\": \"D\", \"role\": \"out\"}],\n"
     "  \"body\": \"out = (D)x;\"},\n"
+    " {\"name\": \"ty_scast\", \"kind\": \"elementwise\",\n"
+    "  \"doc\": \"ty_cast through the staged loops (its code calls a math function)\",\n"
+    "  \"types\": {\"S\": [\"f32\", \"f16\", \"bf16\"], \"D\": [\"f32\", \"f16\", \"bf16\"]},\n"
+    "  \"params\": [{\"name\": \"x\", \"type\": \"S\", \"role\": \"in\"},\n"
+    "             {\"name\": \"out\", \"type\": \"D\", \"role\": \"out\"}],\n"
+    "  \"body\": \"out = (D)x; if (fabs((float)i) < 0.0f) out = (D)0;\"},\n"
     " {\"name\": \"ty_gelu\", \"kind\": \"elementwise\", \"types\": {\"T\": [\"f16\", \"bf16\"]},\n"
     "  \"params\": [{\"name\": \"x\", \"type\": \"T\", \"role\": \"in\"},\n"
     "             {\"name\": \"out\", \"type\": \"T\", \"role\": \"out\"}],\n"
@@ -522,6 +528,11 @@ static void check_tier(hk_context_t *ctx, const char *tier) {
   snprintf(what, sizeof what, "tier %s", tier);
   uint16_t *to16 = xmalloc(g_nvals * 2), *to_b = xmalloc(g_nvals * 2);
   check_conversions(ctx, "ty_cast", what, to16, to_b);
+  /* the same through the staged loops (F16C's block conversions on tier
+   * opt where the CPU has it) */
+  snprintf(what, sizeof what, "tier %s, staged", tier);
+  check_conversions(ctx, "ty_scast", what, to16, to_b);
+  snprintf(what, sizeof what, "tier %s", tier);
   free(to16);
   free(to_b);
 
