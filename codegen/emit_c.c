@@ -288,12 +288,16 @@ static void emit_elementwise(hku_buf *o, const hkc_instance *in,
 /* ---- reduction --------------------------------------------------------------------- */
 
 /* The locals of element i: "const float x = hk_p_x[i];" for each in. */
-static void put_element_locals(hku_buf *o, const hkc_instance *in, int ind) {
+static void put_element_locals(hku_buf *o, const hkc_instance *in, int ind,
+                               int blocked) {
   const hkc_kernel *k = in->k;
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     hk_dtype_t t = hkc_param_type(in, p);
-    if (p->role == HK_ROLE_IN)
+    if (p->role == HK_ROLE_IN && blocked && t == HK_F16)
+      hku_buf_printf(o, "%*sconst %s %s = hk_t_%s[hk_l];\n", ind, "",
+                     ct(in, p), p->name, p->name);
+    else if (p->role == HK_ROLE_IN)
       hku_buf_printf(o, "%*sconst %s %s = %shk_p_%s[i]%s;\n", ind, "",
                      ct(in, p), p->name, hkc_load_pre(t), p->name,
                      hkc_conv_post(t));
@@ -399,9 +403,21 @@ static void emit_part(hku_buf *o, const hkc_instance *in) {
   hku_buf_put(o, ";\n    size_t hk_i = hk_begin;\n");
   hku_buf_printf(o, "    for (; hk_end - hk_i >= %d; hk_i += %d) {\n", lanes,
                  lanes);
+  /* f16 inputs: a block of lanes converted at once (F16C, see prelude.c);
+   * element by element, the software conversion costs 4 times the f32
+   * reduction */
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (p->role == HK_ROLE_IN && hkc_param_type(in, p) == HK_F16)
+      hku_buf_printf(o,
+                     "        float hk_t_%s[%d];\n"
+                     "        hk_f16_to_f32_n(hk_p_%s + hk_i, hk_t_%s, %d);\n",
+                     p->name, lanes, p->name, p->name, lanes);
+  }
   hku_buf_printf(o, "        for (int hk_l = 0; hk_l < %d; ++hk_l) {\n", lanes);
-  hku_buf_put(o, "            const size_t i = hk_i + (size_t)hk_l;\n");
-  put_element_locals(o, in, 12);
+  hku_buf_put(o, "            const size_t i = hk_i + (size_t)hk_l;\n"
+                 "            (void)i;\n");
+  put_element_locals(o, in, 12, 1);
   hku_buf_printf(o, "            hk_lane[hk_l] = hk_combine__%s(hk_lane[hk_l], ",
                  nm);
   put_map_value(o, in);
@@ -415,7 +431,7 @@ static void emit_part(hku_buf *o, const hkc_instance *in) {
   hku_buf_printf(o, "    %s hk_acc = hk_lane[0];\n", acc);
   hku_buf_put(o, "    for (; hk_i < hk_end; ++hk_i) {\n");
   hku_buf_put(o, "        const size_t i = hk_i;\n");
-  put_element_locals(o, in, 8);
+  put_element_locals(o, in, 8, 0);
   hku_buf_printf(o, "        hk_acc = hk_combine__%s(hk_acc, ", nm);
   put_map_value(o, in);
   hku_buf_put(o, ");\n    }\n    return hk_acc;\n}\n\n");
