@@ -281,6 +281,39 @@ static void case_gelu16(void) {
   bench_want("gelu f16 / f32 (1M)", v[1].ns / v[0].ns, 1.0, 1);
   bench_want("gelu bf16 / f32 (1M)", v[2].ns / v[0].ns, 1.0, 1);
   free(x), free(o), free(h), free(ho);
+
+  /* Memory-bound ops, where half the bytes can tell (no target: what the
+   * f16/bf16 conversions cost besides the math) */
+  const char *ops[] = {"add", "sum"};
+  n = (size_t)1 << 22;
+  x = bench_fbuf(n), o = bench_fbuf(n);
+  h = malloc(n * 2), ho = malloc(n * 2);
+  for (size_t j = 0; j < n; j++) h[j] = (uint16_t)(0x3c00 ^ (j & 0x3ff));
+  for (int op = 0; op < 2; op++) {
+    char n32[32], n16[32], nb16[32], g[96];
+    snprintf(n32, sizeof n32, "%s_f32", ops[op]);
+    snprintf(n16, sizeof n16, "%s_f16", ops[op]);
+    snprintf(nb16, sizeof nb16, "%s_bf16", ops[op]);
+    hk_kernel_t *k32 = kernel(n32), *k16 = kernel(n16), *kb16 = kernel(nb16);
+    if (!k32 || !k16 || !kb16) continue;
+    call_ctx c32 = {.k = k32, .n = n}, c16 = {.k = k16, .n = n},
+             cb16 = {.k = kb16, .n = n};
+    int add = op == 0;
+    c32.args[0] = x, c32.args[1] = add ? (void *)x : (void *)o;
+    c32.args[2] = o;
+    c16.args[0] = h, c16.args[1] = add ? (void *)h : (void *)ho;
+    c16.args[2] = ho;
+    cb16.args[0] = h, cb16.args[1] = add ? (void *)h : (void *)ho;
+    cb16.args[2] = ho;
+    variant w[] = {{n32, run_call, &c32, 0, 0},
+                   {n16, run_call, &c16, 0, 0},
+                   {nb16, run_call, &cb16, 0, 0}};
+    bench_time_group(w, 3);
+    snprintf(g, sizeof g, "%s, 4M elements, 16-bit storage against f32",
+             ops[op]);
+    bench_report(g, w, 3);
+  }
+  free(x), free(o), free(h), free(ho);
 }
 
 /* ---- NumPy ------------------------------------------------------------- */
