@@ -756,12 +756,13 @@ typedef struct red_plan {
   /* kept axes (output positions) and reduced axes, merged */
   int nk, nr;
   int64_t kshape[HK_MAX_DIMS], rshape[HK_MAX_DIMS];
-  op kops[ARR_MAX_ARGS]; /* strides over kept axes (ins and outs) */
-  op rops[ARR_MAX_ARGS]; /* strides over reduced axes (ins) */
   size_t npos, m, group;
   size_t block, nblocks;
   int contiguous; /* every in's reduced run has stride 1 */
   void *scalars[ARR_MAX_ARGS];
+  /* last: zeroed for the call's operands only (call_reduction) */
+  op kops[ARR_MAX_ARGS]; /* strides over kept axes (ins and outs) */
+  op rops[ARR_MAX_ARGS]; /* strides over reduced axes (ins) */
 } red_plan;
 
 /* Pointers of every in operand to block [b0, b1) of the reduced elements
@@ -807,12 +808,32 @@ static void red_span(const red_plan *P, size_t p0, size_t p1,
   unsigned char *base[ARR_MAX_ARGS];
   _Alignas(32) unsigned char partials[HK_REDUCE_MAX_BLOCKS * HK_REDUCE_ACC_MAX];
   for (int o = 0; o < P->nargs; o++) args[o] = P->scalars[o];
+  if (P->nblocks == 1 && P->contiguous && P->nk == 1) {
+    /* The common case (a row per output, read in place): each operand's
+     * pointer steps by its stride, one kernel call per row. The general
+     * loop below costs about 150 instructions a row more, half as much
+     * again as the row's own sum over 768 elements. */
+    int ob[ARR_MAX_ARGS], nb = 0;
+    for (int o = 0; o < P->nargs; o++)
+      if ((P->ins | P->outs) >> o & 1) ob[nb++] = o;
+    for (size_t p = p0; p < p1; p++) {
+      for (int j = 0; j < nb; j++) {
+        const op *q = &P->kops[ob[j]];
+        args[ob[j]] = q->base + (int64_t)p * q->st[0] * (int64_t)q->es;
+      }
+      P->e->range(args, P->m, 0, P->m, NULL);
+    }
+    return;
+  }
   for (size_t p = p0; p < p1; p++) {
     for (int o = 0; o < P->nargs; o++) {
       if (!((P->ins | P->outs) >> o & 1)) continue;
       const op *q = &P->kops[o];
       int64_t off = 0;
-      for (int d = 0; d < P->nk; d++) off += idx[d] * q->st[d];
+      if (P->nk == 1) /* one kept axis (merged): rows of a matrix, say */
+        off = (int64_t)p * q->st[0];
+      else
+        for (int d = 0; d < P->nk; d++) off += idx[d] * q->st[d];
       base[o] = q->base + off * (int64_t)q->es;
       if (P->outs >> o & 1) args[o] = base[o];
     }
@@ -939,8 +960,14 @@ static int call_reduction(const call *c, const hk_call_opts_t *o) {
     if (outs >> i & 1 && (rc = check_shape(c, i, ond, oshape))) return rc;
   if ((rc = check_overlaps(c, 0))) return rc;
 
-  red_plan *P = calloc(1, sizeof *P);
+  /* Zeroed but for the operand tables past this call's operands: the
+   * whole plan is 13 KB, and clearing it cost ~1.5 us a call, a tenth of
+   * a per-row sum over (256, 768). */
+  red_plan *P = malloc(sizeof *P);
   if (!P) return hk__fail(HK_ENOMEM, "%s: out of memory", c->info->name);
+  memset(P, 0, offsetof(red_plan, kops));
+  memset(P->kops, 0, sizeof(op) * (size_t)c->nargs);
+  memset(P->rops, 0, sizeof(op) * (size_t)c->nargs);
   P->e = c->e;
   P->nargs = c->nargs;
   P->ins = ins;
