@@ -259,8 +259,8 @@ static void put_conversions(hku_buf *o) {
       "}\n\n");
 }
 
-/* The f16 conversions of a block of m elements, for the staged loops of
- * emit_c.c (an elementwise kernel whose code calls a math function). With
+/* The f16 conversions of a block of m elements, for emit_c.c: the staged
+ * loops of elementwise kernels, the lane blocks of reductions. With
  * F16C (x86-64-v3 and up: the stdlib's v3/v4 variants, tier opt on such a
  * CPU), 8 at a time by vcvtph2ps / vcvtps2ph, which round as
  * hk_f16_to_f32 / hk_f32_to_f16 do (nearest even; subnormals both ways)
