@@ -5,8 +5,8 @@
 # for powf and N random doubles for each double function (default 10^8).
 # Runs JOBS checks at a time (default: the cores). Long: on one core of a
 # 2-core AVX2 EPYC VM, 4 min (rsqrt) to 32 min (sigmoid, sharing the
-# machine) per float function, about 3 hours of CPU for all ten (run to
-# the end on 2026-11-26: every one within 1.5 ulp); the suite runs a
+# machine) per float function, 2.8 hours for all ten, two at a time (run
+# to the end on 2026-11-26: every one within 1.5 ulp); the suite runs a
 # sampled version (ctest math_ulp).
 # Exit status 1 when a bound (2 ulp float, 3 ulp double) is exceeded.
 set -eu
