@@ -194,6 +194,11 @@ run("neg", "x=a64.npy", "--out", "out=o.npy")
 check("neg picks f64", np.load("o.npy"), -a.astype(np.float64))
 fails_with(["add", "x=a32.npy", "y=a64.npy"], "no instance takes the files' dtypes together")
 fails_with(["neg", "x=a16.npy"], "x=a16.npy holds i16; no instance of neg takes it")
+# a dtype hk has no type for is named as NumPy would, not just refused
+np.save("abe.npy", a.astype(">f4")); np.save("ac.npy", a.astype(np.complex64))
+fails_with(["neg", "x=abe.npy"],
+           "x=abe.npy holds big-endian float32 ('>f4'), which is no hk type")
+fails_with(["neg", "x=ac.npy"], "x=ac.npy holds complex64 ('<c8'), which is no hk type")
 
 # ---- 16-bit floats and bools ----
 h = rng.standard_normal((4, 5)).astype(np.float16)

@@ -311,6 +311,7 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
   const hk_kernel_info_t *k0 = pc.cand[0];
   hk_dtype_t given[256];
   const char *file[256];
+  char what[256][112]; /* the file's dtype in words: "big-endian float32" */
   int unread = 0;
   int np = k0->nparams < 256 ? k0->nparams : 256;
   for (int i = 0; i < np; i++) {
@@ -324,9 +325,12 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
         hk_npy_t f;
         hku_diags d = HKU_DIAGS_INIT;
         file[i] = o->assigns[a] + l + 1;
-        if (hk_npy_read(file[i], &f, &d) == HK_OK)
+        if (hk_npy_read(file[i], &f, &d) == HK_OK) {
           given[i] = f.dtype == HK_U16 && o->as ? HK_BF16 : f.dtype;
-        else
+          char words[40];
+          snprintf(what[i], sizeof what[i], "%s ('%s')",
+                   hk_npy_describe(&f, words, sizeof words), f.descr);
+        } else
           file[i] = NULL, unread = 1; /* its own error comes later */
         hk_npy_free(&f);
         hku_diags_free(&d);
@@ -361,10 +365,11 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
       if (!any) bad = i;
     }
     if (bad >= 0)
-      hk_cli_error("run", "%s=%s holds %s; no instance of %s takes it for "
+      hk_cli_error("run", "%s=%s holds %s%s; no instance of %s takes it for "
                           "%s (instances: %s; arrays are never converted)",
                    k0->params[bad].name, file[bad],
-                   given[bad] ? hk_dtype_name(given[bad]) : "no hk type",
+                   given[bad] ? hk_dtype_name(given[bad]) : what[bad],
+                   given[bad] ? "" : ", which is no hk type",
                    name, k0->params[bad].name, hku_buf_str(&names));
     else
       hk_cli_error("run", "%s: no instance takes the files' dtypes together "
