@@ -469,6 +469,16 @@ static void put_pragmas(hku_buf *o) {
       "#define HK_INLINE static\n"
       "#else\n"
       "#define HK_INLINE static inline\n"
+      "#endif\n"
+      "/* A reduction's loop over its lanes, kept a loop: gcc unrolls it whole\n"
+      " * and then vectorises the lanes only when the combine is a plain\n"
+      " * reduction (a + b); a select, as in max's, stayed scalar. As a loop\n"
+      " * it is vectorised as an elementwise loop (the lanes are independent)\n"
+      " * and its vector stays in a register. */\n"
+      "#if defined(__GNUC__) && !defined(__clang__) && !defined(__TINYC__)\n"
+      "#define HK_LANE_LOOP _Pragma(\"GCC unroll 1\")\n"
+      "#else\n"
+      "#define HK_LANE_LOOP\n"
       "#endif\n\n");
 }
 
