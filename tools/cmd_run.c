@@ -311,7 +311,7 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
   const hk_kernel_info_t *k0 = pc.cand[0];
   hk_dtype_t given[256];
   const char *file[256];
-  char what[256][112]; /* the file's dtype in words: "big-endian float32" */
+  char what[256][112]; /* a dtype hk has no type for, in words */
   int unread = 0;
   int np = k0->nparams < 256 ? k0->nparams : 256;
   for (int i = 0; i < np; i++) {
@@ -327,9 +327,11 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
         file[i] = o->assigns[a] + l + 1;
         if (hk_npy_read(file[i], &f, &d) == HK_OK) {
           given[i] = f.dtype == HK_U16 && o->as ? HK_BF16 : f.dtype;
-          char words[40];
-          snprintf(what[i], sizeof what[i], "%s ('%s')",
-                   hk_npy_describe(&f, words, sizeof words), f.descr);
+          if (!given[i]) { /* no hk type: named in words if no instance fits */
+            char words[40];
+            snprintf(what[i], sizeof what[i], "%s ('%s')",
+                     hk_npy_describe(&f, words, sizeof words), f.descr);
+          }
         } else
           file[i] = NULL, unread = 1; /* its own error comes later */
         hk_npy_free(&f);
