@@ -147,7 +147,7 @@ int hk__cuda_launch_rows(const hk_cuda_entry_t *e, struct hk_stream *st,
   if (rows == 0) return HK_OK;
   void *kp[HK_CUDA_MAX_ARGS];
   int np = 0;
-  put_params(e->info, args, -1, kp, &np);
+  put_params(e->info, args, 0, kp, &np);
   kp[np++] = &n;
   kp[np++] = &rows;
   const unsigned grid_cap = (unsigned)hk__cuda.info.sm_count * 16u;
