@@ -13,22 +13,23 @@
 
 hk_dtype_t hkpy_dtype_from_descr(PyArray_Descr *d) {
   if (!PyArray_ISNBO(d->byteorder)) return HK_DTYPE_INVALID;
+  npy_intp es = PyDataType_ELSIZE(d);
   switch (d->kind) {
   case 'f':
-    return d->elsize == 4 ? HK_F32 : d->elsize == 8 ? HK_F64
-           : d->elsize == 2 ? HK_F16 : HK_DTYPE_INVALID;
+    return es == 4 ? HK_F32 : es == 8 ? HK_F64
+           : es == 2 ? HK_F16 : HK_DTYPE_INVALID;
   case 'i':
-    return d->elsize == 1 ? HK_I8 : d->elsize == 2 ? HK_I16
-           : d->elsize == 4 ? HK_I32 : d->elsize == 8 ? HK_I64
+    return es == 1 ? HK_I8 : es == 2 ? HK_I16
+           : es == 4 ? HK_I32 : es == 8 ? HK_I64
            : HK_DTYPE_INVALID;
   case 'u':
-    return d->elsize == 1 ? HK_U8 : d->elsize == 2 ? HK_U16
-           : d->elsize == 4 ? HK_U32 : d->elsize == 8 ? HK_U64
+    return es == 1 ? HK_U8 : es == 2 ? HK_U16
+           : es == 4 ? HK_U32 : es == 8 ? HK_U64
            : HK_DTYPE_INVALID;
   case 'b':
-    return d->elsize == 1 ? HK_BOOL : HK_DTYPE_INVALID;
+    return es == 1 ? HK_BOOL : HK_DTYPE_INVALID;
   case 'V': /* ml_dtypes' bfloat16 */
-    if (d->elsize == 2 && d->typeobj &&
+    if (es == 2 && d->typeobj &&
         !strcmp(d->typeobj->tp_name, "bfloat16"))
       return HK_BF16;
     return HK_DTYPE_INVALID;
@@ -112,7 +113,7 @@ int hkpy_arg_ndarray(hkpy_arg *g, PyArrayObject *arr, const char *kname,
                  "at most %d", kname, pname, nd, HK_MAX_DIMS);
     return -1;
   }
-  npy_intp size = d->elsize;
+  npy_intp size = PyDataType_ELSIZE(d);
   const npy_intp *shape = PyArray_SHAPE(arr), *st = PyArray_STRIDES(arr);
   g->a.data = PyArray_DATA(arr);
   g->a.dtype = t;

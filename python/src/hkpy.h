@@ -16,6 +16,11 @@
 #define NO_IMPORT_ARRAY
 #endif
 #include <numpy/arrayobject.h>
+/* NumPy 2 hides the descriptor's item size behind an accessor, which
+ * NumPy 1's headers lack. */
+#if NPY_ABI_VERSION < 0x02000000
+#define PyDataType_ELSIZE(d) ((d)->elsize)
+#endif
 
 #include <hk.h>
 

@@ -106,9 +106,9 @@ static int gather_fn(hk_kernel_t *k, void *user) {
     K->inst = v;
     s->cap = cap;
   }
-  instance *I = &K->inst[s->n++];
-  I->k = k;
-  for (int p = 0; p < in->nparams; p++) I->dtype[p] = in->params[p].dtype;
+  instance *ins = &K->inst[s->n++];
+  ins->k = k;
+  for (int p = 0; p < in->nparams; p++) ins->dtype[p] = in->params[p].dtype;
   return 0;
 }
 
@@ -203,21 +203,21 @@ static void kernel_dealloc(hkpy_Kernel *self) {
 
 /* ---- picking the instance ----------------------------------------------- */
 
-/* Whether instance I takes the given dtypes; loose: a uint16 array may be
+/* Whether instance ins takes the given dtypes; loose: a uint16 array may be
  * a bf16 one (NumPy has no bf16: hk.h says it is "<u2"). */
-static int takes(const hkpy_Kernel *K, const instance *I,
+static int takes(const hkpy_Kernel *K, const instance *ins,
                  const hk_dtype_t *key, int loose) {
   for (int p = 0; p < K->nparams; p++) {
     hk_dtype_t g = key[p];
-    if (g == HK_DTYPE_INVALID || g == I->dtype[p]) continue;
-    if (loose && g == HK_U16 && I->dtype[p] == HK_BF16) continue;
+    if (g == HK_DTYPE_INVALID || g == ins->dtype[p]) continue;
+    if (loose && g == HK_U16 && ins->dtype[p] == HK_BF16) continue;
     return 0;
   }
   hk_dtype_t want = key[K->nparams];
   if (want != HK_DTYPE_INVALID)
     for (int p = 0; p < K->nparams; p++)
       if (K->role[p] == HK_ROLE_OUT && key[p] == HK_DTYPE_INVALID &&
-          I->dtype[p] != want)
+          ins->dtype[p] != want)
         return 0;
   return 1;
 }
@@ -281,23 +281,23 @@ static hk_kernel_t *pick_slow(hkpy_Kernel *K, const hk_dtype_t *key) {
   if (nhit == 0) return no_instance(K, key);
   hk_array_t a[HKPY_MAXP];
   memset(a, 0, sizeof a);
-  const instance *I = &K->inst[hit];
+  const instance *ins = &K->inst[hit];
   for (int p = 0; p < K->nparams; p++) {
     if (nhit > 1 && key[p] == HK_DTYPE_INVALID)
       for (int i = hit + 1; i < K->ninst; i++)
         if (takes(K, &K->inst[i], key, 0) &&
-            K->inst[i].dtype[p] != I->dtype[p]) {
+            K->inst[i].dtype[p] != ins->dtype[p]) {
           PyErr_Format(PyExc_TypeError,
                        "%s: cannot tell the type of parameter '%s' from the "
                        "arguments (%s or %s): pass arrays for it%s",
-                       K->cname, K->cpname[p], hk_dtype_name(I->dtype[p]),
+                       K->cname, K->cpname[p], hk_dtype_name(ins->dtype[p]),
                        hk_dtype_name(K->inst[i].dtype[p]),
                        K->role[p] == HK_ROLE_OUT ? ", or dtype=" : "");
           return NULL;
         }
     a[p].dtype = key[p] == HK_DTYPE_INVALID ||
-                         (key[p] == HK_U16 && I->dtype[p] == HK_BF16)
-                     ? I->dtype[p]
+                         (key[p] == HK_U16 && ins->dtype[p] == HK_BF16)
+                     ? ins->dtype[p]
                      : key[p];
   }
   hk_context_t *c = hkpy_context_get(K->ctx);
