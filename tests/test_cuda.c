@@ -323,7 +323,14 @@ static void args_of(rcase_t *c, unsigned char **bufs, void **devs,
 }
 
 static int exact_kernel(const rcase_t *c) {
-  return c->int_inputs ||
+  /* With integer inputs sums are exact whatever their order, so the GPU's
+   * tree of partial results gives the CPU's bits; a combine that divides
+   * or calls exp (Welford's var, logsumexp) rounds at every node, and the
+   * two trees differ (blocks of threads against lanes and chunks) */
+  int rounding_combine = c->in->kind == HK_KIND_REDUCTION &&
+                         (!strcmp(c->base, "var") ||
+                          !strcmp(c->base, "logsumexp"));
+  return (c->int_inputs && !rounding_combine) ||
          (c->in->kind == HK_KIND_REDUCTION &&
           (!strcmp(c->base, "min") || !strcmp(c->base, "max")));
 }
@@ -958,7 +965,13 @@ static void test_plugins(int have_nvrtc) {
   int ran = run_all(&l);
   printf("plugins: %d kernels with the cuda target, %zu sizes each\n", ran,
          COUNT(sizes));
-  CHECK_INT_EQ(ran, COUNT(gpu) - 1);
+  /* every plugin kernel with the cuda target ran (the folder grows: the
+   * list above is the ones checked by name) */
+  int with_cuda = 0;
+  for (int i = 0; i < l.n; i++)
+    with_cuda += (hk_kernel_info(l.k[i])->targets & HK_TARGET_CUDA) != 0;
+  CHECK_INT_EQ(ran, with_cuda);
+  CHECK(ran >= (int)COUNT(gpu) - 1);
 
   /* mixed host and device buffers: refused, naming both parameters */
   hk_kernel_t *k = find(ctx, "huber_loss_f32");
@@ -1470,6 +1483,7 @@ static void test_device_fault(void) {
 /* ---- main ------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0); /* what ran before a crash stays */
   umask(022);
   unsetenv("HK_CC");
   unsetenv("HK_PLUGIN_PATH");
@@ -1532,9 +1546,13 @@ int main(int argc, char **argv) {
   }
   chmod(g_root, 0700);
 
+  printf("-- %s\n", "test_stdlib");
   test_stdlib();
+  printf("-- %s\n", "test_plugins");
   test_plugins(have_nvrtc);
+  printf("-- %s\n", "test_threadpool");
   test_threadpool();
+  printf("-- %s\n", "test_buffers_streams");
   test_buffers_streams();
   if (have_nvrtc) test_nvrtc_cache();
   else printf("NOTE: no NVRTC: the NVRTC disk cache not tested\n");

@@ -119,3 +119,69 @@ def test_gpu_arrays_need_a_device():
         return
     with pytest.raises(hk.UnsupportedError, match="CUDA"):
         hk.empty((4,), "f32", device="cuda")
+
+
+# ---- real GPU frameworks (run by tools/gpu_check.sh on a machine with a GPU
+# and CuPy or PyTorch; skipped elsewhere with the reason) -------------------
+
+def _framework(name):
+    if not hk.cuda_available():
+        pytest.skip("no CUDA device: hk.cuda_available() is False")
+    return pytest.importorskip(name, reason=f"{name} is not installed")
+
+
+def test_cupy_arrays_run_in_place():
+    cp = _framework("cupy")
+    rng = np.random.default_rng(5)
+    xh = rng.standard_normal((64, 300)).astype(np.float32)
+    yh = rng.standard_normal((64, 300)).astype(np.float32)
+    x, y = cp.asarray(xh), cp.asarray(yh)
+    z = cp.empty_like(x)
+    ptr = z.data.ptr
+    cp.cuda.Device().synchronize()      # hk waits for nothing CuPy queued
+    assert hk.add(x, y, out=z) is z and z.data.ptr == ptr
+    np.testing.assert_array_equal(cp.asnumpy(z), xh + yh)
+    g = hk.gelu(x)                      # out allocated by hk, on the GPU
+    assert isinstance(g, hk.Array) and g.device == "cuda"
+    ref = 0.5 * xh * (1 + np.tanh(0.7978845608 * (xh + 0.044715 * xh ** 3)))
+    np.testing.assert_allclose(g.numpy(), ref, rtol=1e-5, atol=1e-6)
+    gc = cp.from_dlpack(g)              # zero-copy back to CuPy
+    assert gc.data.ptr == g.ptr
+    np.testing.assert_array_equal(cp.asnumpy(gc), g.numpy())
+    s = hk.sum(x)
+    np.testing.assert_allclose(float(s.numpy()), xh.sum(dtype=np.float64),
+                               rtol=1e-4)
+    sm = cp.empty_like(x)
+    hk.softmax(x, axis=-1, out=sm)      # a rows kernel: one row per thread
+    e = np.exp(xh - xh.max(-1, keepdims=True))
+    np.testing.assert_allclose(cp.asnumpy(sm), e / e.sum(-1, keepdims=True),
+                               rtol=1e-5, atol=1e-7)
+    # The same call on the CPU gives the same bits (strict mode).
+    np.testing.assert_array_equal(cp.asnumpy(z), hk.add(xh, yh))
+    with pytest.raises(ValueError, match="'x'.*host.*'y'.*GPU"):
+        hk.add(xh, y)
+
+
+def test_torch_tensors_run_in_place(plugins):
+    torch = _framework("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch sees no GPU")
+    ctx = hk.Context(plugins=[plugins])
+    k = ctx.kernel("saxpy")
+    x = torch.arange(4096, dtype=torch.float32, device="cuda")
+    y = torch.ones(4096, dtype=torch.float32, device="cuda")
+    ptr = y.data_ptr()
+    torch.cuda.synchronize()
+    k(2.0, x, y)                        # NVRTC-compiled, y updated in place
+    assert y.data_ptr() == ptr
+    np.testing.assert_array_equal(y.cpu().numpy(),
+                                  2 * np.arange(4096, dtype=np.float32) + 1)
+    h = hk.from_dlpack(y)               # borrowed, no copy
+    assert h.ptr == ptr and h.device == "cuda"
+    t = torch.from_dlpack(hk.add(h, h))
+    assert t.is_cuda
+    np.testing.assert_array_equal(t.cpu().numpy(), 2 * y.cpu().numpy())
+    yd = torch.ones(10, dtype=torch.float64, device="cuda")
+    with pytest.raises(hk.ArgumentError, match="'y' is f64 with 'x' f32"):
+        k(1.0, torch.ones(10, dtype=torch.float32, device="cuda"), yd)
+    ctx.close()
