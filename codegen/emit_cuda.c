@@ -9,7 +9,9 @@
  *                block reduces a grid-stride share into partials[block]
  *                through shared memory; then hk_cuda_merge__NAME(partials,
  *                count, out, scalars..., n), one block, combines the partials,
- *                finalizes and stores out[0];
+ *                finalizes and stores out[0]. Axis reductions run rows of n
+ *                contiguous elements: row blockIdx.y in the part kernel,
+ *                one merge block per row storing out[row];
  *   raw          hk_cuda__NAME(params..., n): the author's CUDA body, which
  *                decides itself which elements each thread takes;
  *   rows         hk_cuda__NAME(params..., n, rows): emit_rows.c, one thread
@@ -208,14 +210,16 @@ static void put_block_tree(hku_buf *o, const char *nm) {
 /* "hk_map__NAME(hk_p_x[AT], alpha, AT, n)": a reduction's map at element
  * AT. */
 static void put_map_call(hku_buf *o, const hkc_instance *in, const char *at) {
-  char post[48];
-  snprintf(post, sizeof post, "[%s]", at);
+  char post[64];
+  snprintf(post, sizeof post, "[hk_r0 + %s]", at);
   hkc_put_map_call(o, in, "hk_p_", post, at);
 }
 
 /* hk_cuda_part__NAME: one partial per block. Each thread keeps four
  * accumulators over a grid-stride share, four independent loads in
- * flight. */
+ * flight. Rows (axis reductions): blockIdx.y is the row, of n elements
+ * from hk_r0; its partials follow the previous row's (a flat call has one
+ * row). */
 static void emit_part_kernel(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
@@ -237,6 +241,7 @@ static void emit_part_kernel(hku_buf *o, const hkc_instance *in) {
                  "hk_id;\n"
                  "    const size_t hk_stride = (size_t)blockDim.x * gridDim.x;\n"
                  "    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
+                 "    const size_t hk_r0 = (size_t)blockIdx.y * n;\n"
                  "    for (; i + 3 * hk_stride < n; i += 4 * hk_stride) {\n",
                  acc);
   for (int u = 0; u < 4; u++) {
@@ -260,11 +265,12 @@ static void emit_part_kernel(hku_buf *o, const hkc_instance *in) {
                  acc, nm, nm, nm);
   put_block_tree(o, nm);
   hku_buf_put(o, "    if (threadIdx.x == 0)\n"
-                 "        hk_partials[blockIdx.x] = hk_s[0];\n}\n\n");
+                 "        hk_partials[(size_t)blockIdx.y * gridDim.x + blockIdx.x] = "
+                 "hk_s[0];\n}\n\n");
 }
 
 /* The finalize of thread 0 of the merge kernel: the result stored into
- * element 0 of each result parameter. */
+ * element blockIdx.x (the row) of each result parameter. */
 static void put_merge_final(hku_buf *o, const hkc_instance *in,
                             const char *acc) {
   const hkc_kernel *k = in->k;
@@ -274,11 +280,11 @@ static void put_merge_final(hku_buf *o, const hkc_instance *in,
                    "        const %s acc = hk_s[0];\n"
                    "        (void)acc;\n",
                    acc);
-    hkc_put_result_locals(o, in, "hk_p_", "[0]", 8);
+    hkc_put_result_locals(o, in, "hk_p_", "[blockIdx.x]", 8);
     hku_buf_put(o, "        {\n");
     hkc_put_code(o, &k->finalize, 12);
     hku_buf_put(o, "        }\n");
-    hkc_put_result_stores(o, in, "hk_p_", "[0]", 8);
+    hkc_put_result_stores(o, in, "hk_p_", "[blockIdx.x]", 8);
     hku_buf_put(o, "    }\n}\n\n");
     return;
   }
@@ -291,10 +297,12 @@ static void put_merge_final(hku_buf *o, const hkc_instance *in,
                  acc);
   if (r->role == HK_ROLE_INOUT)
     hku_buf_printf(o,
-                   "        const %s %s = %shk_p_%s[0]%s;\n        (void)%s;\n",
+                   "        const %s %s = %shk_p_%s[blockIdx.x]%s;\n"
+                   "        (void)%s;\n",
                    ct(in, r), r->name, hkc_load_pre(rt), r->name,
                    hkc_conv_post(rt), r->name);
-  hku_buf_printf(o, "        hk_p_%s[0] = %s(%s)", r->name, hkc_store_pre(rt),
+  hku_buf_printf(o, "        hk_p_%s[blockIdx.x] = %s(%s)", r->name,
+                 hkc_store_pre(rt),
                  ct(in, r));
   if (k->finalize.text)
     hkc_put_expr(o, &k->finalize);
@@ -303,9 +311,10 @@ static void put_merge_final(hku_buf *o, const hkc_instance *in,
   hku_buf_printf(o, "%s;\n    }\n}\n\n", hkc_conv_post(rt));
 }
 
-/* hk_cuda_merge__NAME: one block over the partials, then finalize: its
- * parameters are the partials, their count, each result parameter (out or
- * inout) in order, the scalars, n. */
+/* hk_cuda_merge__NAME: one block per row over the row's hk_count
+ * partials, then finalize into the row's element of each result: its
+ * parameters are the partials, their count (per row), each result
+ * parameter (out or inout) in order, the scalars, n. */
 static void emit_merge_kernel(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
@@ -337,6 +346,7 @@ static void emit_merge_kernel(hku_buf *o, const hkc_instance *in) {
   hku_buf_printf(
       o,
       ";\n"
+      "    hk_partials += (size_t)blockIdx.x * hk_count;\n"
       "    for (size_t hk_k = threadIdx.x; hk_k < hk_count; hk_k += blockDim.x)\n"
       "        hk_acc = hk_combine__%s(hk_acc, hk_partials[hk_k]);\n",
       nm);
@@ -381,6 +391,44 @@ int hkc_emit_cuda_mapped(hkc_file *const *files, int nfiles,
   return rc;
 }
 
+#define HKC_STR_(x) #x
+#define HKC_STR(x) HKC_STR_(x)
+/* The stdlib's strided copies, for arrays on the GPU (core/arrays_cuda.c):
+ * element i of a contiguous run and the element of a strided view at index
+ * i of shape (C order), offset by the strides (in elements, any sign);
+ * scatter: run to view, else view to run. One per element size. The
+ * struct's layout is hk_cuda_strided_t's (core/cuda/backend.h). */
+static const char copy_kernels[] =
+    "/* ---- strided copies (arrays on the GPU) ---- */\n"
+    "struct hk_cuda_strided {\n"
+    "    long long nd;\n"
+    "    long long shape[" HKC_STR(HK_MAX_DIMS) "];\n"
+    "    long long st[" HKC_STR(HK_MAX_DIMS) "];\n"
+    "};\n"
+    "#define HK_CUDA_COPY(NAME, T) \\\n"
+    "extern \"C\" __global__ void NAME(const T *src, T *dst, \\\n"
+    "        hk_cuda_strided g, int scatter, size_t n) \\\n"
+    "{ \\\n"
+    "    const size_t step = (size_t)blockDim.x * gridDim.x; \\\n"
+    "    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; \\\n"
+    "         i < n; i += step) { \\\n"
+    "        long long off = 0; \\\n"
+    "        size_t r = i; \\\n"
+    "        for (int d = (int)g.nd - 1; d >= 0; d--) { \\\n"
+    "            const size_t len = (size_t)g.shape[d]; \\\n"
+    "            off += (long long)(r % len) * g.st[d]; \\\n"
+    "            r /= len; \\\n"
+    "        } \\\n"
+    "        if (scatter) dst[off] = src[i]; \\\n"
+    "        else dst[i] = src[off]; \\\n"
+    "    } \\\n"
+    "}\n"
+    "HK_CUDA_COPY(hk_cuda_copy_1, unsigned char)\n"
+    "HK_CUDA_COPY(hk_cuda_copy_2, unsigned short)\n"
+    "HK_CUDA_COPY(hk_cuda_copy_4, unsigned int)\n"
+    "HK_CUDA_COPY(hk_cuda_copy_8, unsigned long long)\n"
+    "#undef HK_CUDA_COPY\n\n";
+
 /* 1 when a kernel of the files with the cuda target is a grid kernel. */
 static int any_grid(hkc_file *const *files, int nfiles) {
   for (int f = 0; f < nfiles; f++)
@@ -401,6 +449,7 @@ int hkc_emit_cuda(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
   hkc_emit_cuda_prelude(o);
   if (any_grid(files, nfiles)) /* grid extents are checked len arithmetic */
     hkc_emit_len_helpers_cuda(o);
+  if (mode == HKC_EMIT_STDLIB) hku_buf_put(o, copy_kernels);
   hkc_emit_instances(files, nfiles, mode, &cuda_emitter, o);
   return o->oom ? HK_ENOMEM : HK_OK;
 }

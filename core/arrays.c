@@ -1085,6 +1085,155 @@ static int on_gpu(const call *c, const hk_call_opts_t *o) {
   return 0;
 }
 
+/* ---- the GPU: strided, broadcast and axis calls ---------------------------
+ * The kernels' GPU code takes contiguous runs (a reduction: rows of m
+ * elements, one result per row). An array whose view is such a run is used
+ * in place; any other gets a temporary run in device memory, filled by the
+ * stdlib's strided copy kernel when the kernel reads it and copied back
+ * into the array when it writes it. */
+
+/* 1 when strides st over shape (nd axes) make one C-order run (axes of
+ * length 1 aside). */
+static int dense(int nd, const int64_t *shape, const int64_t *st) {
+  int64_t want = 1;
+  for (int d = nd - 1; d >= 0; d--) {
+    if (shape[d] != 1 && st[d] != want) return 0;
+    want *= shape[d];
+  }
+  return 1;
+}
+
+/* What a GPU call does with each buffer: the view (nd axes of shape,
+ * strides st in elements) its run is laid out by, and the temporary run
+ * standing in for it (NULL: the array is used in place). */
+typedef struct gpu_view {
+  int nd;
+  int64_t shape[HK_MAX_DIMS], st[HK_MAX_DIMS];
+  size_t count; /* elements of the run */
+  void *tmp;
+} gpu_view;
+
+/* Gives buffer i its run: in place when dense, else a temporary one,
+ * filled from the array when the kernel reads it. */
+static int gpu_stage(const call *c, int i, gpu_view *v, void **ptr) {
+  const hk_array_t *a = &c->a[i];
+  *ptr = v->count ? a->data : NULL; /* an empty run is not read */
+  if (v->count == 0 || dense(v->nd, v->shape, v->st)) return HK_OK;
+  size_t es = hk_dtype_size(a->dtype);
+  int rc = hk_device_alloc(&v->tmp, v->count * es);
+  if (rc) return rc;
+  *ptr = v->tmp;
+  if (c->info->params[i].role == HK_ROLE_OUT) return HK_OK;
+  return hk__cuda_copy_strided(v->tmp, a->data, es, v->nd, v->shape, v->st,
+                               0, v->count);
+}
+
+/* Every non-empty buffer must be device memory: the GPU's copies read and
+ * write the arrays themselves. */
+static int gpu_sides(const call *c) {
+  for (int i = 0; i < c->nargs; i++) {
+    const hk_array_t *a = &c->a[i];
+    if (!is_buffer(c, i) || !a->data || hk_array_size(a) == 0) continue;
+    if (hk_mem_where(a->data) != HK_MEM_DEVICE)
+      return fail_param(c, i, "the array is in host memory, and the call "
+                              "runs on the GPU: give device memory");
+  }
+  return HK_OK;
+}
+
+/* Copies the temporary runs of written buffers back into their arrays,
+ * waits for the copies and frees the runs. rc: the call's result so far
+ * (copies are skipped after a failure). */
+static int gpu_finish(const call *c, gpu_view *v, int rc) {
+  for (int i = 0; i < c->nargs; i++)
+    if (!rc && v[i].tmp && is_written(c, i))
+      rc = hk__cuda_copy_strided(c->a[i].data, v[i].tmp,
+                                 hk_dtype_size(c->a[i].dtype), v[i].nd,
+                                 v[i].shape, v[i].st, 1, v[i].count);
+  int src = hk__cuda_sync_default(c->info->name);
+  if (!rc) rc = src;
+  for (int i = 0; i < c->nargs; i++)
+    if (v[i].tmp) hk_device_free(v[i].tmp);
+  return rc;
+}
+
+/* An elementwise call over the broadcast shape (nd axes), n elements. */
+static int gpu_elementwise(const call *c, const hk_call_opts_t *o, int nd,
+                           const int64_t *shape, size_t n) {
+  gpu_view v[ARR_MAX_ARGS];
+  void *ptrs[ARR_MAX_ARGS];
+  memset(v, 0, sizeof(gpu_view) * (size_t)c->nargs);
+  int rc = gpu_sides(c);
+  for (int i = 0; i < c->nargs && !rc; i++) {
+    ptrs[i] = c->a[i].data;
+    if (!is_buffer(c, i)) continue;
+    v[i].nd = nd;
+    memcpy(v[i].shape, shape, sizeof(int64_t) * (size_t)nd);
+    strides_over(&c->a[i], nd, shape, v[i].st);
+    v[i].count = n;
+    rc = gpu_stage(c, i, &v[i], &ptrs[i]);
+  }
+  (void)o;
+  if (!rc) rc = hk_call_on(c->k, HK_BACKEND_CUDA, n, ptrs);
+  return gpu_finish(c, v, rc);
+}
+
+/* A reduction over the axes in rmask of the inputs' broadcast shape
+ * (D axes of ishape): rows of the reduced axes, one per position of the
+ * kept ones. */
+static int gpu_reduction(const call *c, const hk_call_opts_t *o, int D,
+                         const int64_t *ishape, unsigned rmask) {
+  gpu_view v[ARR_MAX_ARGS];
+  void *ptrs[ARR_MAX_ARGS];
+  memset(v, 0, sizeof(gpu_view) * (size_t)c->nargs);
+  int keep = o && o->keepdims;
+  int64_t kshape[HK_MAX_DIMS], pshape[HK_MAX_DIMS];
+  int nk = 0, np = 0;
+  size_t m = 1, npos = 1;
+  for (int d = 0; d < D; d++)
+    if (!(rmask >> d & 1)) {
+      kshape[nk++] = pshape[np++] = ishape[d];
+      npos *= (size_t)ishape[d];
+    }
+  for (int d = 0; d < D; d++)
+    if (rmask >> d & 1) {
+      pshape[np++] = ishape[d];
+      m *= (size_t)ishape[d];
+    }
+  if (npos == 0) return HK_OK;
+  int rc = gpu_sides(c);
+  for (int i = 0; i < c->nargs && !rc; i++) {
+    const hk_array_t *a = &c->a[i];
+    ptrs[i] = a->data;
+    if (!is_buffer(c, i)) continue;
+    if (c->info->params[i].role == HK_ROLE_IN) {
+      /* kept axes first, then the reduced ones: a row per position */
+      int64_t st[HK_MAX_DIMS];
+      strides_over(a, D, ishape, st);
+      int q = 0;
+      for (int d = 0; d < D; d++)
+        if (!(rmask >> d & 1)) v[i].st[q++] = st[d];
+      for (int d = 0; d < D; d++)
+        if (rmask >> d & 1) v[i].st[q++] = st[d];
+      v[i].nd = D;
+      memcpy(v[i].shape, pshape, sizeof(int64_t) * (size_t)D);
+      v[i].count = npos * m;
+    } else { /* a result: one element per kept position */
+      int q = 0, od = 0;
+      for (int d = 0; d < D; d++) {
+        if (!(rmask >> d & 1)) v[i].st[q++] = a->strides[od++];
+        else if (keep) od++;
+      }
+      v[i].nd = nk;
+      memcpy(v[i].shape, kshape, sizeof(int64_t) * (size_t)nk);
+      v[i].count = npos;
+    }
+    rc = gpu_stage(c, i, &v[i], &ptrs[i]);
+  }
+  if (!rc) rc = hk__call_reduce_rows_cuda(c->k, npos, m, ptrs);
+  return gpu_finish(c, v, rc);
+}
+
 static int setup(call *c, const hk_kernel_t *k, const hk_array_t *args) {
   if (!k || !args) return hk__fail(HK_EINVAL, "hk_call_arrays: NULL argument");
   const hk_impl_t *im = atomic_load_explicit(&k->impl, memory_order_acquire);
@@ -1251,14 +1400,21 @@ HK_API int hk_call_arrays(const hk_kernel_t *k, const hk_array_t *args,
     if ((rc = check_overlaps(&c, kind == HK_KIND_ELEMENTWISE))) return rc;
     return hk_call_on(k, backend, (size_t)hk_array_size(&args[first]), ptrs);
   }
-  if (on_gpu(&c, opts))
-    return hk__fail(HK_EUNSUPPORTED,
-                    "%s: on the GPU, arrays must be contiguous and of one "
-                    "shape (strided, broadcast and axis calls run on the "
-                    "CPU only, for now)",
-                    c.info->name);
-  if (!c.e) return hk__call_failure(k);
-  if (kind == HK_KIND_REDUCTION) return call_reduction(&c, opts);
+  int gpu = on_gpu(&c, opts);
+  if (!gpu && !c.e) return hk__call_failure(k);
+  if (kind == HK_KIND_REDUCTION) {
+    if (!gpu) return call_reduction(&c, opts);
+    int D, ond;
+    int64_t ishape[HK_MAX_DIMS], oshape[HK_MAX_DIMS];
+    unsigned rmask;
+    if ((rc = red_shapes(&c, opts, &D, ishape, &rmask, &ond, oshape)))
+      return rc;
+    for (int i = 0; i < c.nargs; i++)
+      if (is_written(&c, i) && (rc = check_shape(&c, i, ond, oshape)))
+        return rc;
+    if ((rc = check_overlaps(&c, 0))) return rc;
+    return gpu_reduction(&c, opts, D, ishape, rmask);
+  }
 
   /* elementwise */
   int nd;
@@ -1274,6 +1430,7 @@ HK_API int hk_call_arrays(const hk_kernel_t *k, const hk_array_t *args,
     if (is_written(&c, i) && (rc = check_shape(&c, i, nd, shape))) return rc;
   if ((rc = check_overlaps(&c, 1))) return rc;
   if (n == 0) return HK_OK;
+  if (gpu) return gpu_elementwise(&c, opts, nd, shape, n);
   return call_elementwise(&c, nd, shape, n);
 }
 

@@ -223,17 +223,31 @@ int hk__arrays_rows(const hk_kernel_t *k, const hk_array_t *a,
 
   void *ptrs[HK__ARRAYS_MAX_ARGS];
   unsigned char *copies[HK__ARRAYS_MAX_ARGS] = {NULL};
+  void *dev_copies[HK__ARRAYS_MAX_ARGS] = {NULL};
   for (int i = 0; i < in->nparams; i++) {
     ptrs[i] = a[i].data;
     if (!is_buf(in, i) || contiguous(&a[i])) continue;
-    if (gpu) {
-      rc = hk__fail(HK_EUNSUPPORTED,
-                    "%s: parameter '%s': on the GPU, a rows kernel's arrays "
-                    "must be contiguous (C order)",
-                    in->name, in->params[i].name);
-      goto done;
-    }
     size_t bytes = (size_t)hk_array_size(&a[i]) * hk_dtype_size(a[i].dtype);
+    if (gpu) { /* a contiguous run in device memory, by the GPU's copy */
+      if (hk_mem_where(a[i].data) != HK_MEM_DEVICE) {
+        rc = hk__fail(HK_EINVAL,
+                      "%s: parameter '%s': the array is in host memory, and "
+                      "the call runs on the GPU: give device memory",
+                      in->name, in->params[i].name);
+        goto done;
+      }
+      void *run = NULL;
+      if ((rc = hk_device_alloc(&run, bytes))) goto done;
+      dev_copies[i] = run;
+      ptrs[i] = run;
+      if (in->params[i].role != HK_ROLE_OUT &&
+          (rc = hk__cuda_copy_strided(run, a[i].data,
+                                      hk_dtype_size(a[i].dtype), a[i].ndim,
+                                      a[i].shape, a[i].strides, 0,
+                                      (size_t)hk_array_size(&a[i]))))
+        goto done;
+      continue;
+    }
     if (!(copies[i] = malloc(bytes ? bytes : 1))) {
       rc = hk__fail(HK_ENOMEM, "%s: out of memory", in->name);
       goto done;
@@ -244,10 +258,25 @@ int hk__arrays_rows(const hk_kernel_t *k, const hk_array_t *a,
   rc = gpu ? hk__call_rows_cuda(k, NULL, rows, n, ptrs)
            : hk__call_rows_cpu(k, rows, n, ptrs);
   if (rc == HK_OK)
-    for (int i = 0; i < in->nparams; i++)
+    for (int i = 0; i < in->nparams; i++) {
       if (copies[i] && is_written(in, i)) copy_strided(&a[i], copies[i], 0);
+      if (dev_copies[i] && is_written(in, i) && rc == HK_OK)
+        rc = hk__cuda_copy_strided(a[i].data, dev_copies[i],
+                                   hk_dtype_size(a[i].dtype), a[i].ndim,
+                                   a[i].shape, a[i].strides, 1,
+                                   (size_t)hk_array_size(&a[i]));
+    }
 done:
   for (int i = 0; i < in->nparams; i++) free(copies[i]);
+  for (int i = 0; i < in->nparams; i++)
+    if (dev_copies[i]) {
+      /* the copies queued must be done before their runs are reused */
+      int src = hk__cuda_sync_default(in->name);
+      if (rc == HK_OK) rc = src;
+      break;
+    }
+  for (int i = 0; i < in->nparams; i++)
+    if (dev_copies[i]) hk_device_free(dev_copies[i]);
   return rc;
 }
 

@@ -64,6 +64,8 @@ typedef struct hk_cuda_state {
   CUmodule stdlib;          /* NULL: no GPU code for the stdlib, */
   CUresult stdlib_rc;       /* ... as the driver refused it, or (0) as
                                libhk was built without nvcc */
+  CUfunction copy[4];       /* the stdlib's strided copies, elements of
+                               1, 2, 4, 8 bytes (NULL without it) */
   struct hk_stream dflt;    /* hk's default stream */
 } hk_cuda_state_t;
 

@@ -226,6 +226,25 @@ HK_INTERNAL int hk__call_auto(const hk_kernel_t *k, size_t n,
  * errors (HK_EUNSUPPORTED, HK_EDEVICE ...). */
 HK_INTERNAL int hk__call_rows_cuda(const hk_kernel_t *k, hk_stream_t *s,
                                    size_t rows, size_t n, void *const *args);
+/* Runs reduction k on the GPU over rows rows of m contiguous elements each
+ * (args: device buffers; each in buffer holds rows * m elements, row after
+ * row; each result buffer rows elements, one per row), on the default
+ * stream, and waits for it. HK_OK, HK_EINVAL (not a reduction, or a
+ * buffer in host memory), HK_ENOMEM, or the GPU call's errors. */
+HK_INTERNAL int hk__call_reduce_rows_cuda(const hk_kernel_t *k, size_t rows,
+                                          size_t m, void *const *args);
+/* Copies n elements of es bytes (1, 2, 4, 8) on the GPU, on the default
+ * stream, without waiting: scatter 0, element i of dst (contiguous) from
+ * the element of src at index i of shape[0..nd) (C order), offset by
+ * st[] (in elements, any sign); scatter 1, the other way. HK_OK, or
+ * HK_EUNSUPPORTED when the stdlib has no GPU code (the copy kernels are
+ * in it), HK_EDEVICE when the launch failed. */
+HK_INTERNAL int hk__cuda_copy_strided(void *dst, const void *src, size_t es,
+                                      int nd, const int64_t *shape,
+                                      const int64_t *st, int scatter,
+                                      size_t n);
+/* Waits for the default stream: HK_OK, or HK_EDEVICE naming what. */
+HK_INTERNAL int hk__cuda_sync_default(const char *what);
 /* Frees a module's GPU code (hk__module_free). */
 HK_INTERNAL void hk__cuda_module_free(hk_module_t *m);
 /* Makes m->cuda: the module's GPU code. ctx->load_lock held. HK_OK, or an

@@ -613,10 +613,18 @@ typedef struct hk_call_opts {
  * parameter's, shapes that do not broadcast, a bad axis, an out array of
  * the wrong shape, an array reaching outside its bounds, an out array
  * overlapping another), or as hk_call(). On the GPU (device arrays, or
- * opts->backend HK_BACKEND_CUDA) only contiguous arrays are supported
- * yet: elementwise calls whose arrays have one shape, whole reductions,
- * and rows kernels (one GPU thread per row); strided, broadcast and axis
- * calls are HK_EUNSUPPORTED there. */
+ * opts->backend HK_BACKEND_CUDA) every array must be device memory, and
+ * everything above works as on the CPU: an array that is not one
+ * contiguous run of the call's layout (strided, negative strides,
+ * broadcast, or a reduction whose reduced axes are not the last ones) is
+ * first copied into a temporary run in device memory by the stdlib's GPU
+ * copy kernels (so libhk must have been built with nvcc: else
+ * HK_EUNSUPPORTED), and written outputs are copied back. Axis reductions
+ * run one block per row for rows up to 4096 elements, several per row
+ * beyond; rows kernels one GPU thread per row. Results equal the CPU's
+ * where the operation is exact (elementwise bodies, min, max, argmax,
+ * integer sums); floating-point reductions may differ by rounding (another
+ * tree). */
 HK_API int hk_call_arrays(const hk_kernel_t *k, const hk_array_t *args,
                           const hk_call_opts_t *opts);
 /* The shape parameter `param` (an out or inout) must have for a call of k

@@ -3,7 +3,8 @@
 # machine with an NVIDIA GPU and the CUDA toolkit (/usr/local/cuda):
 #
 #   1. configures and builds hk in build-gpu (gcc, Release);
-#   2. runs the GPU tests: ctest -R "cuda|nvrtc|gen_compile";
+#   2. runs the GPU tests: ctest -R "cuda|nvrtc|gen_compile|^python$" (the Python
+#      module's GPU tests run with CuPy or PyTorch where installed);
 #   3. runs build-gpu/hk-gpu-bench (launch overhead, bandwidth, pool, warm
 #      load, and the targets), passing this script's arguments on to it:
 #        tools/gpu_check.sh --json gpu.json      # also write the records
@@ -123,9 +124,9 @@ if grep -qi "cuda" "$BUILD/configure.log"; then
 fi
 
 # ---- 2. the GPU tests ---------------------------------------------------------
-echo "==== tests: ctest -R \"cuda|nvrtc|gen_compile\""
+echo "==== tests: ctest -R \"cuda|nvrtc|gen_compile|^python$\""
 tests_log="$BUILD/gpu-tests.log"
-if (cd "$BUILD" && ctest -R "cuda|nvrtc|gen_compile" --output-on-failure \
+if (cd "$BUILD" && ctest -R "cuda|nvrtc|gen_compile|^python$" --output-on-failure \
   --no-tests=error -j "$JOBS") 2>&1 | tee "$tests_log"; then
   tests_ok=1
 else

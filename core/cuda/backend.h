@@ -31,6 +31,21 @@
 #define HK_CUDA_MAX_PARTS 1024u
 #define HK_CUDA_SCRATCH_BYTES ((size_t)HK_CUDA_MAX_PARTS * HK_REDUCE_ACC_MAX)
 
+/* A strided view for the stdlib's copy kernels (struct hk_cuda_strided in
+ * the generated CUDA, codegen/emit_cuda.c: the same layout). */
+typedef struct hk_cuda_strided {
+  long long nd;
+  long long shape[HK_MAX_DIMS];
+  long long st[HK_MAX_DIMS]; /* in elements */
+} hk_cuda_strided_t;
+
+/* Runs reduction entry e over rows rows of m contiguous elements on the
+ * default stream (part blocks per row by m, one merge block per row;
+ * results at args[result] + row) and waits for it. (launch.c) */
+HK_INTERNAL int hk__cuda_launch_reduce_rows(const hk_cuda_entry_t *e,
+                                            size_t rows, size_t m,
+                                            void *const *args);
+
 /* Whether mutex m is locked, for asserting "m held" (HK_ASSERT only: a
  * free mutex is left locked, and the assertion then fails). For the
  * backend's own mutexes, which are not recursive (a recursive one is

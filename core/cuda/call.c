@@ -189,6 +189,24 @@ int hk__call_rows_cuda(const hk_kernel_t *k, hk_stream_t *s, size_t rows,
   return cuda_call_rows(k, s, rows, n, args, s == NULL);
 }
 
+int hk__call_reduce_rows_cuda(const hk_kernel_t *k, size_t rows, size_t m,
+                              void *const *args) {
+  hk_mem_t side;
+  int rc = hk__cuda_ready();
+  if (rc) return rc;
+  const hk_kernel_info_t *info = atomic_load(&k->info);
+  if (info->kind != HK_KIND_REDUCTION)
+    return hk__fail(HK_EINVAL, "kernel %s is not a reduction", info->name);
+  if ((rc = buffers_side(k, args, HK_MEM_DEVICE, &side))) return rc;
+  const hk_cuda_entry_t *e = atomic_load_explicit(&k->cuda, memory_order_acquire);
+  if (!e) {
+    if ((rc = prepare_cuda((hk_kernel_t *)k))) return rc;
+    e = atomic_load_explicit(&k->cuda, memory_order_acquire);
+  }
+  if ((rc = check_state(k))) return rc;
+  return hk__cuda_launch_reduce_rows(e, rows, m, args);
+}
+
 int hk__call_auto(const hk_kernel_t *k, size_t n, void *const *args) {
   hk_mem_t side;
   int rc = hk__cuda_ready(); /* started: this only makes it current */

@@ -90,6 +90,12 @@ static void stdlib_open(hk_cuda_state_t *c) {
       (c->stdlib_rc = c->api.cuModuleLoadData(&c->stdlib,
                                               hk__cuda_stdlib_fatbin)))
     c->stdlib = NULL;
+  static const char *const copies[4] = {"hk_cuda_copy_1", "hk_cuda_copy_2",
+                                        "hk_cuda_copy_4", "hk_cuda_copy_8"};
+  for (int i = 0; i < 4; i++)
+    if (!c->stdlib ||
+        c->api.cuModuleGetFunction(&c->copy[i], c->stdlib, copies[i]))
+      c->copy[i] = NULL;
 }
 
 int hk__cuda_stdlib_missing(const char *name) {

@@ -193,3 +193,118 @@ int hk__cuda_launch(const hk_cuda_entry_t *e, struct hk_stream *st, size_t n,
   }
   return HK_OK;
 }
+
+/* ---- axis reductions: rows of m contiguous elements ---------------------- */
+
+/* Elements per part block of an axis reduction's row: a row this long or
+ * shorter is one block, a longer one several (up to HK_CUDA_MAX_PARTS). */
+#define ROW_PART_ELEMS ((size_t)HK_ABI_CUDA_BLOCK * 16)
+/* Rows per launch: the y extent of the part kernel's grid. */
+#define ROWS_PER_LAUNCH ((size_t)65535)
+
+int hk__cuda_launch_reduce_rows(const hk_cuda_entry_t *e, size_t rows,
+                                size_t m, void *const *args) {
+  HK_ASSERT(atomic_load(&hk__cuda_started) && e->kind == HK_KIND_REDUCTION);
+  if (rows == 0) return HK_OK;
+  const hk_cuda_api_t *a = &hk__cuda.api;
+  const hk_kernel_info_t *in = e->info;
+  struct hk_stream *st = hk__stream(NULL);
+  size_t parts = (m + ROW_PART_ELEMS - 1) / ROW_PART_ELEMS;
+  if (parts < 1) parts = 1;
+  if (parts > HK_CUDA_MAX_PARTS) parts = HK_CUDA_MAX_PARTS;
+  size_t chunk = rows < ROWS_PER_LAUNCH ? rows : ROWS_PER_LAUNCH;
+  void *partials = NULL;
+  int rc = hk_device_alloc(&partials, chunk * parts * HK_REDUCE_ACC_MAX);
+  if (rc) return rc;
+  CUresult r = HK_CUDA_SUCCESS;
+  for (size_t r0 = 0; r0 < rows && !r; r0 += chunk) {
+    unsigned nr = (unsigned)(rows - r0 < chunk ? rows - r0 : chunk);
+    void *at[HK_CUDA_MAX_ARGS];
+    for (int i = 0; i < in->nparams; i++) {
+      if (in->params[i].role == HK_ROLE_SCALAR || !args[i]) {
+        at[i] = args[i];
+        continue;
+      }
+      size_t es = hk_dtype_size(in->params[i].dtype);
+      at[i] = (char *)args[i] + (is_result(in, i) ? r0 : r0 * m) * es;
+    }
+    void *kp[HK_CUDA_MAX_ARGS];
+    int np = 0;
+    put_params(in, at, 1, kp, &np);
+    kp[np++] = &partials;
+    kp[np++] = &m;
+    r = a->cuLaunchKernel(e->fn, (unsigned)parts, nr, 1, HK_ABI_CUDA_BLOCK, 1,
+                          1, 0, st->s, kp, NULL);
+    if (r) break;
+    np = 0;
+    kp[np++] = &partials;
+    kp[np++] = &parts;
+    for (int i = 0; i < in->nparams; i++)
+      if (is_result(in, i)) kp[np++] = (void *)&at[i];
+    for (int i = 0; i < in->nparams; i++)
+      if (in->params[i].role == HK_ROLE_SCALAR) kp[np++] = at[i];
+    kp[np++] = &m;
+    r = a->cuLaunchKernel(e->merge, nr, 1, 1, HK_ABI_CUDA_BLOCK, 1, 1, 0,
+                          st->s, kp, NULL);
+  }
+  rc = launch_result(e, r);
+  /* the partials go back to the pool once the launches queued have run */
+  CUresult sr = a->cuStreamSynchronize(st->s);
+  hk_device_free(partials);
+  if (!rc && sr) {
+    char b[HK_CUDA_ERRLEN];
+    rc = hk__fail(HK_EDEVICE,
+                  "kernel %s failed on the GPU: %s (the CUDA context may be "
+                  "unusable now)",
+                  in->name, hk__cuda_strerror(sr, b, sizeof b));
+  }
+  return rc;
+}
+
+/* ---- strided copies ---------------------------------------------------------- */
+
+int hk__cuda_copy_strided(void *dst, const void *src, size_t es, int nd,
+                          const int64_t *shape, const int64_t *stv,
+                          int scatter, size_t n) {
+  int which = es == 1 ? 0 : es == 2 ? 1 : es == 4 ? 2 : es == 8 ? 3 : -1;
+  if (which < 0 || nd < 0 || nd > HK_MAX_DIMS)
+    return hk__fail(HK_EINTERNAL, "strided copy of %zu-byte elements", es);
+  if (!hk__cuda.copy[which])
+    return hk__fail(HK_EUNSUPPORTED,
+                    "strided and broadcast arrays on the GPU need the "
+                    "stdlib's GPU code (libhk built with nvcc), which %s",
+                    hk__cuda.stdlib ? "lacks the copy kernels"
+                                    : "this libhk has not or cannot load");
+  if (n == 0) return HK_OK;
+  hk_cuda_strided_t g;
+  memset(&g, 0, sizeof g);
+  g.nd = nd;
+  for (int d = 0; d < nd; d++) {
+    g.shape[d] = shape[d];
+    g.st[d] = stv[d];
+  }
+  int sc = scatter;
+  void *kp[] = {(void *)&src, &dst, &g, &sc, &n};
+  const unsigned grid_cap = (unsigned)hk__cuda.info.sm_count * 16u;
+  CUresult r = hk__cuda.api.cuLaunchKernel(
+      hk__cuda.copy[which], blocks_for(n, grid_cap), 1, 1, HK_ABI_CUDA_BLOCK,
+      1, 1, 0, hk__stream(NULL)->s, kp, NULL);
+  if (r) {
+    char b[HK_CUDA_ERRLEN];
+    return hk__fail(HK_EDEVICE, "a strided copy on the GPU failed to launch: %s",
+                    hk__cuda_strerror(r, b, sizeof b));
+  }
+  return HK_OK;
+}
+
+int hk__cuda_sync_default(const char *what) {
+  CUresult r = hk__cuda.api.cuStreamSynchronize(hk__stream(NULL)->s);
+  if (r) {
+    char b[HK_CUDA_ERRLEN];
+    return hk__fail(HK_EDEVICE,
+                    "%s failed on the GPU: %s (the CUDA context may be "
+                    "unusable now)",
+                    what, hk__cuda_strerror(r, b, sizeof b));
+  }
+  return HK_OK;
+}

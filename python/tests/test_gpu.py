@@ -160,6 +160,16 @@ def test_cupy_arrays_run_in_place():
     np.testing.assert_array_equal(cp.asnumpy(z), hk.add(xh, yh))
     with pytest.raises(ValueError, match="'x'.*host.*'y'.*GPU"):
         hk.add(xh, y)
+    # strided, broadcast and axis calls on the GPU
+    b = hk.add(x, y[0])                 # (64, 300) + (300,)
+    np.testing.assert_array_equal(b.numpy(), xh + yh[0])
+    t = cp.empty((300, 64), cp.float32)
+    hk.mul(x.T, y.T, out=t)             # transposed views
+    np.testing.assert_array_equal(cp.asnumpy(t), xh.T * yh.T)
+    c0 = hk.sum(x, axis=0)
+    np.testing.assert_allclose(c0.numpy(), xh.sum(0), rtol=1e-5, atol=1e-5)
+    am = hk.argmax(x[:, ::-3], axis=-1)
+    np.testing.assert_array_equal(am.numpy(), xh[:, ::-3].argmax(-1))
 
 
 def test_torch_tensors_run_in_place(plugins):
