@@ -54,7 +54,18 @@ if [ -z "$NVCC" ]; then
   exit 77
 fi
 archs="-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90"
+# nvcc takes seconds a file: as many at once as there are cores
+jobs=$(nproc 2>/dev/null || echo 2)
+nvcc_one() { # OUT F: compiles OUT (from F), noting a failure in OUT.fail
+  # shellcheck disable=SC2086
+  if ! "$NVCC" -std=c++17 $archs -Werror all-warnings -c "$1" -o "$1.o" \
+      >"$1.log" 2>&1; then
+    { echo "FAIL: nvcc rejects the CUDA generated from $2:"; cat "$1.log"; } \
+      >"$1.fail"
+  fi
+}
 ncu=0
+running=0
 for f in $files; do
   base=$(basename "$f" .json)
   dir=$(basename "$(dirname "$f")")
@@ -65,12 +76,19 @@ for f in $files; do
     grep -q "no kernel in this file targets cuda" "$out.gen.log" && continue
     echo "FAIL: hk gen --target cuda $f:"; cat "$out.gen.log"; fail=1; continue
   fi
-  # shellcheck disable=SC2086
-  if ! "$NVCC" -std=c++17 $archs -Werror all-warnings -c "$out" -o "$out.o" \
-      >"$out.log" 2>&1; then
-    echo "FAIL: nvcc rejects the CUDA generated from $f:"; cat "$out.log"; fail=1
+  nvcc_one "$out" "$f" &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs" ]; then
+    wait
+    running=0
   fi
   ncu=$((ncu + 1))
+done
+wait
+for r in "$tmp"/*.cu.fail; do
+  [ -e "$r" ] || continue
+  cat "$r"
+  fail=1
 done
 # The stdlib's: the build compiled it already when it made the fatbin (with
 # -Werror all-warnings under HK_WERROR); otherwise here.
