@@ -279,6 +279,35 @@ for dt in (np.float32, np.float64, np.float16, np.int32, np.int64):
             check(f"sum {np.dtype(dt).name} {sx} axis={spec}", np.load("o.npy"), want,
                   rtol=tol, atol=tol)
 
+# --backend cuda: the same array calls on the GPU where there is one
+x = rand_array((37, 50), np.float32)
+np.save("x.npy", x)
+np.save("y.npy", rand_array((50,), np.float32))
+gpu = subprocess.run([hk, "run", "neg", "x=x.npy", "--backend", "cuda"],
+                     capture_output=True, text=True)
+if gpu.returncode != 0:
+    why = gpu.stderr.strip().splitlines()[-1] if gpu.stderr.strip() else "?"
+    print(f"note: GPU checks skipped ({why})")
+else:
+    y = np.load("y.npy")
+    run("add", "x=x.npy", "y=y.npy", "--backend", "cuda", "--out", "out=o.npy")
+    check("cuda add (37,50)+(50,)", np.load("o.npy"), x + y)
+    np.save("f.npy", np.asfortranarray(x))
+    run("mul", "x=f.npy", "y=x.npy", "--backend", "cuda", "--out", "out=o.npy")
+    check("cuda mul fortran * C", np.load("o.npy"), x * x)
+    run("sum", "x=f.npy", "--axis", "0", "--backend", "cuda", "--out", "out=o.npy")
+    check("cuda sum axis 0", np.load("o.npy"),
+          x.astype(np.float64).sum(0).astype(np.float32), rtol=1e-5, atol=1e-5)
+    run("argmax", "x=x.npy", "--axis", "-1", "--keepdims", "--backend", "cuda",
+        "--out", "out=o.npy")
+    check("cuda argmax axis -1 keepdims", np.load("o.npy"),
+          x.argmax(-1).reshape(37, 1).astype(np.int64))
+    run("softmax", "x=f.npy", "--backend", "cuda", "--out", "y=o.npy")
+    e = np.exp(x - x.max(-1, keepdims=True))
+    check("cuda softmax fortran rows", np.load("o.npy"), e / e.sum(-1, keepdims=True),
+          rtol=2e-6, atol=1e-8)
+    print("hk run --backend cuda matches NumPy")
+
 if fails:
     raise SystemExit(f"{fails} comparisons with NumPy failed")
 print("hk run matches NumPy")

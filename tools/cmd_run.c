@@ -594,9 +594,9 @@ static int write_outputs(const run_call *c) {
 }
 
 /* The array path (N-D, broadcasting, axes) serves elementwise, reduction
- * and rows kernels that take an in/inout buffer, on the CPU; raw kernels,
- * kernels that only write (their n comes from --n) and --backend cuda take
- * the flat path (every buffer n elements, C order). */
+ * and rows kernels that take an in/inout buffer, on the CPU and the GPU;
+ * raw and grid kernels and kernels that only write (their n comes from
+ * --n) take the flat path (every buffer n elements, C order). */
 static int choose_path(const run_call *c, const run_opts *o,
                        const char *backend, int *arrays) {
   const hk_kernel_info_t *k = c->k;
@@ -604,8 +604,9 @@ static int choose_path(const run_call *c, const run_opts *o,
   for (int i = 0; i < k->nparams; i++)
     has_in |= k->params[i].role == HK_ROLE_IN ||
               k->params[i].role == HK_ROLE_INOUT;
+  (void)backend;
   *arrays = k->kind != HK_KIND_RAW && k->kind != HK_KIND_GRID && has_in &&
-            strcmp(backend, "cuda") && !o->n_text;
+            !o->n_text;
   if ((o->naxes || o->keepdims) && k->kind != HK_KIND_REDUCTION)
     return hk_cli_error("run", "--%s: %s is %s kernel; only reductions take "
                                "axes",
@@ -615,8 +616,8 @@ static int choose_path(const run_call *c, const run_opts *o,
                         : k->kind == HK_KIND_GRID      ? "a grid"
                                                        : "a raw");
   if ((o->naxes || o->keepdims) && !*arrays)
-    return hk_cli_error("run", "--%s: not with --backend cuda (axis "
-                               "reductions run on the CPU only, for now)",
+    return hk_cli_error("run", "--%s: not with --n (a reduction over axes "
+                               "takes its shape from its input files)",
                         o->naxes ? "axis" : "keepdims");
   return HK_EXIT_OK;
 }
@@ -650,19 +651,12 @@ static int run_kernel(hk_context_t *ctx, const run_opts *o) {
                        .keepdims = o->keepdims};
   if (!rc && arrays) {
     rc = run_call_prepare_arrays(&c, &co);
-    if (!rc) rc = run_call_arrays(&c);
+    if (!rc)
+      rc = strcmp(backend, "cuda") ? run_call_arrays(&c)
+                                   : run_call_arrays_gpu(&c);
   } else if (!rc) {
     rc = run_call_prepare(&c, o->n_text);
-    if (!rc && !strcmp(backend, "cuda") && c.k->kind == HK_KIND_ROWS &&
-        c.first >= 0 && c.ps[c.first].npy.ndim > 1)
-      /* the flat path would run all the elements as one row */
-      rc = hk_cli_error("run", "--backend cuda: %s is a rows kernel and "
-                               "%s=%s has %d axes; hk run runs rows kernels "
-                               "on the GPU one row (a 1-D file) at a time, "
-                               "for now (the CPU runs every row)",
-                        c.k->name, c.ps[c.first].info->name,
-                        c.ps[c.first].value, c.ps[c.first].npy.ndim);
-    else if (!rc && !strcmp(backend, "cuda"))
+    if (!rc && !strcmp(backend, "cuda"))
       rc = run_on_gpu(kh, c.ps, c.args, c.n);
     else if (!rc && hk_call(kh, c.n, (void *const *)c.args) != HK_OK)
       rc = hk_cli_internal("run", "%s", hk_last_error());

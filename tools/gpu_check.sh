@@ -3,8 +3,10 @@
 # machine with an NVIDIA GPU and the CUDA toolkit (/usr/local/cuda):
 #
 #   1. configures and builds hk in build-gpu (gcc, Release);
-#   2. runs the GPU tests: ctest -R "cuda|nvrtc|gen_compile|^python$" (the Python
-#      module's GPU tests run with CuPy or PyTorch where installed);
+#   2. runs the GPU tests: ctest -R
+#      "cuda|nvrtc|gen_compile|^python$|cli_numpy_check" (the Python
+#      module's with CuPy or PyTorch where installed, and hk run
+#      --backend cuda against NumPy);
 #   3. runs build-gpu/hk-gpu-bench (launch overhead, bandwidth, pool, warm
 #      load, and the targets), passing this script's arguments on to it:
 #        tools/gpu_check.sh --json gpu.json      # also write the records
@@ -55,6 +57,15 @@ fi
 # The toolkit in its standard place, for CMake's detection and the tests.
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="$PATH:/usr/local/cuda/bin"
+fi
+
+# cli_numpy_check's NumPy: the first python3 that has it (on images whose
+# NumPy lives in a venv, /usr/bin/python3 may lack it).
+if [ -z "${HK_NUMPY_PYTHON:-}" ] && ! /usr/bin/python3 -c 'import numpy' \
+  2>/dev/null && command -v python3 >/dev/null 2>&1 &&
+  python3 -c 'import numpy' 2>/dev/null; then
+  HK_NUMPY_PYTHON=$(command -v python3)
+  export HK_NUMPY_PYTHON
 fi
 
 # The GPU, and the architecture of the bench's cubin.
@@ -124,9 +135,9 @@ if grep -qi "cuda" "$BUILD/configure.log"; then
 fi
 
 # ---- 2. the GPU tests ---------------------------------------------------------
-echo "==== tests: ctest -R \"cuda|nvrtc|gen_compile|^python$\""
+echo "==== tests: ctest -R \"cuda|nvrtc|gen_compile|^python$|cli_numpy_check\""
 tests_log="$BUILD/gpu-tests.log"
-if (cd "$BUILD" && ctest -R "cuda|nvrtc|gen_compile|^python$" --output-on-failure \
+if (cd "$BUILD" && ctest -R "cuda|nvrtc|gen_compile|^python$|cli_numpy_check" --output-on-failure \
   --no-tests=error -j "$JOBS") 2>&1 | tee "$tests_log"; then
   tests_ok=1
 else

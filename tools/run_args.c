@@ -483,6 +483,51 @@ int run_call_arrays(run_call *c) {
   return rc ? lib_error(rc) : HK_EXIT_OK;
 }
 
+int run_call_arrays_gpu(run_call *c) {
+  const hk_kernel_info_t *k = c->k;
+  size_t np = (size_t)k->nparams;
+  hk_array_t *dev = calloc(np + 1, sizeof *dev);
+  void **mem = calloc(np + 1, sizeof *mem);
+  int rc = HK_EXIT_OK;
+  if (!dev || !mem) rc = hk_cli_internal("run", "out of memory");
+  for (size_t i = 0; i < np && !rc; i++) {
+    const hk_array_t *a = &c->arr[i];
+    hk_role_t role = k->params[i].role;
+    dev[i] = *a;
+    if (role == HK_ROLE_SCALAR) continue;
+    if (hk_device_alloc(&mem[i], a->nbytes) != HK_OK ||
+        (role != HK_ROLE_OUT && a->nbytes &&
+         hk_memcpy_to_device(mem[i], a->base, a->nbytes, NULL) != HK_OK)) {
+      rc = hk_cli_internal("run", "--backend cuda: %s", hk_last_error());
+      break;
+    }
+    dev[i].base = mem[i];
+    dev[i].data = (char *)mem[i] + ((const char *)a->data -
+                                    (const char *)a->base);
+  }
+  if (!rc) {
+    hk_call_opts_t o = c->opts;
+    o.backend = HK_BACKEND_CUDA;
+    int r = hk_call_arrays(c->kh, dev, &o);
+    if (r == HK_EDEVICE || r == HK_ECOMPILE)
+      rc = hk_cli_error("run", "--backend cuda: %s", hk_last_error());
+    else if (r)
+      rc = lib_error(r);
+  }
+  for (size_t i = 0; i < np && !rc; i++) {
+    hk_role_t role = k->params[i].role;
+    if ((role == HK_ROLE_OUT || role == HK_ROLE_INOUT) && c->arr[i].nbytes &&
+        hk_memcpy_to_host((void *)c->arr[i].base, mem[i], c->arr[i].nbytes,
+                          NULL) != HK_OK)
+      rc = hk_cli_internal("run", "--backend cuda: %s", hk_last_error());
+  }
+  for (size_t i = 0; mem && i < np; i++)
+    if (mem[i]) hk_device_free(mem[i]);
+  free(mem);
+  free(dev);
+  return rc;
+}
+
 /* ---- The call ------------------------------------------------------------- */
 
 int run_call_init(run_call *c, hk_kernel_t *kh) {

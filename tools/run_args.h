@@ -78,5 +78,9 @@ int run_call_prepare_arrays(run_call *c, const hk_call_opts_t *opts);
 void run_set_as_bf16(int on);
 /* Runs the prepared array call. */
 int run_call_arrays(run_call *c);
+/* Runs the prepared array call on the GPU (--backend cuda): each array's
+ * memory is copied to the device (its strides kept), the call runs there
+ * with hk_call_arrays, and the out and inout arrays are copied back. */
+int run_call_arrays_gpu(run_call *c);
 
 #endif /* HK_TOOLS_RUN_ARGS_H */
