@@ -1131,6 +1131,8 @@ static int gpu_stage(const call *c, int i, gpu_view *v, void **ptr) {
 /* Every non-empty buffer must be device memory: the GPU's copies read and
  * write the arrays themselves. */
 static int gpu_sides(const call *c) {
+  int rc = hk__cuda_ready(); /* no device: why */
+  if (rc) return rc;
   for (int i = 0; i < c->nargs; i++) {
     const hk_array_t *a = &c->a[i];
     if (!is_buffer(c, i) || !a->data || hk_array_size(a) == 0) continue;
@@ -1145,12 +1147,18 @@ static int gpu_sides(const call *c) {
  * waits for the copies and frees the runs. rc: the call's result so far
  * (copies are skipped after a failure). */
 static int gpu_finish(const call *c, gpu_view *v, int rc) {
-  for (int i = 0; i < c->nargs; i++)
+  int staged = 0;
+  for (int i = 0; i < c->nargs; i++) {
+    staged |= v[i].tmp != NULL;
     if (!rc && v[i].tmp && is_written(c, i))
       rc = hk__cuda_copy_strided(c->a[i].data, v[i].tmp,
                                  hk_dtype_size(c->a[i].dtype), v[i].nd,
                                  v[i].shape, v[i].st, 1, v[i].count);
-  int src = hk__cuda_sync_default(c->info->name);
+  }
+  if (!staged) return rc; /* nothing queued here (the call itself waits) */
+  char what[200];
+  snprintf(what, sizeof what, "%s's array copies", c->info->name);
+  int src = hk__cuda_sync_default(what);
   if (!rc) rc = src;
   for (int i = 0; i < c->nargs; i++)
     if (v[i].tmp) hk_device_free(v[i].tmp);

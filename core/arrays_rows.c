@@ -229,6 +229,7 @@ int hk__arrays_rows(const hk_kernel_t *k, const hk_array_t *a,
     if (!is_buf(in, i) || contiguous(&a[i])) continue;
     size_t bytes = (size_t)hk_array_size(&a[i]) * hk_dtype_size(a[i].dtype);
     if (gpu) { /* a contiguous run in device memory, by the GPU's copy */
+      if ((rc = hk_cuda_init())) goto done; /* no device: why */
       if (hk_mem_where(a[i].data) != HK_MEM_DEVICE) {
         rc = hk__fail(HK_EINVAL,
                       "%s: parameter '%s': the array is in host memory, and "

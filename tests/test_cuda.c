@@ -774,6 +774,39 @@ static void test_no_device(void) {
   CHECK_INT_EQ(hk_buffer_create(&b, HK_MEM_DEVICE, 1024), HK_EUNSUPPORTED);
   CHECK_CONTAINS(hk_last_error(), "no CUDA device");
   CHECK_INT_EQ(hk_cuda_init(), HK_EUNSUPPORTED); /* the first result again */
+
+  /* array calls sent to the GPU (strided, broadcast, axes, rows): the
+   * reason, never a crash */
+  hk_context_t *ctx = mkctx(NULL, NULL, 0, 0);
+  if (!ctx) return;
+  hk_call_opts_t on_gpu = {.backend = HK_BACKEND_CUDA};
+  hk_call_opts_t axis0 = {.axes = (int[]){0}, .naxes = 1,
+                          .backend = HK_BACKEND_CUDA};
+  float x[12] = {0}, y[4] = {0}, z[12];
+  hk_array_t a[3];
+  hk_array_init(&a[0], x, HK_F32, 2, (int64_t[]){3, 4});
+  hk_array_init(&a[1], y, HK_F32, 1, (int64_t[]){4});
+  hk_array_init(&a[2], z, HK_F32, 2, (int64_t[]){3, 4});
+  hk_kernel_t *k = find(ctx, "add_f32");
+  if (k) {
+    CHECK_INT_EQ(hk_call_arrays(k, a, &on_gpu), HK_EUNSUPPORTED);
+    CHECK_CONTAINS(hk_last_error(), "no CUDA device");
+  }
+  hk_array_init(&a[1], z, HK_F32, 1, (int64_t[]){4});
+  if ((k = find(ctx, "sum_f32"))) {
+    CHECK_INT_EQ(hk_call_arrays(k, a, &axis0), HK_EUNSUPPORTED);
+    CHECK_CONTAINS(hk_last_error(), "no CUDA device");
+  }
+  hk_array_t t[2];
+  hk_array_init(&t[0], x, HK_F32, 2, (int64_t[]){4, 3});
+  t[0].strides[0] = 1; /* the transpose of a (3, 4) array */
+  t[0].strides[1] = 4;
+  hk_array_init(&t[1], z, HK_F32, 2, (int64_t[]){4, 3});
+  if ((k = find(ctx, "softmax_f32"))) {
+    CHECK_INT_EQ(hk_call_arrays(k, t, &on_gpu), HK_EUNSUPPORTED);
+    CHECK_CONTAINS(hk_last_error(), "no CUDA device");
+  }
+  hk_context_destroy(ctx);
 }
 
 /* ---- 1. The stdlib on the GPU -------------------------------------------------- */

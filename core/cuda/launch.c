@@ -266,6 +266,8 @@ int hk__cuda_launch_reduce_rows(const hk_cuda_entry_t *e, size_t rows,
 int hk__cuda_copy_strided(void *dst, const void *src, size_t es, int nd,
                           const int64_t *shape, const int64_t *stv,
                           int scatter, size_t n) {
+  int rc = hk__cuda_ready(); /* no device: its reason; else current here */
+  if (rc) return rc;
   int which = es == 1 ? 0 : es == 2 ? 1 : es == 4 ? 2 : es == 8 ? 3 : -1;
   if (which < 0 || nd < 0 || nd > HK_MAX_DIMS)
     return hk__fail(HK_EINTERNAL, "strided copy of %zu-byte elements", es);
@@ -298,6 +300,8 @@ int hk__cuda_copy_strided(void *dst, const void *src, size_t es, int nd,
 }
 
 int hk__cuda_sync_default(const char *what) {
+  int rc = hk__cuda_ready();
+  if (rc) return rc;
   CUresult r = hk__cuda.api.cuStreamSynchronize(hk__stream(NULL)->s);
   if (r) {
     char b[HK_CUDA_ERRLEN];
