@@ -1166,8 +1166,8 @@ static int gpu_finish(const call *c, gpu_view *v, int rc) {
 }
 
 /* An elementwise call over the broadcast shape (nd axes), n elements. */
-static int gpu_elementwise(const call *c, const hk_call_opts_t *o, int nd,
-                           const int64_t *shape, size_t n) {
+static int gpu_elementwise(const call *c, int nd, const int64_t *shape,
+                           size_t n) {
   gpu_view v[ARR_MAX_ARGS];
   void *ptrs[ARR_MAX_ARGS];
   memset(v, 0, sizeof(gpu_view) * (size_t)c->nargs);
@@ -1181,7 +1181,6 @@ static int gpu_elementwise(const call *c, const hk_call_opts_t *o, int nd,
     v[i].count = n;
     rc = gpu_stage(c, i, &v[i], &ptrs[i]);
   }
-  (void)o;
   if (!rc) rc = hk_call_on(c->k, HK_BACKEND_CUDA, n, ptrs);
   return gpu_finish(c, v, rc);
 }
@@ -1438,7 +1437,7 @@ HK_API int hk_call_arrays(const hk_kernel_t *k, const hk_array_t *args,
     if (is_written(&c, i) && (rc = check_shape(&c, i, nd, shape))) return rc;
   if ((rc = check_overlaps(&c, 1))) return rc;
   if (n == 0) return HK_OK;
-  if (gpu) return gpu_elementwise(&c, opts, nd, shape, n);
+  if (gpu) return gpu_elementwise(&c, nd, shape, n);
   return call_elementwise(&c, nd, shape, n);
 }
 
