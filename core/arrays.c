@@ -948,7 +948,12 @@ static int red_shapes(const call *c, const hk_call_opts_t *o, int *D,
   return HK_OK;
 }
 
-static int call_reduction(const call *c, const hk_call_opts_t *o) {
+static int gpu_reduction(const call *c, const hk_call_opts_t *o, int D,
+                         const int64_t *ishape, unsigned rmask);
+
+/* A reduction over axes, strided or broadcast inputs: on the GPU (gpu) or
+ * the CPU's threads. */
+static int call_reduction(const call *c, const hk_call_opts_t *o, int gpu) {
   int D, ond;
   int64_t ishape[HK_MAX_DIMS], oshape[HK_MAX_DIMS];
   unsigned rmask;
@@ -959,6 +964,7 @@ static int call_reduction(const call *c, const hk_call_opts_t *o) {
   for (int i = 0; i < c->nargs; i++)
     if (outs >> i & 1 && (rc = check_shape(c, i, ond, oshape))) return rc;
   if ((rc = check_overlaps(c, 0))) return rc;
+  if (gpu) return gpu_reduction(c, o, D, ishape, rmask);
 
   /* Zeroed but for the operand tables past this call's operands: the
    * whole plan is 13 KB, and clearing it cost ~1.5 us a call, a tenth of
@@ -1409,19 +1415,7 @@ HK_API int hk_call_arrays(const hk_kernel_t *k, const hk_array_t *args,
   }
   int gpu = on_gpu(&c, opts);
   if (!gpu && !c.e) return hk__call_failure(k);
-  if (kind == HK_KIND_REDUCTION) {
-    if (!gpu) return call_reduction(&c, opts);
-    int D, ond;
-    int64_t ishape[HK_MAX_DIMS], oshape[HK_MAX_DIMS];
-    unsigned rmask;
-    if ((rc = red_shapes(&c, opts, &D, ishape, &rmask, &ond, oshape)))
-      return rc;
-    for (int i = 0; i < c.nargs; i++)
-      if (is_written(&c, i) && (rc = check_shape(&c, i, ond, oshape)))
-        return rc;
-    if ((rc = check_overlaps(&c, 0))) return rc;
-    return gpu_reduction(&c, opts, D, ishape, rmask);
-  }
+  if (kind == HK_KIND_REDUCTION) return call_reduction(&c, opts, gpu);
 
   /* elementwise */
   int nd;

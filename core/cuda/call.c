@@ -144,15 +144,23 @@ static int buffers_side(const hk_kernel_t *k, void *const *args, int want,
  * rows kernel), or a flat call (rows FLAT), waiting for it when
  * sync. HK_OK; prepare_cuda's errors; HK_EDEVICE when the launch or (sync)
  * the kernel failed. The last error is set. The backend must be ready. */
+/* k's GPU entry into *e, made on first use (prepare_cuda), once k can
+ * run (check_state). HK_OK or their errors. */
+static int cuda_entry(const hk_kernel_t *k, const hk_cuda_entry_t **e) {
+  int rc;
+  *e = atomic_load_explicit(&k->cuda, memory_order_acquire);
+  if (__builtin_expect(*e == NULL, 0)) {
+    if ((rc = prepare_cuda((hk_kernel_t *)k))) return rc;
+    *e = atomic_load_explicit(&k->cuda, memory_order_acquire);
+  }
+  return check_state(k);
+}
+
 static int cuda_call_rows(const hk_kernel_t *k, hk_stream_t *s, size_t rows,
                           size_t n, void *const *args, int sync) {
-  const hk_cuda_entry_t *e = atomic_load_explicit(&k->cuda, memory_order_acquire);
-  int rc;
-  if (__builtin_expect(e == NULL, 0)) {
-    if ((rc = prepare_cuda((hk_kernel_t *)k))) return rc;
-    e = atomic_load_explicit(&k->cuda, memory_order_acquire);
-  }
-  if ((rc = check_state(k))) return rc;
+  const hk_cuda_entry_t *e;
+  int rc = cuda_entry(k, &e);
+  if (rc) return rc;
   struct hk_stream *st = hk__stream(s);
   rc = rows == FLAT ? hk__cuda_launch(e, st, n, args)
                     : hk__cuda_launch_rows(e, st, rows, n, args);
@@ -198,12 +206,8 @@ int hk__call_reduce_rows_cuda(const hk_kernel_t *k, size_t rows, size_t m,
   if (info->kind != HK_KIND_REDUCTION)
     return hk__fail(HK_EINVAL, "kernel %s is not a reduction", info->name);
   if ((rc = buffers_side(k, args, HK_MEM_DEVICE, &side))) return rc;
-  const hk_cuda_entry_t *e = atomic_load_explicit(&k->cuda, memory_order_acquire);
-  if (!e) {
-    if ((rc = prepare_cuda((hk_kernel_t *)k))) return rc;
-    e = atomic_load_explicit(&k->cuda, memory_order_acquire);
-  }
-  if ((rc = check_state(k))) return rc;
+  const hk_cuda_entry_t *e;
+  if ((rc = cuda_entry(k, &e))) return rc;
   return hk__cuda_launch_reduce_rows(e, rows, m, args);
 }
 

@@ -99,36 +99,46 @@ static void put_params(const hk_kernel_info_t *in, void *const *args,
   }
 }
 
-/* Launches a reduction: the parts (ins and scalars, the partials, n), then
- * the merge (the partials, their count, each out and inout parameter, the
- * scalars, n). st->lock
- * held: the partials buffer is the stream's, and the two launches must not
- * interleave with another reduction's. */
-static CUresult launch_reduction(const hk_cuda_entry_t *e,
-                                 struct hk_stream *st, size_t n,
-                                 void *const *args) {
-  HK_ASSERT(hk__cuda_locked(&st->lock));
+/* Queues a reduction's two launches over nrows rows of n elements (a flat
+ * call: one row): the parts, parts blocks per row (ins and scalars, the
+ * partials, n), then the merge, one block per row (the partials, their
+ * count per row, each out and inout parameter, the scalars, n). args as
+ * hk_call's, the rows' first elements; partials holds nrows * parts
+ * accumulators. */
+static CUresult launch_part_merge(const hk_cuda_entry_t *e, CUstream s,
+                                  size_t parts, unsigned nrows, size_t n,
+                                  void *const *args, CUdeviceptr *partials) {
   const hk_cuda_api_t *a = &hk__cuda.api;
   const hk_kernel_info_t *in = e->info;
-  size_t parts = blocks_for(n, HK_CUDA_MAX_PARTS);
   void *kp[HK_CUDA_MAX_ARGS];
   int np = 0;
   put_params(in, args, 1, kp, &np);
-  kp[np++] = &st->scratch;
+  kp[np++] = partials;
   kp[np++] = &n;
-  CUresult r = a->cuLaunchKernel(e->fn, (unsigned)parts, 1, 1,
-                                 HK_ABI_CUDA_BLOCK, 1, 1, 0, st->s, kp, NULL);
+  CUresult r = a->cuLaunchKernel(e->fn, (unsigned)parts, nrows, 1,
+                                 HK_ABI_CUDA_BLOCK, 1, 1, 0, s, kp, NULL);
   if (r) return r;
   np = 0;
-  kp[np++] = &st->scratch;
+  kp[np++] = partials;
   kp[np++] = &parts;
   for (int i = 0; i < in->nparams; i++)
     if (is_result(in, i)) kp[np++] = (void *)&args[i];
   for (int i = 0; i < in->nparams; i++)
     if (in->params[i].role == HK_ROLE_SCALAR) kp[np++] = args[i];
   kp[np++] = &n;
-  return a->cuLaunchKernel(e->merge, 1, 1, 1, HK_ABI_CUDA_BLOCK, 1, 1, 0,
-                           st->s, kp, NULL);
+  return a->cuLaunchKernel(e->merge, nrows, 1, 1, HK_ABI_CUDA_BLOCK, 1, 1, 0,
+                           s, kp, NULL);
+}
+
+/* Launches a flat reduction into the stream's scratch partials. st->lock
+ * held: the partials buffer is the stream's, and the two launches must not
+ * interleave with another reduction's. */
+static CUresult launch_reduction(const hk_cuda_entry_t *e,
+                                 struct hk_stream *st, size_t n,
+                                 void *const *args) {
+  HK_ASSERT(hk__cuda_locked(&st->lock));
+  return launch_part_merge(e, st->s, blocks_for(n, HK_CUDA_MAX_PARTS), 1, n,
+                           args, &st->scratch);
 }
 
 /* The error of a launch the driver refused (r != 0), or HK_OK. */
@@ -216,6 +226,7 @@ int hk__cuda_launch_reduce_rows(const hk_cuda_entry_t *e, size_t rows,
   void *partials = NULL;
   int rc = hk_device_alloc(&partials, chunk * parts * HK_REDUCE_ACC_MAX);
   if (rc) return rc;
+  CUdeviceptr pd = (CUdeviceptr)(uintptr_t)partials;
   CUresult r = HK_CUDA_SUCCESS;
   for (size_t r0 = 0; r0 < rows && !r; r0 += chunk) {
     unsigned nr = (unsigned)(rows - r0 < chunk ? rows - r0 : chunk);
@@ -228,24 +239,7 @@ int hk__cuda_launch_reduce_rows(const hk_cuda_entry_t *e, size_t rows,
       size_t es = hk_dtype_size(in->params[i].dtype);
       at[i] = (char *)args[i] + (is_result(in, i) ? r0 : r0 * m) * es;
     }
-    void *kp[HK_CUDA_MAX_ARGS];
-    int np = 0;
-    put_params(in, at, 1, kp, &np);
-    kp[np++] = &partials;
-    kp[np++] = &m;
-    r = a->cuLaunchKernel(e->fn, (unsigned)parts, nr, 1, HK_ABI_CUDA_BLOCK, 1,
-                          1, 0, st->s, kp, NULL);
-    if (r) break;
-    np = 0;
-    kp[np++] = &partials;
-    kp[np++] = &parts;
-    for (int i = 0; i < in->nparams; i++)
-      if (is_result(in, i)) kp[np++] = (void *)&at[i];
-    for (int i = 0; i < in->nparams; i++)
-      if (in->params[i].role == HK_ROLE_SCALAR) kp[np++] = at[i];
-    kp[np++] = &m;
-    r = a->cuLaunchKernel(e->merge, nr, 1, 1, HK_ABI_CUDA_BLOCK, 1, 1, 0,
-                          st->s, kp, NULL);
+    r = launch_part_merge(e, st->s, parts, nr, m, at, &pd);
   }
   rc = launch_result(e, r);
   /* the partials go back to the pool once the launches queued have run */
