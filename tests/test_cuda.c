@@ -914,6 +914,7 @@ static int arrays_both(hk_context_t *ctx, const char *kname, const vspec *vs,
   int np = in->nparams;
   unsigned char *cpu[8] = {0}, *gpu_back[8] = {0};
   void *dev[8] = {0};
+  int64_t nbase[8] = {0}; /* each base's elements */
   hk_array_t ha[8], da[8];
   int ok = 1;
   for (int i = 0; i < np && ok; i++) {
@@ -953,7 +954,7 @@ static int arrays_both(hk_context_t *ctx, const char *kname, const vspec *vs,
     ha[i].data = cpu[i] + v.off * (int64_t)es;
     da[i].base = dev[i];
     da[i].data = (unsigned char *)dev[i] + v.off * (int64_t)es;
-    ((vspec *)vs)[i].base = v.base; /* for the comparison below */
+    nbase[i] = v.base;
   }
   if (ok) {
     hk_call_opts_t oc = o ? *o : (hk_call_opts_t){0};
@@ -968,7 +969,7 @@ static int arrays_both(hk_context_t *ctx, const char *kname, const vspec *vs,
   for (int i = 0; i < np && ok; i++) {
     hk_dtype_t t = in->params[i].dtype;
     size_t es = hk_dtype_size(t);
-    int64_t n = vs[i].base;
+    int64_t n = nbase[i];
     CHECK_OK(hk_memcpy_to_host(gpu_back[i], dev[i], (size_t)n * es, NULL));
     int64_t bad = 0, first = -1;
     for (int64_t j = 0; j < n; j++) {
