@@ -169,6 +169,84 @@ static void test_strided_out(void) {
   hk_set_threads(0);
 }
 
+/* x.T + y and x + y written to out.T, in each element size the tiled
+ * copies treat apart (4 bytes: 16 x 16 blocks through a staging tile, then
+ * 4 x 4, then single columns; 8 bytes: the plain loop), over shapes whose
+ * rows are copied whole through a heap block (C > 256) or in blocks of
+ * columns (C > 1535 f32), with a last block of rows that is not a
+ * multiple of 4. Each element must be the sum of its two operands. */
+static void test_transposed_sizes(void) {
+  static const int64_t shapes[][2] = {{37, 1003}, {64, 1024}, {19, 2000},
+                                      {33, 300}};
+  static const struct {
+    const char *k;
+    hk_dtype_t t;
+  } kinds[] = {{"add_f32", HK_F32}, {"add_i32", HK_I32}, {"add_f64", HK_F64}};
+  for (int th = 1; th <= 2; th++) {
+    hk_set_threads(th);
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+      for (size_t q = 0; q < sizeof kinds / sizeof *kinds; q++)
+        for (int out_t = 0; out_t <= 1; out_t++) {
+          const int64_t R = shapes[s][0], C = shapes[s][1];
+          const size_t n = (size_t)(R * C);
+          const size_t es = hk_dtype_size(kinds[q].t);
+          unsigned char *x = malloc(n * es), *y = malloc(n * es),
+                        *o = malloc(n * es);
+          for (size_t j = 0; j < n; j++) { /* small integers: exact sums */
+            int64_t vx = (int64_t)(urand() * 1000), vy = (int64_t)j % 977;
+            if (kinds[q].t == HK_F32) {
+              ((float *)(void *)x)[j] = (float)vx;
+              ((float *)(void *)y)[j] = (float)vy;
+            } else if (kinds[q].t == HK_F64) {
+              ((double *)(void *)x)[j] = (double)vx;
+              ((double *)(void *)y)[j] = (double)vy;
+            } else {
+              ((int32_t *)(void *)x)[j] = (int32_t)vx;
+              ((int32_t *)(void *)y)[j] = (int32_t)vy;
+            }
+          }
+          memset(o, 0xff, n * es);
+          hk_array_t a[3];
+          const int64_t sh[2] = {R, C};
+          for (int i = 0; i < 3; i++)
+            hk_array_init(&a[i], i == 0 ? x : i == 1 ? y : o, kinds[q].t, 2,
+                          sh);
+          /* the transposed one: element (r, c) at c * R + r */
+          hk_array_t *t = &a[out_t ? 2 : 0];
+          t->strides[0] = 1;
+          t->strides[1] = R;
+          CHECK_MSG(hk_call_arrays(kfind(kinds[q].k), a, NULL) == HK_OK, "%s",
+                    hk_last_error());
+          int64_t bad = 0;
+          for (int64_t r = 0; r < R; r++)
+            for (int64_t c = 0; c < C; c++) {
+              size_t ix = (size_t)(out_t ? r * C + c : c * R + r);
+              size_t io = (size_t)(out_t ? c * R + r : r * C + c);
+              size_t iy = (size_t)(r * C + c);
+              double vx, vy, vo;
+              if (kinds[q].t == HK_F32) {
+                vx = ((float *)(void *)x)[ix], vy = ((float *)(void *)y)[iy];
+                vo = ((float *)(void *)o)[io];
+              } else if (kinds[q].t == HK_F64) {
+                vx = ((double *)(void *)x)[ix], vy = ((double *)(void *)y)[iy];
+                vo = ((double *)(void *)o)[io];
+              } else {
+                vx = ((int32_t *)(void *)x)[ix];
+                vy = ((int32_t *)(void *)y)[iy];
+                vo = ((int32_t *)(void *)o)[io];
+              }
+              bad += vo != vx + vy;
+            }
+          CHECK_MSG(bad == 0,
+                    "%s (%lld, %lld), %s transposed, %d threads: %lld wrong",
+                    kinds[q].k, (long long)R, (long long)C,
+                    out_t ? "out" : "x", th, (long long)bad);
+          free(x), free(y), free(o);
+        }
+  }
+  hk_set_threads(0);
+}
+
 /* Large calls: identical for 1 and 2 threads, and equal to the reference. */
 static void test_threads(void) {
   for (int t = 1; t <= 2; t++) {
@@ -482,6 +560,7 @@ int main(void) {
   test_broadcast();
   test_threads();
   test_strided_out();
+  test_transposed_sizes();
   test_small_types();
   test_reductions();
   test_select();
