@@ -257,6 +257,63 @@ static void emit_loop_fn(hku_buf *o, const hkc_instance *in) {
   hku_buf_put(o, "    }\n}\n\n");
 }
 
+/* A unary 16-bit float kernel of the stdlib (an in and an out of one
+ * 16-bit float type, nothing else, strict fp) whose body calls a costly
+ * math function (exp, tanh, erf, ...; not fabs or sqrt, which cost less
+ * than the lookup) and depends on x alone (it names neither i nor n, and nothing
+ * that could keep state): such a kernel has 65,536 possible inputs, so from
+ * HK_LUT_MIN elements on it reads its results from a table of them, which
+ * its own loop fills on first use (hk__lut16). The same loop computed
+ * every entry, so the bits are those of the computed path. */
+static int lut_eligible(const hkc_instance *in) {
+  const hkc_kernel *k = in->k;
+  if (k->kind != HK_KIND_ELEMENTWISE || k->nparams != 2 || k->fp_fast ||
+      k->params[0].role != HK_ROLE_IN || k->params[1].role != HK_ROLE_OUT)
+    return 0;
+  int costly = hkc_code_calls_costly_math(&k->body);
+  for (int h = 0; h < k->nhelpers && !costly; h++)
+    costly = hkc_code_calls_costly_math(&k->helpers[h].body);
+  if (!costly) return 0;
+  hk_dtype_t a = hkc_param_type(in, &k->params[0]),
+             b = hkc_param_type(in, &k->params[1]);
+  if (a != b || (a != HK_F16 && a != HK_BF16)) return 0;
+  static const char *const state[] = {"i",      "n",      "static",
+                                      "extern", "volatile", "_Thread_local",
+                                      "__thread"};
+  for (size_t j = 0; j < sizeof state / sizeof *state; j++) {
+    if (hkc_code_uses(&k->body, state[j])) return 0;
+    for (int h = 0; h < k->nhelpers; h++)
+      if (j >= 2 && hkc_code_uses(&k->helpers[h].body, state[j])) return 0;
+  }
+  return 1;
+}
+
+/* The table loop of a lut_eligible instance: hk_lutloop__NAME, with
+ * hk_loop__NAME's parameters. */
+static void emit_lut_fn(hku_buf *o, const hkc_instance *in) {
+  const char *nm = in->name, *x = in->k->params[0].name,
+             *y = in->k->params[1].name;
+  hku_buf_printf(o,
+                 "static void *hk_lut__%s;\n\n"
+                 "static void hk_lutfill__%s(uint16_t *hk_tab, const uint16_t "
+                 "*hk_pat, size_t n)\n{\n"
+                 "    hk_loop__%s(hk_pat, hk_tab, n, 0, n);\n}\n\n",
+                 nm, nm, nm);
+  hku_buf_printf(o, "HK_INLINE void hk_lutloop__%s(", nm);
+  hkc_put_params(o, in, "hk_p_", 1, 0);
+  hku_buf_printf(
+      o,
+      "size_t n, size_t hk_begin, size_t hk_end)\n{\n"
+      "    const uint16_t *hk_tab =\n"
+      "        n >= %d ? hk__lut16(&hk_lut__%s, hk_lutfill__%s) : NULL;\n"
+      "    if (!hk_tab) {\n"
+      "        hk_loop__%s(hk_p_%s, hk_p_%s, n, hk_begin, hk_end);\n"
+      "        return;\n    }\n"
+      "    for (size_t i = hk_begin; i < hk_end; ++i)\n"
+      "        hk_p_%s[i] = hk_tab[hk_p_%s[i]];\n}\n\n",
+      HK_LUT_MIN, nm, nm, nm, x, y, y, x);
+}
+
 /* Elementwise: the loop function, the range entry point and (stdlib)
  * the typed function, which runs on the thread pool from hk__par_min on. */
 static void emit_elementwise(hku_buf *o, const hkc_instance *in,
@@ -264,9 +321,12 @@ static void emit_elementwise(hku_buf *o, const hkc_instance *in,
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
 
+  const int lut = mode == HKC_EMIT_STDLIB && lut_eligible(in);
+  const char *loop = lut ? "hk_lutloop__" : "hk_loop__";
   emit_loop_fn(o, in);
+  if (lut) emit_lut_fn(o, in);
   put_range_head(o, in, mode);
-  hku_buf_printf(o, "    (void)hk_partial;\n    hk_loop__%s(", nm);
+  hku_buf_printf(o, "    (void)hk_partial;\n    %s%s(", loop, nm);
   put_args_call(o, in, 0);
   hku_buf_put(o, ", n, hk_begin, hk_end);\n}\n\n");
 
@@ -278,8 +338,8 @@ static void emit_elementwise(hku_buf *o, const hkc_instance *in,
     hku_buf_printf(o,
                    "        hk__par_elementwise(" HK_ABI_RANGE
                    "%s, hk_args, n, %uu);\n"
-                   "        return;\n    }\n    hk_loop__%s(",
-                   nm, fl, nm);
+                   "        return;\n    }\n    %s%s(",
+                   nm, fl, loop, nm);
     put_names(o, k, 0);
     hku_buf_put(o, "n, 0, n);\n}\n\n");
   }

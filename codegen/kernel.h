@@ -292,6 +292,9 @@ size_t hkc_code_int_counters(const hkc_src *src, size_t **offs);
 int hkc_code_uses(const hkc_src *src, const char *id);
 /* 1 when the code calls a math function (a hint to split work sooner). */
 int hkc_code_calls_math(const hkc_src *src);
+/* 1 when it calls one that is more than a few instructions (not fabs,
+ * sqrt, floor, fmin, copysign, ...: exp, tanh, erf, sigmoid, pow, ...). */
+int hkc_code_calls_costly_math(const hkc_src *src);
 /* 1 when name is a math function, macro or constant bodies may use. */
 int hkc_is_math_name(const char *name);
 int hkc_is_math_function(const char *name);

@@ -710,6 +710,35 @@ int hkc_code_calls_math(const hkc_src *src) {
   return found;
 }
 
+/* Math functions that cost a few instructions (no polynomial, no libm
+ * loop): what a table lookup would not beat. */
+static const char *const cheap_math[] = {
+    "fabs",  "sqrt",   "ceil",     "floor",   "nearbyint", "rint",
+    "lrint", "llrint", "round",    "lround",  "llround",   "trunc",
+    "copysign", "fdim", "fmax",    "fmin",    "fma",       "ldexp",
+    "scalbn", "scalbln", "ilogb",  "logb",    "nextafter", NULL};
+
+int hkc_code_calls_costly_math(const hkc_src *src) {
+  token *t;
+  size_t n = quiet_tokens(src, &t);
+  int found = 0;
+  for (size_t i = 0; i + 1 < n && !found; i++) {
+    const char *s = src->text + t[i].off;
+    size_t l = t[i].len;
+    if (t[i].kind != TK_IDENT || t[i + 1].kind != TK_PUNCT ||
+        t[i + 1].len != 1 || src->text[t[i + 1].off] != '(')
+      continue;
+    if (!in_list(math_functions, s, l)) { /* or its float spelling */
+      if (l < 2 || s[l - 1] != 'f' || !in_list(math_functions, s, l - 1))
+        continue;
+      l--;
+    }
+    found = !in_list(cheap_math, s, l);
+  }
+  free(t);
+  return found;
+}
+
 long hkc_code_find_call(const hkc_src *src, const char *name) {
   token *t;
   size_t n = quiet_tokens(src, &t), l = strlen(name);

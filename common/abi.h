@@ -152,6 +152,20 @@ void hk__par_rows(hk_range_fn range, void *const *args, size_t rows, size_t n,
 int hk__par_grid(hk_range_fn range, void *const *args, size_t n,
                  unsigned flags);
 
+/* Unary 16-bit float stdlib kernels (codegen/emit_c.c, lut_eligible)
+ * read their results from a table of all HK_LUT_SIZE inputs' from
+ * HK_LUT_MIN elements on. hk__lut16 returns the table *slot holds, or
+ * builds it first (once, under a lock: fill runs the kernel's own loop
+ * over the n patterns of pat into tab, pieces of HK_LUT_PIECE in order);
+ * NULL when out of memory (the caller computes instead). Tables live as
+ * long as the process: 128 KB each, for the kernels called that large. */
+#define HK_LUT_SIZE 65536
+#define HK_LUT_PIECE 2048
+#define HK_LUT_MIN 262144
+const uint16_t *hk__lut16(void **slot,
+                          void (*fill)(uint16_t *tab, const uint16_t *pat,
+                                       size_t n));
+
 /* Reduces [0, n) block by block (see above), merging in block order.
  * acc_size must be at most HK_REDUCE_ACC_MAX. */
 void hk__par_reduce(hk_range_fn range, hk_merge_fn merge, size_t acc_size,

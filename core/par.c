@@ -8,6 +8,7 @@
  * calls them for every n. Run inline, they take no lock and allocate nothing.
  */
 #include <assert.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -83,6 +84,33 @@ static void ew_task(void *ctx, size_t t) {
   size_t begin = t * j->chunk;
   size_t end = j->count - begin > j->chunk ? begin + j->chunk : j->count;
   j->range(j->args, j->n, begin, end, NULL);
+}
+
+HK_INTERNAL const uint16_t *hk__lut16(void **slot,
+                                     void (*fill)(uint16_t *tab,
+                                                  const uint16_t *pat,
+                                                  size_t n)) {
+  const uint16_t *t = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (t) return t;
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&lock);
+  t = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (!t) {
+    uint16_t *tab = malloc(HK_LUT_SIZE * sizeof *tab);
+    if (tab) {
+      /* the patterns a piece at a time, on the stack: fresh heap pages
+       * cost 10 us each to fault in on this project's VM */
+      uint16_t pat[HK_LUT_PIECE];
+      for (uint32_t at = 0; at < HK_LUT_SIZE; at += HK_LUT_PIECE) {
+        for (uint32_t v = 0; v < HK_LUT_PIECE; v++) pat[v] = (uint16_t)(at + v);
+        fill(tab + at, pat, HK_LUT_PIECE);
+      }
+      __atomic_store_n(slot, (void *)tab, __ATOMIC_RELEASE);
+      t = tab;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  return t;
 }
 
 HK_INTERNAL void hk__par_elementwise(hk_range_fn range, void *const *args,
