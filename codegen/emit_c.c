@@ -481,7 +481,26 @@ static void emit_part(hku_buf *o, const hkc_instance *in) {
   hku_buf_printf(o, "    for (int hk_l = 0; hk_l < %d; ++hk_l)\n", lanes);
   hku_buf_put(o, "        hk_lane[hk_l] = ");
   hkc_put_identity_call(o, in);
-  hku_buf_put(o, ";\n    size_t hk_i = hk_begin;\n");
+  hku_buf_put(o, ";\n");
+  /* A struct of f32 fields runs its lane loop over one array per field
+   * (the same lanes, combined in the same order: the same bits): over the
+   * array of structs gcc vectorised with permutes that joined the fields
+   * in one register each pass, so that a cheap field (logsumexp's maximum)
+   * waited on a costly one (its sum, behind an exp) and the exp's whole
+   * latency was carried from pass to pass. */
+  const int soa = is_struct(in) && lanes_as_loop(in);
+  for (int f = 0; soa && f < k->nacc_fields; f++)
+    hku_buf_printf(o, "    %s hk_lane_%s[%d];\n",
+                   hkc_ctype(hkc_acc_field_type(in, &k->acc_fields[f])),
+                   k->acc_fields[f].name, lanes);
+  if (soa) {
+    hku_buf_printf(o, "    for (int hk_l = 0; hk_l < %d; ++hk_l) {\n", lanes);
+    for (int f = 0; f < k->nacc_fields; f++)
+      hku_buf_printf(o, "        hk_lane_%s[hk_l] = hk_lane[hk_l].%s;\n",
+                     k->acc_fields[f].name, k->acc_fields[f].name);
+    hku_buf_put(o, "    }\n");
+  }
+  hku_buf_put(o, "    size_t hk_i = hk_begin;\n");
   hku_buf_printf(o, "    for (; hk_end - hk_i >= %d; hk_i += %d) {\n", lanes,
                  lanes);
   /* f16 inputs: a block of lanes converted at once (F16C, see prelude.c);
@@ -500,10 +519,30 @@ static void emit_part(hku_buf *o, const hkc_instance *in) {
   hku_buf_put(o, "            const size_t i = hk_i + (size_t)hk_l;\n"
                  "            (void)i;\n");
   put_element_locals(o, in, 12, 1);
-  hku_buf_printf(o, "            hk_lane[hk_l] = hk_combine__%s(hk_lane[hk_l], ",
-                 nm);
-  put_map_value(o, in);
-  hku_buf_put(o, ");\n        }\n    }\n");
+  if (soa) {
+    hku_buf_printf(o, "            %s hk_a;\n", acc);
+    for (int f = 0; f < k->nacc_fields; f++)
+      hku_buf_printf(o, "            hk_a.%s = hk_lane_%s[hk_l];\n",
+                     k->acc_fields[f].name, k->acc_fields[f].name);
+    hku_buf_printf(o, "            hk_a = hk_combine__%s(hk_a, ", nm);
+    put_map_value(o, in);
+    hku_buf_put(o, ");\n");
+    for (int f = 0; f < k->nacc_fields; f++)
+      hku_buf_printf(o, "            hk_lane_%s[hk_l] = hk_a.%s;\n",
+                     k->acc_fields[f].name, k->acc_fields[f].name);
+    hku_buf_put(o, "        }\n    }\n");
+    hku_buf_printf(o, "    for (int hk_l = 0; hk_l < %d; ++hk_l) {\n", lanes);
+    for (int f = 0; f < k->nacc_fields; f++)
+      hku_buf_printf(o, "        hk_lane[hk_l].%s = hk_lane_%s[hk_l];\n",
+                     k->acc_fields[f].name, k->acc_fields[f].name);
+    hku_buf_put(o, "    }\n");
+  } else {
+    hku_buf_printf(o,
+                   "            hk_lane[hk_l] = hk_combine__%s(hk_lane[hk_l], ",
+                   nm);
+    put_map_value(o, in);
+    hku_buf_put(o, ");\n        }\n    }\n");
+  }
   for (int w = lanes / 2; w >= 1; w /= 2)
     hku_buf_printf(o,
                    "    for (int hk_l = 0; hk_l < %d; ++hk_l)\n"

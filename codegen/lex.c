@@ -377,10 +377,17 @@ static const char *const type_words[] = {
     "char", "const", "double", "float", "int", "long", "short", "signed",
     "unsigned", "void", "volatile", "_Bool", "restrict", NULL};
 
-/* 1 when code may call the function named by s (n bytes): a math function
- * or one of the kernel's helpers. */
+/* Functions of hk's own that code may call besides the math ones (the
+ * preludes define them): where(c, a, b), a branch-free c ? a : b. Not
+ * reserved as names, so that files naming a parameter "where" keep
+ * loading. */
+static const char *const builtin_functions[] = {"where", NULL};
+
+/* 1 when code may call the function named by s (n bytes): a math function,
+ * a builtin or one of the kernel's helpers. */
 static int is_callable(const checker *c, const char *s, size_t n) {
-  return is_math_fn(s, n) || (c->callables && in_list(c->callables, s, n));
+  return is_math_fn(s, n) || in_list(builtin_functions, s, n) ||
+         (c->callables && in_list(c->callables, s, n));
 }
 
 /* Token i is a '(' that follows ')' or ']': unless the parenthesised group

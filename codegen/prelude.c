@@ -154,6 +154,26 @@ static void put_math(hku_buf *o) {
       "hk_isnormal)(x)\n"
       "#define signbit(x) _Generic(+(x), float: hk_signbitf, default: "
       "hk_signbit)(x)\n\n");
+  /* where(c, a, b): c ? a : b of the type of a + b, chosen on the bits, so
+   * that neither side becomes conditional code: gcc does not if-convert a
+   * ?: over floating-point operations (-ftrapping-math), which keeps such
+   * a loop scalar; this one vectorises. */
+  hku_buf_put(
+      o,
+      "/* where(c, a, b): c ? a : b without a branch. */\n"
+      "HK_MAYBE_UNUSED static inline float hk_wheref(int c, float a, float "
+      "b) { union { float f; uint32_t u; } x, y; uint32_t m = 0u - "
+      "(uint32_t)c; x.f = a; y.f = b; x.u = (x.u & m) | (y.u & ~m); return "
+      "x.f; }\n"
+      "HK_MAYBE_UNUSED static inline double hk_where(int c, double a, double "
+      "b) { union { double f; uint64_t u; } x, y; uint64_t m = 0u - "
+      "(uint64_t)c; x.f = a; y.f = b; x.u = (x.u & m) | (y.u & ~m); return "
+      "x.f; }\n"
+      "HK_MAYBE_UNUSED static inline int64_t hk_wherei(int c, int64_t a, "
+      "int64_t b) { int64_t m = -(int64_t)c; return (a & m) | (b & ~m); }\n"
+      "#define where(c, a, b) ((__typeof__((a) + (b)))_Generic((a) + (b), "
+      "float: hk_wheref, double: hk_where, default: hk_wherei)((c) != 0, "
+      "(a), (b)))\n\n");
 }
 
 /* The math constants (M_PI, INFINITY, ...). */
@@ -580,6 +600,11 @@ static void put_cuda_math(hku_buf *o) {
                    #n, #n, #n, #n);
   HKC_MATH_HKMATH(HKM_MACRO)
 #undef HKM_MACRO
+  hku_buf_put(o,
+              "/* where(c, a, b): c ? a : b, of the type of a + b */\n"
+              "template <typename A, typename B> static __device__ "
+              "__forceinline__ auto where(bool c, A a, B b) -> decltype(a + "
+              "b) { return c ? (decltype(a + b))a : (decltype(a + b))b; }\n");
 }
 
 void hkc_emit_cuda_prelude(hku_buf *o) {

@@ -43,7 +43,25 @@ static const char kernels_json[] =
     "  \"types\": {\"T\": [\"f32\", \"f64\"]},\n"
     "  \"params\": [{\"name\": \"x\", \"type\": \"T\", \"role\": \"in\"},\n"
     "             {\"name\": \"out\", \"type\": \"T\", \"role\": \"out\"}],\n"
-    "  \"body\": \"out = sin(x) * cos(x);\"}]}\n";
+    "  \"body\": \"out = sin(x) * cos(x);\"},\n"
+    /* where(c, a, b): the branch-free select of the preludes, for floats
+     * and integers; and a file that names a parameter where still loads */
+    " {\"name\": \"m_where\", \"kind\": \"elementwise\",\n"
+    "  \"types\": {\"T\": [\"f32\", \"f64\"]},\n"
+    "  \"params\": [{\"name\": \"x\", \"type\": \"T\", \"role\": \"in\"},\n"
+    "             {\"name\": \"out\", \"type\": \"T\", \"role\": \"out\"}],\n"
+    "  \"body\": \"out = where(x > 0, x + x, x - (T)1) + where(x == 0, (T)5, "
+    "(T)0);\"},\n"
+    " {\"name\": \"m_wherei\", \"kind\": \"elementwise\",\n"
+    "  \"types\": {\"T\": [\"i32\", \"i64\", \"u8\"]},\n"
+    "  \"params\": [{\"name\": \"x\", \"type\": \"T\", \"role\": \"in\"},\n"
+    "             {\"name\": \"out\", \"type\": \"T\", \"role\": \"out\"}],\n"
+    "  \"body\": \"out = where(x > 7, x, x * 3) + where(x == 3, 100, 0);\"},\n"
+    " {\"name\": \"m_wherep\", \"kind\": \"elementwise\",\n"
+    "  \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+    "             {\"name\": \"where\", \"type\": \"f32\", \"role\": \"in\"},\n"
+    "             {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
+    "  \"body\": \"out = x * where;\"}]}\n";
 
 typedef struct {
   const char *name;
@@ -156,8 +174,58 @@ static void check_fn(hk_context_t *ctx, const fn_t *fn, const char *prefix,
   }
 }
 
+static float where32(float x) {
+  return (x > 0 ? x + x : x - 1.0f) + (x == 0 ? 5.0f : 0.0f);
+}
+static double where64(double x) {
+  return (x > 0 ? x + x : x - 1.0) + (x == 0 ? 5.0 : 0.0);
+}
+
+/* where on integers (i32, i64, u8: the result has the type of a + b,
+ * converted to out's) and a parameter named where. */
+static void check_where(hk_context_t *ctx, const char *tier) {
+  static const struct {
+    const char *name;
+    size_t es;
+  } it[] = {{"m_wherei_i32", 4}, {"m_wherei_i64", 8}, {"m_wherei_u8", 1}};
+  for (size_t t = 0; t < sizeof it / sizeof *it; t++) {
+    hk_kernel_t *k = NULL;
+    CHECK_MSG(hk_kernel_find(ctx, it[t].name, &k) == HK_OK, "%s: %s",
+              it[t].name, hk_last_error());
+    if (!k) continue;
+    static unsigned char x[N * 8], out[N * 8];
+    int64_t want[N];
+    for (size_t i = 0; i < N; i++) {
+      int64_t v = (int64_t)(i % 23); /* small: no overflow anywhere */
+      int64_t w = (v > 7 ? v : v * 3) + (v == 3 ? 100 : 0);
+      if (it[t].es == 4) ((int32_t *)(void *)x)[i] = (int32_t)v;
+      else if (it[t].es == 8) ((int64_t *)(void *)x)[i] = v;
+      else x[i] = (unsigned char)v;
+      want[i] = w;
+    }
+    void *args[] = {x, out};
+    CHECK_MSG(hk_call(k, N, args) == HK_OK, "%s: %s", it[t].name,
+              hk_last_error());
+    long bad = -1;
+    for (size_t i = 0; i < N && bad < 0; i++) {
+      int64_t got = it[t].es == 4   ? ((int32_t *)(void *)out)[i]
+                    : it[t].es == 8 ? ((int64_t *)(void *)out)[i]
+                                    : out[i];
+      if (got != want[i]) bad = (long)i;
+    }
+    CHECK_MSG(bad < 0, "%s on tier %s: element %ld wrong", it[t].name, tier,
+              bad);
+  }
+  static float w32[N];
+  for (size_t i = 0; i < N; i++) w32[i] = g_x32[i] * g_y32[i];
+  run_and_compare(ctx, "m_wherep", 0, 1, w32, tier);
+}
+
 /* Every function of kernels_json on the context's tier. */
 static void check_tier(hk_context_t *ctx, const char *tier) {
+  static const fn_t where_fn = {"where", where32, where64};
+  check_fn(ctx, &where_fn, "m_", 0, tier);
+  check_where(ctx, tier);
   for (size_t f = 0; f < sizeof fns / sizeof *fns; f++)
     check_fn(ctx, &fns[f], "m_", strcmp(fns[f].name, "sincos") != 0, tier);
   static float w32[N];
