@@ -1,11 +1,13 @@
 /* par.c — cuts a kernel's [0, n) into tasks for the thread pool: contiguous
  * chunks for elementwise kernels, whole rows for rows kernels, fixed blocks
  * for reductions (so that a sum never depends on the thread count); plus
- * hk_set_threads / hk_get_threads.
+ * hk_set_threads / hk_get_threads, and the tables of the stdlib's unary
+ * 16-bit kernels (hk__lut16).
  *
  * Generated stdlib code compares n with hk__par_min itself and calls in here
  * only for large n; these functions check again because the registry path
- * calls them for every n. Run inline, they take no lock and allocate nothing.
+ * calls them for every n. Run inline, they take no lock and allocate nothing
+ * (but hk__lut16 the first time a table is wanted: a lock and 128 KB).
  */
 #include <assert.h>
 #include <pthread.h>
