@@ -260,11 +260,12 @@ static void emit_loop_fn(hku_buf *o, const hkc_instance *in) {
 /* A unary 16-bit float kernel of the stdlib (an in and an out of one
  * 16-bit float type, nothing else, strict fp) whose body calls a costly
  * math function (exp, tanh, erf, ...; not fabs or sqrt, which cost less
- * than the lookup) and depends on x alone (it names neither i nor n, and nothing
- * that could keep state): such a kernel has 65,536 possible inputs, so from
- * HK_LUT_MIN elements on it reads its results from a table of them, which
- * its own loop fills on first use (hk__lut16). The same loop computed
- * every entry, so the bits are those of the computed path. */
+ * than the lookup) and depends on x alone (the body names neither i nor
+ * n, and neither it nor a helper anything that could keep state): such a
+ * kernel has 65,536 possible inputs, so from HK_LUT_MIN elements on it
+ * reads its results from a table of them, which its own loop fills on
+ * first use (hk__lut16). The same loop computed every entry, so the bits
+ * are those of the computed path. */
 static int lut_eligible(const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   if (k->kind != HK_KIND_ELEMENTWISE || k->nparams != 2 || k->fp_fast ||
@@ -486,8 +487,8 @@ static void emit_part(hku_buf *o, const hkc_instance *in) {
   hku_buf_put(o, "        hk_lane[hk_l] = ");
   hkc_put_identity_call(o, in);
   hku_buf_put(o, ";\n");
-  /* A struct of f32 fields runs its lane loop over one array per field
-   * (the same lanes, combined in the same order: the same bits): over the
+  /* A struct of f32 or f64 fields runs its lane loop over one array per
+   * field (the same lanes, combined in the same order: the same bits): over the
    * array of structs gcc vectorised with permutes that joined the fields
    * in one register each pass, so that a cheap field (logsumexp's maximum)
    * waited on a costly one (its sum, behind an exp) and the exp's whole
