@@ -155,9 +155,11 @@ static void put_math(hku_buf *o) {
       "#define signbit(x) _Generic(+(x), float: hk_signbitf, default: "
       "hk_signbit)(x)\n\n");
   /* where(c, a, b): c ? a : b of the type of a + b, chosen on the bits, so
-   * that neither side becomes conditional code: gcc does not if-convert a
-   * ?: over floating-point operations (-ftrapping-math), which keeps such
-   * a loop scalar; this one vectorises. */
+   * that neither side becomes conditional code: gcc does not if-convert an
+   * if or ?: whose sides call math functions (-ftrapping-math), which
+   * keeps such a loop scalar (logsumexp's combine); this one vectorises
+   * there. A plain ?: (c ? x : y) does not need it, and where gcc leaves
+   * the code scalar anyway it costs more than a ?: (schemas/README.md). */
   hku_buf_put(
       o,
       "/* where(c, a, b): c ? a : b without a branch. */\n"
