@@ -149,12 +149,53 @@ static int scenario(const char *cache) {
     for (int r = 0; r < 4; r++) want += out[r][c];
     wrong += s[c] != want;
   }
+  /* a transposed operand of rows longer than 256: copied a block of whole
+   * rows at a time through a heap block (blocks of columns on the stack
+   * when that allocation fails) */
+  {
+    enum { R = 20, C = 300 };
+    static float tx[C][R], ty[R][C], to[R][C];
+    for (int c = 0; c < C; c++)
+      for (int r = 0; r < R; r++) tx[c][r] = (float)(c * R + r);
+    for (int r = 0; r < R; r++)
+      for (int c = 0; c < C; c++) ty[r][c] = (float)c;
+    hk_array_t t[4];
+    hk_array_init(&t[0], &a, HK_F32, 0, NULL);
+    hk_array_init(&t[1], tx, HK_F32, 2, (int64_t[]){R, C});
+    t[1].strides[0] = 1; /* tx viewed transposed: (R, C) */
+    t[1].strides[1] = R;
+    hk_array_init(&t[2], ty, HK_F32, 2, (int64_t[]){R, C});
+    hk_array_init(&t[3], to, HK_F32, 2, (int64_t[]){R, C});
+    if (hk_call_arrays(k, t, NULL) != HK_OK) goto done;
+    for (int r = 0; r < R; r++)
+      for (int c = 0; c < C; c++) wrong += to[r][c] != 2 * tx[c][r] + ty[r][c];
+  }
   ok = 1;
 done:
   hk_context_destroy(ctx);
   if (wrong) return -1;
   if (!ok && !atomic_load(&g_failed)) return -1; /* failed by itself */
   return ok;
+}
+
+/* The stdlib's f16 table (hk__lut16, from 262,144 elements) with its
+ * allocation failing: the call computes instead, the same bits; the next
+ * call builds the table. */
+static void check_table_oom(void) {
+  enum { N = 262144 };
+  static uint16_t x[N], want[N], got[N];
+  for (size_t i = 0; i < N; i++) x[i] = (uint16_t)(i * 40503u);
+  for (size_t at = 0; at < N; at += 4096) hk_gelu_f16(x + at, want + at, 4096);
+  atomic_store(&g_count, 0);
+  atomic_store(&g_failed, 0);
+  atomic_store(&g_fail_at, 1);
+  hk_gelu_f16(x, got, N);
+  atomic_store(&g_fail_at, 0);
+  CHECK_MSG(atomic_load(&g_failed), "gelu_f16 allocated no table");
+  CHECK(memcmp(got, want, sizeof got) == 0);
+  memset(got, 0, sizeof got);
+  hk_gelu_f16(x, got, N);
+  CHECK(memcmp(got, want, sizeof got) == 0);
 }
 
 int main(void) {
@@ -164,6 +205,7 @@ int main(void) {
     CHECK_SKIP("cannot tell libtcc's allocations from hk's in this libtcc "
                "build (its allocation helpers are not together)");
   hk_set_threads(1); /* no pool thread allocating during a run */
+  check_table_oom();
   /* a clean run first: it must succeed */
   CHECK_INT_EQ(scenario(cache), 1);
   long n, completed = 0, failed_cleanly = 0;
