@@ -40,6 +40,7 @@ mk arange_f64 start=0 step=1 --n 6 --out "out=$T/a6.npy"          # [[0 1 2] [3 
 mk fill_f64 value=1 --n 3 --out "out=$T/ones3.npy"
 mk arange_i64 start=1 step=1 --n 5 --out "out=$T/l5.npy"          # 1 2 3 4 5
 mk fill_f32 value=0 --n 5 --out "out=$T/zeros5.npy"
+mk fill_f32 value=25 --n 2 --out "out=$T/big2.npy"
 
 tiers="jit"
 if command -v "${HK_CC:-cc}" >/dev/null 2>&1; then
@@ -54,6 +55,9 @@ for tier in $tiers; do
   # [-3 -1.5 0 1.5 3] into [-1, 2]
   expect '{"out": [-1, -1, 0, 1.5, 2]}' run clamp_f32 "x=$T/c5.npy" lo=-1 hi=2
   expect '{"out": [-3, -2, 1, 4, 5]}' run clamp_i32 "x=$T/i5.npy" lo=-3 hi=5
+  # log(1 + e^x) for x = 0 .. 4 (float32 of the exact values), and x past 20
+  expect '{"out": [0.693147182, 1.31326163, 2.12692809, 3.04858732, 4.01814985]}' run softplus_f32 "x=$T/x5.npy"
+  expect '{"out": [25, 25]}' run softplus_f32 "x=$T/big2.npy"
   # r = [-1 0 1 2], delta 1: 0.5 + 0 + 0.5 + (2 - 0.5) = 2.5, / 4
   expect '{"out": [0.625]}' run huber_loss_f32 "pred=$T/p4.npy" "target=$T/t4.npy" delta=1
   # [[0 1 2] [3 4 5]] . [1 1 1]
