@@ -21,27 +21,39 @@ files=$(ls "$SRC"/stdlib_kernels/*.json "$SRC"/plugins/*.json \
           "$SRC"/schemas/examples/*.json 2>/dev/null | grep -v '/bad_' || true)
 [ -n "$files" ] || { echo "no kernel files found under $SRC"; exit 1; }
 
+# the compilers run as many files at once as there are cores (a failure
+# is written to OUT.fail and printed after)
+jobs=$(nproc 2>/dev/null || echo 2)
 count=0
+: >"$tmp/c.list"
 for f in $files; do
   base=$(basename "$f" .json)
   dir=$(basename "$(dirname "$f")")
   out="$tmp/${dir}_$base.c"
   "$HK" gen "$f" -o "$out" || { echo "FAIL: hk gen $f"; fail=1; continue; }
+  printf '%s %s\n' "$out" "$f" >>"$tmp/c.list"
+  count=$((count + 1))
+done
+xargs -P "$jobs" -L 1 sh -c '
+  out=$0 f=$1
   for cc in gcc clang; do
     command -v $cc >/dev/null || continue
     if ! $cc -std=c11 -pedantic-errors -Wall -Wextra -Werror -O2 -fPIC -c \
         "$out" -o "$out.$cc.o" 2>"$out.$cc.log"; then
-      echo "FAIL: $cc rejects the C generated from $f:"; cat "$out.$cc.log"
-      fail=1
+      { echo "FAIL: $cc rejects the C generated from $f:"; cat "$out.$cc.log"; } \
+        >>"$out.fail"
     fi
   done
   if command -v tcc >/dev/null; then
     if ! tcc -c "$out" -o "$out.tcc.o" 2>"$out.tcc.log" || [ -s "$out.tcc.log" ]; then
-      echo "FAIL: tcc rejects (or warns about) the C generated from $f:"
-      cat "$out.tcc.log"; fail=1
+      { echo "FAIL: tcc rejects (or warns about) the C generated from $f:"
+        cat "$out.tcc.log"; } >>"$out.fail"
     fi
-  fi
-  count=$((count + 1))
+  fi' <"$tmp/c.list"
+for r in "$tmp"/*.c.fail; do
+  [ -e "$r" ] || continue
+  cat "$r"
+  fail=1
 done
 echo "generated C of $count kernel files compiles with gcc, clang and tcc"
 
@@ -55,7 +67,6 @@ if [ -z "$NVCC" ]; then
 fi
 archs="-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90"
 # nvcc takes seconds a file: as many at once as there are cores
-jobs=$(nproc 2>/dev/null || echo 2)
 nvcc_one() { # OUT F: compiles OUT (from F), noting a failure in OUT.fail
   # shellcheck disable=SC2086
   if ! "$NVCC" -std=c++17 $archs -Werror all-warnings -c "$1" -o "$1.o" \
