@@ -517,6 +517,21 @@ static void ew_run(const ew_plan *P, ew_state *S, size_t c0, size_t len,
   }
 }
 
+#if defined(__SSE2__)
+/* The 4 x 4 block at s (rows ss floats apart), transposed, into d (rows
+ * ds floats apart): 4 loads, a shuffle, 4 stores. */
+static inline void transpose4(const float *s, int64_t ss, float *d,
+                              int64_t ds) {
+  __m128 v0 = _mm_loadu_ps(s), v1 = _mm_loadu_ps(s + ss);
+  __m128 v2 = _mm_loadu_ps(s + 2 * ss), v3 = _mm_loadu_ps(s + 3 * ss);
+  _MM_TRANSPOSE4_PS(v0, v1, v2, v3);
+  _mm_storeu_ps(d, v0);
+  _mm_storeu_ps(d + ds, v1);
+  _mm_storeu_ps(d + 2 * ds, v2);
+  _mm_storeu_ps(d + 3 * ds, v3);
+}
+#endif
+
 /* Copies a block of nr rows by nc columns between an operand (src: row
  * stride so, column stride si, in elements) and a dense buffer (nc per
  * row), column by column: along the operand's contiguous axis. */
@@ -552,24 +567,8 @@ static void copy_block(unsigned char *dense, unsigned char *op_at, int64_t so,
           float *c0 = x0 + (int64_t)q * si;
           for (size_t r = 0; r < rn; r += 4) {
             float *t0 = t + r * 16 + q;
-            if (to_dense) {
-              __m128 v0 = _mm_loadu_ps(c0 + r), v1 = _mm_loadu_ps(c0 + si + r);
-              __m128 v2 = _mm_loadu_ps(c0 + 2 * si + r);
-              __m128 v3 = _mm_loadu_ps(c0 + 3 * si + r);
-              _MM_TRANSPOSE4_PS(v0, v1, v2, v3);
-              _mm_store_ps(t0, v0);
-              _mm_store_ps(t0 + 16, v1);
-              _mm_store_ps(t0 + 32, v2);
-              _mm_store_ps(t0 + 48, v3);
-            } else {
-              __m128 v0 = _mm_load_ps(t0), v1 = _mm_load_ps(t0 + 16);
-              __m128 v2 = _mm_load_ps(t0 + 32), v3 = _mm_load_ps(t0 + 48);
-              _MM_TRANSPOSE4_PS(v0, v1, v2, v3);
-              _mm_storeu_ps(c0 + r, v0);
-              _mm_storeu_ps(c0 + si + r, v1);
-              _mm_storeu_ps(c0 + 2 * si + r, v2);
-              _mm_storeu_ps(c0 + 3 * si + r, v3);
-            }
+            if (to_dense) transpose4(c0 + r, si, t0, 16);
+            else transpose4(t0, 16, c0 + r, si);
           }
         }
         if (to_dense)
@@ -580,24 +579,8 @@ static void copy_block(unsigned char *dense, unsigned char *op_at, int64_t so,
       float *c0 = x + (int64_t)c * si;
       for (size_t r = 0; r < nr; r += 4) {
         float *d0 = d + r * nc + c;
-        if (to_dense) {
-          __m128 v0 = _mm_loadu_ps(c0 + r), v1 = _mm_loadu_ps(c0 + si + r);
-          __m128 v2 = _mm_loadu_ps(c0 + 2 * si + r);
-          __m128 v3 = _mm_loadu_ps(c0 + 3 * si + r);
-          _MM_TRANSPOSE4_PS(v0, v1, v2, v3);
-          _mm_storeu_ps(d0, v0);
-          _mm_storeu_ps(d0 + nc, v1);
-          _mm_storeu_ps(d0 + 2 * nc, v2);
-          _mm_storeu_ps(d0 + 3 * nc, v3);
-        } else {
-          __m128 v0 = _mm_loadu_ps(d0), v1 = _mm_loadu_ps(d0 + nc);
-          __m128 v2 = _mm_loadu_ps(d0 + 2 * nc), v3 = _mm_loadu_ps(d0 + 3 * nc);
-          _MM_TRANSPOSE4_PS(v0, v1, v2, v3);
-          _mm_storeu_ps(c0 + r, v0);
-          _mm_storeu_ps(c0 + si + r, v1);
-          _mm_storeu_ps(c0 + 2 * si + r, v2);
-          _mm_storeu_ps(c0 + 3 * si + r, v3);
-        }
+        if (to_dense) transpose4(c0 + r, si, d0, (int64_t)nc);
+        else transpose4(d0, (int64_t)nc, c0 + r, si);
       }
     }
     for (; c < nc; c++)
