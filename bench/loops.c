@@ -51,11 +51,21 @@ NOINLINE void loop_softmax(const float *x, float *y, int64_t rows,
     float *yr = y + r * cols;
     float m = -INFINITY;
     for (int64_t c = 0; c < cols; c++) m = xr[c] > m ? xr[c] : m;
-    float s = 0;
-    for (int64_t c = 0; c < cols; c++) {
+    /* the sum in 16 lanes and a fixed tree, as the stdlib's */
+    float sv[16] = {0}, s;
+    int64_t c = 0;
+    for (; cols - c >= 16; c += 16)
+      for (int j = 0; j < 16; j++) {
+        yr[c + j] = hk_expf(xr[c + j] - m);
+        sv[j] += yr[c + j];
+      }
+    for (int w = 8; w >= 1; w /= 2)
+      for (int j = 0; j < w; j++) sv[j] += sv[j + w];
+    s = sv[0];
+    for (; c < cols; c++) {
       yr[c] = hk_expf(xr[c] - m);
       s += yr[c];
     }
-    for (int64_t c = 0; c < cols; c++) yr[c] /= s;
+    for (c = 0; c < cols; c++) yr[c] /= s;
   }
 }
