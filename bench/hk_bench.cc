@@ -89,7 +89,7 @@ const char *const kBenchKernels = R"JSON({
      "params": [{"name": "x", "type": "T", "role": "in"},
                 {"name": "out", "type": "T", "role": "out"}],
      "body": ["const T k = (T)0.79788456080286535588;",
-              "out = (T)0.5 * x * ((T)1 + tanh(k * (x + (T)0.044715 * x * x * x)));"]},
+              "out = x / ((T)1 + exp((T)-2 * k * (x + (T)0.044715 * x * x * x)));"]},
     {"name": "b_sum", "kind": "reduction",
      "params": [{"name": "x", "type": "f32", "role": "in"},
                 {"name": "out", "type": "f32", "role": "out"}],

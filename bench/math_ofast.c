@@ -11,7 +11,7 @@ void ofast_gelu(const float *x, float *out, size_t n) {
   const float k = 0.79788456080286535588f;
   for (size_t i = 0; i < n; i++) {
     const float v = x[i];
-    out[i] = 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
+    out[i] = v / (1.0f + expf(-2.0f * k * (v + 0.044715f * v * v * v)));
   }
 }
 
