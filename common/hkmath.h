@@ -9,7 +9,8 @@
  * contraction off everywhere (common/abi.h, --fmad=false), gives the same
  * bits on every tier: only +, -, *, / and sqrt, all correctly rounded, and
  * integer bit manipulation; no libm call but sqrt (correctly rounded
- * everywhere) and pow for double (see hk_pow).
+ * everywhere). Double pow carries y log|x| in double-double (Dekker's
+ * exact products: no FMA needed).
  *
  * Written to vectorise, even under plain SSE2: no branches (both sides are
  * computed and selected on the bits, hkm_sel), no table lookups, no calls, no
@@ -22,11 +23,11 @@
  *
  * Accuracy (tools/mathcheck.sh measures it against long double):
  * float <= 2 ulp, double <= 3 ulp, except sin and cos for |x| >= 2^28
- * (Cody-Waite reduction only; no Payne-Hanek) and hk_pow (libm's).
+ * (Cody-Waite reduction only; no Payne-Hanek).
  *
  * The includer defines: HKM_FN (the functions' qualifiers), uint32_t,
  * int32_t, uint64_t, int64_t, hk_f2u/hk_u2f and hk_d2u/hk_u2d (bit casts),
- * sqrt, sqrtf and pow (called as (sqrt)(x): the preludes make them macros
+ * sqrt and sqrtf (called as (sqrt)(x): the preludes make them macros
  * too). Signed >> is arithmetic on every compiler hk uses.
  */
 
@@ -447,11 +448,125 @@ HKM_FN double hkm_cos_r(double x)
     return hkm_sel(x - x != 0.0, x - x, y);
 }
 
-/* libm's pow for now: a deterministic double pow needs log in double-double
- * (the error of y log x is amplified up to 700 times). */
+/* ---- double pow: log in double-double ------------------------------------ */
+
+/* a = hi + *lo, hi with 26 significant bits (Veltkamp), so that products
+ * of two such halves are exact. For |a| < 2^995. */
+HKM_FN double hkm_split(double a, double *lo)
+{
+    const double c = 134217729.0 * a; /* 2^27 + 1 */
+    const double h = c - (c - a);
+    *lo = a - h;
+    return h;
+}
+
+/* a * b = p + *lo exactly (Dekker; no FMA needed). */
+HKM_FN double hkm_two_prod(double a, double b, double *lo)
+{
+    double al, bl;
+    const double ah = hkm_split(a, &al), bh = hkm_split(b, &bl);
+    const double p = a * b;
+    *lo = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+    return p;
+}
+
+/* a + b = s + *err exactly, for any magnitudes (Knuth). */
+HKM_FN double hkm_two_sum(double a, double b, double *err)
+{
+    const double s = a + b;
+    const double bb = s - a;
+    *err = (a - (s - bb)) + (b - bb);
+    return s;
+}
+
+/* log a for a finite and > 0, as hi + *lo with a relative error near
+ * 2^-68: a = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1 (exact),
+ * log m = 2 atanh s, s = f / (2 + f) = 2s + 2s^3/3 + s^5 R(s^2), with s
+ * and the s^3 term in double-double and k ln2 in two parts (k ln2_hi
+ * exact). */
+HKM_FN double hkm_log_hl(double a, double *lo)
+{
+    const int64_t sub = a < 2.2250738585072014e-308;
+    const double as = hkm_sel(sub, a * 18014398509481984.0, a); /* 2^54 */
+    const uint64_t u = hk_d2u(as) + (0x3ff0000000000000ull - 0x3fe6a09e667f3bcdull);
+    const double kd = hk_u2d(0x4330000000000000ull | (u >> 52)) -
+                      4503599627371519.0 - hkm_sel(sub, 54.0, 0.0);
+    const double f =
+        hk_u2d((u & 0x000fffffffffffffull) + 0x3fe6a09e667f3bcdull) - 1.0;
+    /* s = sh + sl: a quotient within 2 ulp (one division, by 2 + f) and
+     * its remainder, exact (f - p: Sterbenz), over 2 + f */
+    const double dh = 2.0 + f, dl = (2.0 - dh) + f;
+    const double inv = 1.0 / dh;
+    const double sh = f * inv;
+    double pl;
+    const double p = hkm_two_prod(sh, dh, &pl);
+    const double sl = (((f - p) - pl) - sh * dl) * inv;
+    /* z = s^2, c = s^3, t = 2 s^3 / 3, each hi + lo */
+    double zl, cl, tl;
+    const double zh = hkm_two_prod(sh, sh, &zl);
+    zl = zl + 2.0 * sh * sl;
+    const double ch = hkm_two_prod(sh, zh, &cl);
+    cl = cl + (sh * zl + sl * zh);
+    const double th = hkm_two_prod(ch, 0.6666666666666666, &tl);
+    tl = tl + (ch * 3.700743415417188e-17 + cl * 0.6666666666666666);
+    const double R =
+        ch * zh * (0.4 + zh * (0.2857142857142857 + zh * (0.2222222222222222 +
+        zh * (0.18181818181818182 + zh * (0.15384615384615385 +
+        zh * (0.13333333333333333 + zh * (0.11764705882352941 +
+        zh * (0.10526315789473684 + zh * (0.09523809523809523 +
+        zh * (0.08695652173913043 + zh * (0.08 + zh * 0.07407407407407407)))))))))));
+    /* k ln2 + 2s + t + R, the two large sums exact */
+    double e1, e2;
+    const double a1 = hkm_two_sum(kd * 6.93147180369123816490e-01, 2.0 * sh, &e1);
+    const double a2 = hkm_two_sum(a1, th, &e2);
+    const double rest = e1 + e2 + (2.0 * sl + ((R + tl) + kd * 1.9082149292705877e-10));
+    const double h = a2 + rest;
+    *lo = (a2 - h) + rest; /* Fast2Sum: |rest| < |a2| */
+    return h;
+}
+
+/* x^y = e^(y log|x|) with y log|x| in double-double (its error is
+ * amplified up to 745 times in the result), then C99 Annex F's special
+ * cases and the sign. |y| is taken as at most 2^64: beyond, y log|x|
+ * overflows exp's range whenever x != 1, as it does at 2^64. */
 HKM_FN double hkm_pow_r(double x, double y)
 {
-    return (pow)(x, y);
+    const double ax = hkm_copysign(x, 1.0);
+    const double ay = hkm_copysign(y, 1.0);
+    double yc = hkm_sel(y > 18446744073709551616.0, 18446744073709551616.0, y);
+    yc = hkm_sel(yc < -18446744073709551616.0, -18446744073709551616.0, yc);
+    double ll, pl;
+    const double lh = hkm_log_hl(ax, &ll);
+    const double ph = hkm_two_prod(yc, lh, &pl);
+    pl = pl + yc * ll;
+    /* e^(ph + pl): hkm_exp_r with pl added to the reduction's error */
+    double xc = hkm_sel(ph > 710.0, 710.0, ph);
+    xc = hkm_sel(xc < -746.0, -746.0, xc);
+    int64_t n;
+    double c;
+    const double r = hkm_exp_reduce(xc, &n, &c);
+    c = c + hkm_sel(xc == ph, pl, 0.0); /* up to 2^-43: times e^r, not 1 + r */
+    const double t = hkm_expm1_tail(r);
+    const double e = 1.0 + (r + (t + c * (1.0 + (r + t))));
+    const int64_t n1 = hkm_half(n);
+    double v = e * hkm_pow2(n1) * hkm_pow2(n - n1);
+    /* y an integer (every double from 2^52 up is), and odd */
+    const int64_t big = ay >= 4503599627371496.0;
+    int64_t yi;
+    const double h = hkm_rint(hkm_sel(big, 0.0, 0.5 * y), &yi);
+    const int64_t is_int = big | (2.0 * h == y) | (2.0 * h - 1.0 == y) |
+                           (2.0 * h + 1.0 == y);
+    const int64_t odd = ((!big) & (2.0 * h != y) & is_int) |
+                        (big & (ay < 9007199254740992.0) &
+                         (int64_t)(hk_d2u(y) & 1u));
+    v = hkm_sel(ax == 0.0, hkm_sel(y < 0.0, HKM_INF, 0.0), v);
+    v = hkm_sel(ax == HKM_INF, hkm_sel(y < 0.0, 0.0, HKM_INF), v);
+    v = hkm_sel((int64_t)(hk_d2u(x) >> 63) & odd, -v, v);
+    const double qnan = hk_u2d(0x7ff8000000000000ull);
+    v = hkm_sel((x < 0.0) & (x > -HKM_INF) & !is_int, qnan, v);
+    v = hkm_sel((x != x) | (y != y), qnan, v);
+    v = hkm_sel((ax == 1.0) & ((x == 1.0) | (ay == HKM_INF)), 1.0, v);
+    return hkm_sel(y == 0.0, 1.0, v);
 }
 
 /* ---- float, computed in double and rounded once ------------------------- */

@@ -8,7 +8,8 @@
  * test (with contraction off, as kernels are), on inputs that hit the
  * special values, the range limits, and the tails of vector loops. A kernel
  * calling sin and cos of one argument, which gcc merges into sincosf when
- * they are libm's, must load and run on tier opt. The accuracy itself is
+ * they are libm's, must load and run on tier opt. Double pow's special
+ * cases match libm's (C99 Annex F). The accuracy itself is
  * checked by tools/mathcheck.c (ctest math_ulp: sampled; tools/mathcheck.sh:
  * every float).
  */
@@ -248,6 +249,28 @@ static double gelu64(double x) {
                            (x + 0.044715 * x * x * x)));
 }
 
+/* Double pow's special cases (C99 Annex F) and edges against libm's pow,
+ * which follows Annex F: the same value (NaN for NaN, the sign of zeros and
+ * infinities included), or within 1 ulp where both are finite and nonzero. */
+static void check_pow_special(void) {
+  static const double v[] = {
+      0.0, -0.0, INFINITY, -INFINITY, NAN, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0,
+      3.0, -3.0, 0.25, 1.5, -1.5, 0x1p52, 0x1p52 + 1, -0x1p52 - 1, 0x1p53,
+      0x1p53 + 2, -0x1p53 - 2, 1e308, -1e308, 0x1p-1074, -0x1p-1074,
+      0x1p-1022, 1e-300, 0x1.fffffffffffffp-1, 0x1.0000000000001p0, 710.0,
+      -746.0, 1024.0, -1075.0, -1074.5, 0x1p64, 0x1p66, -0x1p66};
+  const size_t n = sizeof v / sizeof *v;
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < n; j++) {
+      const double x = v[i], y = v[j], got = hk_pow(x, y), want = pow(x, y);
+      int ok = (isnan(got) && isnan(want)) ||
+               (got == want && signbit(got) == signbit(want));
+      if (!ok && isfinite(want) && want != 0 && isfinite(got))
+        ok = fabs(got - want) <= fabs(nextafter(want, 0) - want);
+      CHECK_MSG(ok, "pow(%a, %a): hk %a, libm %a", x, y, got, want);
+    }
+}
+
 /* The stdlib's math ops (tier inline, built with the kernel flags). */
 static void check_inline(hk_context_t *ctx) {
   static const fn_t ops[] = {{"exp", hk_expf, hk_exp},
@@ -277,6 +300,7 @@ static hk_context_t *context(hk_tier_t tier) {
 
 int main(void) {
   make_inputs();
+  check_pow_special();
   hk_context_t *jit = context(HK_TIER_JIT);
   if (jit) {
     check_tier(jit, "jit");
