@@ -4,8 +4,10 @@
  *                                  2^32), FUNC one of the list below
  *   mathcheck f64 FUNC N [SEED]    N random doubles (random bit patterns and
  *                                  uniform values in the function's range)
+ *   mathcheck f32|f64 pow N [SEED] N random (x, y) pairs
  *   mathcheck all STEP N           every function: f32 with STEP, f64 and
- *                                  pow with N (the suite's sampled check)
+ *                                  both pows with N (the suite's sampled
+ *                                  check)
  *
  * sin and cos are checked for |x| < 2^28 only (hkmath.h says why).
  * Prints the largest error in ulps, where, and the failures of the special

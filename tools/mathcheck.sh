@@ -2,7 +2,8 @@
 # mathcheck.sh [JOBS] [N] — the full accuracy check of common/hkmath.h
 # against long double (tools/mathcheck.c): every one of the 2^32 float
 # inputs of each float function (sin and cos: |x| < 2^28), N random pairs
-# for powf and N random doubles for each double function (default 10^8).
+# for powf and pow, and N random doubles for each double function (default
+# 10^8).
 # Runs JOBS checks at a time (default: the cores). Long: on one core of a
 # 2-core AVX2 EPYC VM, 4 min (rsqrt) to 32 min (sigmoid, sharing the
 # machine) per float function, 2.8 hours for all ten, two at a time (run
@@ -21,6 +22,7 @@ fns="exp tanh sigmoid log expm1 log1p erf sin cos rsqrt"
 {
   for f in $fns; do echo "f32 $f 1"; done
   echo "f32 pow $n"
+  echo "f64 pow $n"
   for f in $fns; do echo "f64 $f $n"; done
 } | xargs -P "$jobs" -L 1 "$tmp/mathcheck" > "$tmp/out" 2>&1 && rc=0 || rc=1
 sort "$tmp/out"
