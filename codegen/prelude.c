@@ -444,7 +444,8 @@ static void put_c_math(hku_buf *o) {
       "u; } v; v.u = u; return v.f; }\n"
       "/* inlined, so that loops calling them vectorise */\n"
       "#define HKM_FN HK_MAYBE_UNUSED static inline "
-      "__attribute__((always_inline))\n");
+      "__attribute__((always_inline))\n"
+      "#define HKM_TABLE HK_MAYBE_UNUSED static const\n");
   hku_buf_put(o, hkc_math_text);
   hku_buf_put(o, "#endif /* common/hkmath.h */\n");
 }
@@ -575,7 +576,8 @@ static void put_cuda_math(hku_buf *o) {
       "(uint64_t)__double_as_longlong(f); }\n"
       "HK_CONV double hk_u2d(const uint64_t u) { return "
       "__longlong_as_double((long long)u); }\n"
-      "#define HKM_FN HK_CONV\n");
+      "#define HKM_FN HK_CONV\n"
+      "#define HKM_TABLE static __device__ const __attribute__((unused))\n");
   hku_buf_put(o, hkc_math_text);
   hku_buf_put(o, "/* the type of +(x) (or x + y) picks the function */\n");
 #define HKM_CUDA(n)                                                          \

@@ -13,19 +13,22 @@
  * exact products: no FMA needed).
  *
  * Written to vectorise, even under plain SSE2: no branches (both sides are
- * computed and selected on the bits, hkm_sel), no table lookups, no calls, no
- * float-to-int conversions (the integer of a rounded value is read from the
- * bits of the magic-constant sum that rounded it). Range reduction (Cody and
+ * computed and selected on the bits, hkm_sel), no calls, no float-to-int
+ * conversions (the integer of a rounded value is read from the bits of the
+ * magic-constant sum that rounded it), no table lookups but one: float sin
+ * and cos read 2^E mod 2 pi by the argument's exponent (a gather, which
+ * AVX2 and AVX-512 have; it costs them about 1.5x their time before). Range reduction (Cody and
  * Waite) + polynomials: minimax for the float functions that the stdlib's
  * speed targets need (exp, log, tanh, sigmoid in float arithmetic), exact
  * Taylor/atanh coefficients for double, Chebyshev series for erf's tail.
  * The other float functions compute in double and round once.
  *
  * Accuracy (tools/mathcheck.sh measures it against long double):
- * float <= 2 ulp, double <= 3 ulp, except sin and cos for |x| >= 2^28
- * (Cody-Waite reduction only; no Payne-Hanek).
+ * float <= 2 ulp (every input), double <= 3 ulp, except double sin and cos
+ * for |x| >= 2^28 (Cody-Waite reduction only; no Payne-Hanek in double).
  *
- * The includer defines: HKM_FN (the functions' qualifiers), uint32_t,
+ * The includer defines: HKM_FN (the functions' qualifiers), HKM_TABLE (a
+ * constant table's: static const, and __device__ for CUDA), uint32_t,
  * int32_t, uint64_t, int64_t, hk_f2u/hk_u2f and hk_d2u/hk_u2d (bit casts),
  * sqrt and sqrtf (called as (sqrt)(x): the preludes make them macros
  * too). Signed >> is arithmetic on every compiler hk uses.
@@ -405,51 +408,6 @@ HKM_FN double hkm_erf_r(double x)
     return hkm_sel(x != x, x, hkm_copysign(y, x));
 }
 
-/* sin and cos: x = n pi/2 + r (pi/2 in five parts, the first four of 24
- * bits so that n * part is exact for |n| < 2^29), |r| <= pi/4, then the
- * Taylor series of sin r and cos r (to r^19, r^18) and n's quadrant.
- * Accurate for |x| < 2^28; beyond, the reduction loses bits. */
-HKM_FN double hkm_sincos(double x, int64_t cosine)
-{
-    int64_t n;
-    const double nd = hkm_rint(x * 0.6366197723675814, &n);
-    double r = x - nd * 1.570796251296997;
-    r = r - nd * 7.549789415861596e-08;
-    r = r - nd * 5.390302529957765e-15;
-    r = r - nd * 3.282003415807913e-22;
-    r = r - nd * 1.2706558760139879e-29;
-    const double z = r * r;
-    const double s =
-        r + r * z * (-0.16666666666666666 + z * (0.008333333333333333 +
-        z * (-0.0001984126984126984 + z * (2.7557319223985893e-06 +
-        z * (-2.505210838544172e-08 + z * (1.6059043836821613e-10 +
-        z * (-7.647163731819816e-13 + z * (2.8114572543455206e-15 +
-        z * -8.22063524662433e-18))))))));
-    const double c =
-        1.0 - 0.5 * z + z * z * (0.041666666666666664 +
-        z * (-0.001388888888888889 + z * (2.48015873015873e-05 +
-        z * (-2.755731922398589e-07 + z * (2.08767569878681e-09 +
-        z * (-1.1470745597729725e-11 + z * (4.779477332387385e-14 +
-        z * -1.5619206968586225e-16)))))));
-    const int64_t q = (n + cosine) & 3;
-    const double y = hkm_sel(q & 1, c, s);
-    return hkm_sel((q >> 1) & 1, -y, y);
-}
-
-HKM_FN double hkm_sin_r(double x)
-{
-    const double y = hkm_sincos(x, 0);
-    return hkm_sel(x - x != 0.0, x - x, hkm_sel(x == 0.0, x, y));
-}
-
-HKM_FN double hkm_cos_r(double x)
-{
-    const double y = hkm_sincos(x, 1);
-    return hkm_sel(x - x != 0.0, x - x, y);
-}
-
-/* ---- double pow: log in double-double ------------------------------------ */
-
 /* a = hi + *lo, hi with 26 significant bits (Veltkamp), so that products
  * of two such halves are exact. For |a| < 2^995. */
 HKM_FN double hkm_split(double a, double *lo)
@@ -478,6 +436,193 @@ HKM_FN double hkm_two_sum(double a, double b, double *err)
     *err = (a - (s - bb)) + (b - bb);
     return s;
 }
+
+/* sin and cos: x = n pi/2 + r (pi/2 in five parts, the first four of 24
+ * bits so that n * part is exact for |n| < 2^29), |r| <= pi/4, then the
+ * Taylor series of sin r and cos r (to r^19, r^18) and n's quadrant.
+ * Accurate for |x| < 2^28; beyond, the reduction loses bits (the float
+ * functions reduce their argument mod 2 pi first: hkm_sincosf). */
+HKM_FN double hkm_reduce_pio2(double x, int64_t *n)
+{
+    const double nd = hkm_rint(x * 0.6366197723675814, n);
+    double r = x - nd * 1.570796251296997;
+    r = r - nd * 7.549789415861596e-08;
+    r = r - nd * 5.390302529957765e-15;
+    r = r - nd * 3.282003415807913e-22;
+    return r - nd * 1.2706558760139879e-29;
+}
+
+HKM_FN double hkm_sincos_kernel(double r, int64_t n, int64_t cosine)
+{
+    const double z = r * r;
+    const double s =
+        r + r * z * (-0.16666666666666666 + z * (0.008333333333333333 +
+        z * (-0.0001984126984126984 + z * (2.7557319223985893e-06 +
+        z * (-2.505210838544172e-08 + z * (1.6059043836821613e-10 +
+        z * (-7.647163731819816e-13 + z * (2.8114572543455206e-15 +
+        z * -8.22063524662433e-18))))))));
+    const double c =
+        1.0 - 0.5 * z + z * z * (0.041666666666666664 +
+        z * (-0.001388888888888889 + z * (2.48015873015873e-05 +
+        z * (-2.755731922398589e-07 + z * (2.08767569878681e-09 +
+        z * (-1.1470745597729725e-11 + z * (4.779477332387385e-14 +
+        z * -1.5619206968586225e-16)))))));
+    const int64_t q = (n + cosine) & 3;
+    const double y = hkm_sel(q & 1, c, s);
+    return hkm_sel((q >> 1) & 1, -y, y);
+}
+
+HKM_FN double hkm_sincos(double x, int64_t cosine)
+{
+    int64_t n;
+    const double r = hkm_reduce_pio2(x, &n);
+    return hkm_sincos_kernel(r, n, cosine);
+}
+
+/* 2^(i + 5) mod 2 pi as the sum of two doubles, the first of 29
+ * significant bits (so that a 24-bit integer times it is exact), for i in
+ * [0, 100]: 2^5 to 2^105, the exponents of float arguments from 2^28 up;
+ * row 101 is zeros. A float x from 2^28 on is M 2^E, M an integer of 24
+ * bits, so x = M (2^E mod 2 pi) (mod 2 pi), and M times the first part is
+ * below 2^27, which hkm_reduce_pio2 takes (Payne and Hanek's idea, the
+ * table indexed by the exponent). From mpmath at 400 bits. */
+HKM_TABLE double hkm_pow2_mod_2pi[102][2] = {
+    {0.5840734634548426, 6.472250479297185e-10},
+    {1.1681469269096851, 1.294450095859437e-09},
+    {2.3362938538193703, 2.588900191718874e-09},
+    {4.6725877076387405, 5.177800383437748e-09},
+    {3.0619901195168495, -1.0633541487704938e-09},
+    {6.123980239033699, -2.1267082975409875e-09},
+    {5.964775159955025, 6.6793702800435195e-09},
+    {5.6463650315999985, -5.510794952482779e-09},
+    {5.009544745087624, -8.880302984006308e-11},
+    {3.7359041795134544, 3.30460021852154e-09},
+    {1.188623059540987, -1.0844641801409954e-09},
+    {2.377246119081974, -2.168928360281991e-09},
+    {4.754492238163948, -4.337856720563982e-09},
+    {3.2257991582155228, 2.257073433997531e-09},
+    {0.16841301368549466, 8.011126196516126e-11},
+    {0.3368260273709893, 1.6022252393032252e-10},
+    {0.6736520547419786, 3.2044504786064504e-10},
+    {1.3473041094839573, 6.408900957212901e-10},
+    {2.6946082189679146, 1.2817801914425801e-09},
+    {5.389216437935829, 2.5635603828851603e-09},
+    {4.495247572660446, 1.158746447048159e-09},
+    {2.70730984210968, -1.6508814246258441e-09},
+    {5.41461968421936, -3.3017628492516882e-09},
+    {4.546054050326347, 4.329261176622118e-09},
+    {2.808922804892063, -2.760432562401754e-09},
+    {5.617845609784126, -5.520865124803508e-09},
+    {4.952505901455879, -1.0894337448152166e-10},
+    {3.6218264922499657, 3.264319529238623e-09},
+    {0.9604676831513643, 6.976195905241273e-10},
+    {1.9209353663027287, 1.3952391810482547e-09},
+    {3.8418707326054573, 2.7904783620965093e-09},
+    {1.4005561619997025, 1.6125824054708565e-09},
+    {2.801112323999405, 3.225164810941713e-09},
+    {5.60222464799881, 6.450329621883426e-09},
+    {4.921264007687569, -5.968876268802966e-09},
+    {3.559342697262764, -1.004965662480437e-09},
+    {0.8355000857263803, -3.903701959901644e-10},
+    {1.6710001714527607, -7.807403919803288e-10},
+    {3.3420003429055214, -1.5614807839606576e-09},
+    {0.40081537514925003, 3.59244710280351e-10},
+    {0.8016307502985001, 7.18489420560702e-10},
+    {1.6032615005970001, 1.436978841121404e-09},
+    {3.2065230011940002, 2.873957682242808e-09},
+    {0.12986070103943348, -8.310410346750312e-11},
+    {0.25972140207886696, -1.6620820693500624e-10},
+    {0.5194428041577339, -3.324164138700125e-10},
+    {1.0388856083154678, -6.64832827740025e-10},
+    {2.0777712166309357, -1.32966565548005e-09},
+    {4.155542433261871, -2.6593313109601e-09},
+    {2.02789955586195, -1.8364563437185329e-09},
+    {4.0557991117239, -3.6729126874370657e-09},
+    {1.8284129090607166, -1.3832879821055137e-10},
+    {3.6568258181214333, -2.7665759642110275e-10},
+    {1.030466329306364, -7.963992131024532e-10},
+    {2.060932658612728, -1.5927984262049065e-09},
+    {4.121865317225456, -3.185596852409813e-09},
+    {1.9605453200638294, 8.363028718439548e-10},
+    {3.921090640127659, 1.6726057436879096e-09},
+    {1.5589959770441055, -6.231628313463424e-10},
+    {3.117991954088211, -1.2463256626926847e-09},
+    {6.235983908176422, -2.4926513253853695e-09},
+    {6.188782498240471, 5.947484224354756e-09},
+    {6.094379708170891, -6.9745670638603075e-09},
+    {5.905574098229408, -3.0163472525951197e-09},
+    {5.527962878346443, 4.900092369935255e-09},
+    {4.772740453481674, 5.831810421148348e-09},
+    {3.262295611202717, 2.446659266507055e-10},
+    {0.24140591593459249, -2.1941345426657595e-10},
+    {0.48281183186918497, -4.388269085331519e-10},
+    {0.9656236637383699, -8.776538170663038e-10},
+    {1.9312473274767399, -1.7553076341326076e-09},
+    {3.8624946549534798, -3.510615268265215e-09},
+    {1.4418039955198765, 1.862660401331498e-10},
+    {2.883607991039753, 3.725320802662996e-10},
+    {5.767215982079506, 7.450641605325992e-10},
+    {5.2512466609478, -2.478245997656963e-09},
+    {4.219308003783226, 5.9762948798115675e-09},
+    {2.1554307118058205, 5.336348439771459e-10},
+    {4.310861423611641, 1.0672696879542918e-09},
+    {2.3385375440120697, -1.8338349428135783e-09},
+    {4.677075088024139, -3.6676698856271566e-09},
+    {3.0709648579359055, 3.597447103871182e-09},
+    {6.141929715871811, 7.194894207742364e-09},
+    {6.000674143433571, -4.4797470970850915e-09},
+    {5.718162968754768, 1.973292680955312e-09},
+    {5.153140634298325, -2.1788956811538196e-11},
+    {4.023095965385437, -4.011952232345238e-09},
+    {1.763006616383791, -8.164078880268959e-10},
+    {3.526013232767582, -1.6328157760537918e-09},
+    {0.7688411548733711, 2.1657472609408276e-10},
+    {1.5376823097467422, 4.331494521881655e-10},
+    {3.0753646194934845, 8.66298904376331e-10},
+    {6.150729238986969, 1.732597808752662e-09},
+    {6.018273174762726, -5.031787012168375e-10},
+    {5.7533610463142395, -4.974731721155837e-09},
+    {5.223536774516106, 9.833234328138208e-10},
+    {4.163888245820999, -2.00172745309452e-09},
+    {2.0445911809802055, -5.21248627987374e-10},
+    {4.089182361960411, -1.042497255974748e-09},
+    {1.8951794132590294, 1.3972117662521704e-09},
+    {3.7903588265180588, 2.7944235325043408e-09},
+    {0.0, 0.0}};
+
+/* sin (cosine 0) or cos (1) of a float, in double: below 2^28 as
+ * hkm_sincos (the table's row of zeros adds nothing); from 2^28 on, M
+ * times the table's first part (exact) is reduced and M times the second
+ * added to the remainder (rounded: 2^-56 at most, where the remainder of
+ * a float argument is never below 2^-30). */
+HKM_FN double hkm_sincosf(float x, int64_t cosine)
+{
+    const uint32_t u = hk_f2u(x);
+    const int64_t be = (int64_t)((u >> 23) & 0xffu);
+    const int64_t big = be >= 155;
+    int64_t i = be - 155;
+    i = i > 100 ? 100 : i;
+    i = (i & -big) | (101 & (big - 1)); /* big ? i : 101 */
+    const double m = (double)hk_u2f((u & 0x807fffffu) | 0x4b000000u); /* +-M */
+    int64_t n;
+    const double r = hkm_reduce_pio2(
+        hkm_sel(big, m * hkm_pow2_mod_2pi[i][0], (double)x), &n);
+    return hkm_sincos_kernel(r + m * hkm_pow2_mod_2pi[i][1], n, cosine);
+}
+
+HKM_FN double hkm_sin_r(double x)
+{
+    const double y = hkm_sincos(x, 0);
+    return hkm_sel(x - x != 0.0, x - x, hkm_sel(x == 0.0, x, y));
+}
+
+HKM_FN double hkm_cos_r(double x)
+{
+    const double y = hkm_sincos(x, 1);
+    return hkm_sel(x - x != 0.0, x - x, y);
+}
+
+/* ---- double pow: log in double-double ------------------------------------ */
 
 /* log a for a finite and > 0, as hi + *lo with a relative error near
  * 2^-68: a = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1 (exact),
@@ -574,8 +719,17 @@ HKM_FN double hkm_pow_r(double x, double y)
 HKM_FN float hkm_expm1f_r(float x) { return (float)hkm_expm1_r((double)x); }
 HKM_FN float hkm_log1pf_r(float x) { return (float)hkm_log1p_r((double)x); }
 HKM_FN float hkm_erff_r(float x) { return (float)hkm_erf_r((double)x); }
-HKM_FN float hkm_sinf_r(float x) { return (float)hkm_sin_r((double)x); }
-HKM_FN float hkm_cosf_r(float x) { return (float)hkm_cos_r((double)x); }
+HKM_FN float hkm_sinf_r(float x)
+{
+    const double xd = (double)x, y = hkm_sincosf(x, 0);
+    return (float)hkm_sel(xd - xd != 0.0, xd - xd, hkm_sel(xd == 0.0, xd, y));
+}
+
+HKM_FN float hkm_cosf_r(float x)
+{
+    const double xd = (double)x, y = hkm_sincosf(x, 1);
+    return (float)hkm_sel(xd - xd != 0.0, xd - xd, y);
+}
 
 /* x^y = e^(y log|x|) in double (float's y log|x| has 11 bits to spare),
  * then C99 Annex F's special cases and the sign. */

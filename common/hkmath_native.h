@@ -9,6 +9,7 @@
 #include <string.h>
 
 #define HKM_FN static inline __attribute__((unused, always_inline))
+#define HKM_TABLE static const __attribute__((unused))
 HKM_FN uint32_t hk_f2u(float f) {
   uint32_t u;
   memcpy(&u, &f, sizeof u);
