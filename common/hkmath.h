@@ -17,10 +17,11 @@
  * conversions (the integer of a rounded value is read from the bits of the
  * magic-constant sum that rounded it), no table lookups but one: float sin
  * and cos read 2^E mod 2 pi by the argument's exponent (a gather, which
- * AVX2 and AVX-512 have; it costs them about 1.5x their time before). Range reduction (Cody and
- * Waite) + polynomials: minimax for the float functions that the stdlib's
- * speed targets need (exp, log, tanh, sigmoid in float arithmetic), exact
- * Taylor/atanh coefficients for double, Chebyshev series for erf's tail.
+ * AVX2 and AVX-512 have; it costs them about 1.5x their time before).
+ * Range reduction (Cody and Waite) + polynomials: minimax for the float
+ * functions that the stdlib's speed targets need (exp, log, tanh, sigmoid
+ * in float arithmetic), exact Taylor/atanh coefficients for double,
+ * Chebyshev series for erf's tail.
  * The other float functions compute in double and round once.
  *
  * Accuracy (tools/mathcheck.sh measures it against long double):
