@@ -90,14 +90,23 @@ HKM_FN float hkm_expf_q(float x, int32_t *n)
     return r + (r * r * p + c * (1.0f + r));
 }
 
-/* e^x: 2^n in two factors, each normal, so that a subnormal result rounds
- * once. A NaN stays NaN through the clamps and q. */
+/* e^x: as hkm_expf_q but for r's rounding error, which e^x itself need
+ * not carry (every input within 0.989 ulp; with it 0.843, at 12 % more
+ * time); 2^n in two factors, each normal, so that a subnormal result
+ * rounds once. A NaN stays NaN through the clamps and q. */
 HKM_FN float hkm_expf_r(float x)
 {
     float xc = hkm_self(x > 88.8f, 88.8f, x);
     xc = hkm_self(xc < -104.0f, -104.0f, xc);
-    int32_t n;
-    const float q = hkm_expf_q(xc, &n);
+    const float t = xc * 1.44269504088896341f + 12582912.0f;
+    const float nf = t - 12582912.0f;
+    const int32_t n = (int32_t)(hk_f2u(t) - 0x4b400000u);
+    const float r = (xc - nf * 0.693359375f) + nf * 2.12194440e-4f;
+    const float p =
+        4.999999404e-01f +
+        r * (1.666652113e-01f +
+             r * (4.166838899e-02f + r * (8.368710056e-03f + r * 1.381461043e-03f)));
+    const float q = r + r * r * p;
     const int32_t n1 = n >> 1;
     return (1.0f + q) * hkm_pow2f(n1) * hkm_pow2f(n - n1);
 }
