@@ -6,9 +6,10 @@
 # UndefinedBehaviorSanitizer (the stdlib's GPU code, compiled by nvcc when
 # the CUDA toolkit is there, is built once, in the first); then the
 # multithreaded tests (thread pool,
-# registry with concurrent reloads) once more under ThreadSanitizer; the
-# libFuzzer targets replay their seed corpora and fuzz briefly with a fixed
-# seed (tools/fuzz.sh smoke; skipped without clang's libFuzzer). The
+# registry with concurrent reloads) once more under ThreadSanitizer, and
+# beside them the libFuzzer targets replay their seed corpora and fuzz
+# briefly with a fixed seed (tools/fuzz.sh smoke; skipped without clang's
+# libFuzzer). The
 # Python module (python/) is built and tested in both suites: pytest (the
 # ctest test "python", under ASan + UBSan in the second, about 5 s) and a
 # pip install into a fresh venv (python_install, first suite only, about
@@ -72,21 +73,33 @@ suite "clang, AddressSanitizer + UndefinedBehaviorSanitizer" build-asan "" \
   -DHK_SANITIZE=address,undefined -DHK_CUDA=OFF
 # The libFuzzer targets (tests/fuzz): every seed replayed, then a short
 # fixed-seed run of each (deterministic; tools/fuzz.sh runs them long).
-echo "==== libFuzzer targets: seed corpora + fixed-seed fuzzing (build-fuzz)"
-fuzz_rc=0
+# They build and run beside the ThreadSanitizer suite (their runs are
+# single-threaded: the two overlap by about 20 s); their output is printed
+# after it.
+mkdir -p build-fuzz
+rm -f build-fuzz/smoke.out build-fuzz/smoke.rc
 t0=$(date +%s)
-tools/fuzz.sh smoke || fuzz_rc=$?
-echo "  fuzzed in $(($(date +%s) - t0)) s"
+(
+  rc=0
+  tools/fuzz.sh smoke >build-fuzz/smoke.out 2>&1 || rc=$?
+  echo "$rc" >build-fuzz/smoke.rc
+) &
+fuzz_pid=$!
+suite "clang, ThreadSanitizer (threaded tests)" build-tsan \
+  "^test_(threadpool|registry|calls|loader|opt|plugins|arrays|reduce|rows|types)$" \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DHK_SANITIZE=thread \
+  -DHK_CUDA=OFF
+wait "$fuzz_pid" || true
+echo "==== libFuzzer targets: seed corpora + fixed-seed fuzzing (build-fuzz)"
+cat build-fuzz/smoke.out 2>/dev/null || true
+fuzz_rc=$(cat build-fuzz/smoke.rc 2>/dev/null || echo 1)
+echo "  done $(($(date +%s) - t0)) s after they started (beside the suite above)"
 if [ "$fuzz_rc" -eq 77 ]; then
   echo "  skipped libFuzzer targets (clang or libFuzzer missing)"
 elif [ "$fuzz_rc" -ne 0 ]; then
   echo "==== libFuzzer targets: FAILED"
   status=1
 fi
-suite "clang, ThreadSanitizer (threaded tests)" build-tsan \
-  "^test_(threadpool|registry|calls|loader|opt|plugins|arrays|reduce|rows|types)$" \
-  -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DHK_SANITIZE=thread \
-  -DHK_CUDA=OFF
 
 # The Python step: what the suites said of the Python module's tests.
 echo "==== Python module (import hk): pytest and pip install, in the suites"
