@@ -67,6 +67,25 @@ HKM_FN float hkm_copysignf(float x, float s)
     return hk_u2f((hk_f2u(x) & 0x7fffffffu) | (hk_f2u(s) & 0x80000000u));
 }
 
+/* x = n ln2 + h + *l: h exact (ln2's first 9 bits times n), *l the rest
+ * of n ln2, small. */
+HKM_FN float hkm_expf_reduce(float x, int32_t *n, float *l)
+{
+    const float t = x * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23 */
+    const float nf = t - 12582912.0f;
+    *n = (int32_t)(hk_f2u(t) - 0x4b400000u);
+    *l = nf * 2.12194440e-4f;
+    return x - nf * 0.693359375f;
+}
+
+/* (e^r - 1 - r) / r^2 for |r| <= ln2/2 (minimax). */
+HKM_FN float hkm_expf_poly(float r)
+{
+    return 4.999999404e-01f +
+           r * (1.666652113e-01f +
+                r * (4.166838899e-02f + r * (8.368710056e-03f + r * 1.381461043e-03f)));
+}
+
 /* e^x = 2^n (1 + q) for x in [-104, 88.8] (NaN gives a NaN q): x = n ln2
  * + r, |r| <= ln2/2, q = e^r - 1 = r + r^2 P(r) (minimax, relative error
  * 4e-9), with r's rounding error added back (e^(r + c) = e^r (1 + c) to
@@ -74,20 +93,12 @@ HKM_FN float hkm_copysignf(float x, float s)
  * add to it without rounding e^x first. */
 HKM_FN float hkm_expf_q(float x, int32_t *n)
 {
-    const float t = x * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23 */
-    const float nf = t - 12582912.0f;
-    *n = (int32_t)(hk_f2u(t) - 0x4b400000u);
-    /* r = h + l rounded, c its error: h exact (ln2's first 9 bits times
-     * n), Fast2Sum as |h| >= |l| */
-    const float h = x - nf * 0.693359375f;
-    const float l = nf * 2.12194440e-4f;
+    /* r = h + l rounded, c its error (Fast2Sum, as |h| >= |l|) */
+    float l;
+    const float h = hkm_expf_reduce(x, n, &l);
     const float r = h + l;
     const float c = (h - r) + l;
-    const float p =
-        4.999999404e-01f +
-        r * (1.666652113e-01f +
-             r * (4.166838899e-02f + r * (8.368710056e-03f + r * 1.381461043e-03f)));
-    return r + (r * r * p + c * (1.0f + r));
+    return r + (r * r * hkm_expf_poly(r) + c * (1.0f + r));
 }
 
 /* e^x: as hkm_expf_q but for r's rounding error, which e^x itself need
@@ -98,15 +109,10 @@ HKM_FN float hkm_expf_r(float x)
 {
     float xc = hkm_self(x > 88.8f, 88.8f, x);
     xc = hkm_self(xc < -104.0f, -104.0f, xc);
-    const float t = xc * 1.44269504088896341f + 12582912.0f;
-    const float nf = t - 12582912.0f;
-    const int32_t n = (int32_t)(hk_f2u(t) - 0x4b400000u);
-    const float r = (xc - nf * 0.693359375f) + nf * 2.12194440e-4f;
-    const float p =
-        4.999999404e-01f +
-        r * (1.666652113e-01f +
-             r * (4.166838899e-02f + r * (8.368710056e-03f + r * 1.381461043e-03f)));
-    const float q = r + r * r * p;
+    int32_t n;
+    float l;
+    const float r = hkm_expf_reduce(xc, &n, &l) + l;
+    const float q = r + r * r * hkm_expf_poly(r);
     const int32_t n1 = n >> 1;
     return (1.0f + q) * hkm_pow2f(n1) * hkm_pow2f(n - n1);
 }
