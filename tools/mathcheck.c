@@ -87,6 +87,30 @@ static uint64_t rng(uint64_t *s) { /* splitmix64 */
   return z ^ (z >> 31);
 }
 
+/* A uniform double in [0, 1) from r's top 53 bits. */
+static double unit(uint64_t r) { return (double)(r >> 11) / 9007199254740992.0; }
+
+/* The largest error of a pow check so far, where, and how many inputs
+ * went over the bound. */
+typedef struct {
+  double worst, wx, wy;
+  uint64_t bad;
+} tally_t;
+
+static void tally(tally_t *t, double e, double bound, double x, double y) {
+  if (e > bound) t->bad++;
+  if (e > t->worst || e != e) t->worst = e, t->wx = x, t->wy = y;
+}
+
+static int report_pow(const char *type, uint64_t n, const tally_t *t,
+                      int bound) {
+  printf("%s pow      %llu inputs: max %.3f ulp at (%a, %a), %llu over %d "
+         "ulp\n",
+         type, (unsigned long long)n, t->worst, t->wx, t->wy,
+         (unsigned long long)t->bad, bound);
+  return t->bad != 0;
+}
+
 static int check_f32(const fn_t *f, uint64_t step) {
   double worst = 0;
   float at = 0;
@@ -103,9 +127,7 @@ static int check_f32(const fn_t *f, uint64_t step) {
 }
 
 static int check_pow32(uint64_t n, uint64_t seed) {
-  double worst = 0;
-  float wx = 0, wy = 0;
-  uint64_t bad = 0;
+  tally_t t = {0};
   for (uint64_t i = 0; i < n; i++) {
     uint64_t r = rng(&seed);
     float x, y;
@@ -118,22 +140,16 @@ static int check_pow32(uint64_t n, uint64_t seed) {
       y = (float)(((double)(r >> 40) / (1 << 24) - 0.5) * 40.0);
       if ((r >> 20) & 1) y = (float)(int)y, x = (r >> 21) & 1 ? -x : x;
     }
-    long double ref = powl(x, y);
-    double e = err32(hk_powf(x, y), ref);
-    if (e > 2) bad++;
-    if (e > worst || e != e) worst = e, wx = x, wy = y;
+    tally(&t, err32(hk_powf(x, y), powl(x, y)), 2, x, y);
   }
-  printf("f32 pow      %llu inputs: max %.3f ulp at (%a, %a), %llu over 2 ulp\n",
-         (unsigned long long)n, worst, wx, wy, (unsigned long long)bad);
-  return bad != 0;
+  return report_pow("f32", n, &t, 2);
 }
 
 /* Random (x, y) doubles: any bits; results in range (|y log x| < 700,
  * integer y with negative x a quarter of the time); and x near 1 with
  * large y (where y log x needs log's extra precision). */
 static int check_pow64(uint64_t n, uint64_t seed) {
-  double worst = 0, wx = 0, wy = 0;
-  uint64_t bad = 0;
+  tally_t t = {0};
   for (uint64_t i = 0; i < n; i++) {
     uint64_t r = rng(&seed), r2 = rng(&seed);
     double x, y;
@@ -141,22 +157,20 @@ static int check_pow64(uint64_t n, uint64_t seed) {
       x = hk_u2d(r);
       y = hk_u2d(r2);
     } else if (i % 3 == 1) {
-      x = (double)(r >> 11) / 9007199254740992.0 * 1000.0; /* [0, 1000) */
+      x = unit(r) * 1000.0; /* [0, 1000) */
       if ((r2 >> 60) & 1) x = 1.0 / x;
-      y = ((double)(r2 >> 11) / 9007199254740992.0 - 0.5) * 200.0;
-      if ((r2 >> 2) & 3) ; else y = (double)(int64_t)y, x = (r2 >> 4) & 1 ? -x : x;
+      y = (unit(r2) - 0.5) * 200.0;
+      if (((r2 >> 2) & 3) == 0) { /* an integer y, x of either sign */
+        y = (double)(int64_t)y;
+        if ((r2 >> 4) & 1) x = -x;
+      }
     } else {
-      x = 1.0 + ((double)(r >> 11) / 9007199254740992.0 - 0.5) * 0x1p-20;
-      y = ((double)(r2 >> 11) / 9007199254740992.0 - 0.5) * 0x1p31;
+      x = 1.0 + (unit(r) - 0.5) * 0x1p-20;
+      y = (unit(r2) - 0.5) * 0x1p31;
     }
-    long double ref = powl(x, y);
-    double e = err64(hk_pow(x, y), ref);
-    if (e > 3) bad++;
-    if (e > worst || e != e) worst = e, wx = x, wy = y;
+    tally(&t, err64(hk_pow(x, y), powl(x, y)), 3, x, y);
   }
-  printf("f64 pow      %llu inputs: max %.3f ulp at (%a, %a), %llu over 3 ulp\n",
-         (unsigned long long)n, worst, wx, wy, (unsigned long long)bad);
-  return bad != 0;
+  return report_pow("f64", n, &t, 3);
 }
 
 static int check_f64(const fn_t *f, uint64_t n, uint64_t seed) {
@@ -168,7 +182,7 @@ static int check_f64(const fn_t *f, uint64_t n, uint64_t seed) {
     if (i % 3 == 0)
       x = hk_u2d(r); /* any bits */
     else if (i % 3 == 1) /* [-64, 64], most results in range */
-      x = ((double)(r >> 11) / 9007199254740992.0 - 0.5) * 128.0;
+      x = (unit(r) - 0.5) * 128.0;
     else /* small magnitudes, each binade alike */
       x = hk_u2d((r & 0x800fffffffffffffull) |
                  ((uint64_t)(1023 - 40 + (r >> 52) % 48) << 52));
