@@ -29,6 +29,15 @@ for g in matmul_forward attention_forward layernorm_forward \
 done
 n=$(grep -c '"hk, fp fast"' "$T/g.json")
 [ "$n" -eq 9 ] || { echo "FAIL: hk bench --gpt2: $n fast-mode records, expected 9"; exit 1; }
+# --isolated: every variant's repetition runs in a child process (the
+# bench itself with --variant K), whose time the parent reads back.
+"$HK" bench --gpt2 --smoke --isolated --only layernorm_forward \
+  >"$T/iout" 2>"$T/ierr" || {
+  echo "FAIL: hk bench --gpt2 --isolated exited $?"; cat "$T/ierr" "$T/iout"; exit 1; }
+grep -q "^layernorm_forward, .*isolated processes" "$T/iout" &&
+  grep -q "^  hk, fp fast " "$T/iout" &&
+  grep -q "layernorm_forward: hk (best mode) / C, isolated" "$T/iout" || {
+  echo "FAIL: hk bench --gpt2 --isolated: no table of the three variants"; cat "$T/iout"; exit 1; }
 if [ ! -x "$dir/hk-bench" ]; then
   echo "SKIPPED: hk-bench was not built (Google Benchmark, libbenchmark-dev, missing)"
   exit 77

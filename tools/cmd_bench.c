@@ -24,6 +24,7 @@
   X("threads", 0, "a value")                                             \
   X("kernels", 0, "a value")                                             \
   X("only", 0, "a value")                                                \
+  X("isolated", 0, NULL)                                                 \
   X("smoke", 0, NULL)                                                    \
   X("json", 0, "a value")                                                \
   X("plot", 0, "a value")                                                \
