@@ -91,6 +91,14 @@ static void *g_ctx;
 static size_t g_ntasks;
 
 static pthread_t g_workers[HK_MAX_THREADS - 1];
+/* What worker i reads as it starts (written under g_run before it is
+ * made; read once, before any later resize could rewrite it, as a resize
+ * that rewrites entry i first joins worker i). */
+typedef struct worker_start {
+  uint64_t gen; /* the last job closed before it was made */
+  int index;
+} worker_start;
+static worker_start g_start[HK_MAX_THREADS - 1];
 static int g_nworkers;            /* under g_run */
 static atomic_int g_nworkers_pub; /* a copy for hk__tpool_workers() */
 
@@ -100,6 +108,7 @@ static int g_default_threads; /* set by g_once */
 static int g_ncpu;            /* set by g_once */
 
 static _Thread_local int tls_in_job;
+static _Thread_local int tls_self; /* 0: a caller; worker i: i + 1 */
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -171,6 +180,8 @@ int hk__tpool_default_threads(void) {
   return g_default_threads;
 }
 
+int hk__tpool_self(void) { return tls_self; }
+
 int hk__tpool_workers(void) {
   return atomic_load_explicit(&g_nworkers_pub, memory_order_relaxed);
 }
@@ -216,12 +227,14 @@ static uint64_t wait_for_job(uint64_t last_gen) {
   return s;
 }
 
-/* arg: the generation of the last job closed before the worker was made;
- * any later one is new to it (reading g_state here instead could already
- * see the job it was made for, and skip it). */
+/* arg: its worker_start: its index, and the generation of the last job
+ * closed before it was made; any later one is new to it (reading g_state
+ * here instead could already see the job it was made for, and skip it). */
 static void *worker_main(void *arg) {
   tls_in_job = 1; /* a task's own parallel calls run inline */
-  uint64_t last_gen = (uint64_t)(uintptr_t)arg;
+  const worker_start *st = arg;
+  uint64_t last_gen = st->gen;
+  tls_self = st->index + 1;
   for (;;) {
     uint64_t s = wait_for_job(last_gen);
     if (atomic_load(&g_quit)) break;
@@ -276,10 +289,14 @@ static void resize_workers(int threads) {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    void *gen = (void *)(uintptr_t)ST_GEN(atomic_load(&g_state));
-    while (g_nworkers < want &&
-           pthread_create(&g_workers[g_nworkers], NULL, worker_main, gen) == 0)
-      g_nworkers++;
+    uint64_t gen = ST_GEN(atomic_load(&g_state));
+    for (; g_nworkers < want; g_nworkers++) {
+      worker_start *st = &g_start[g_nworkers];
+      st->gen = gen;
+      st->index = g_nworkers;
+      if (pthread_create(&g_workers[g_nworkers], NULL, worker_main, st) != 0)
+        break;
+    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     atomic_store_explicit(&g_nworkers_pub, g_nworkers, memory_order_relaxed);
   }

@@ -46,6 +46,11 @@ HK_INTERNAL int hk__cpu_count(void);
  * CPUs this process may run on, capped at HK_MAX_THREADS. */
 HK_INTERNAL int hk__tpool_default_threads(void);
 
+/* Which thread of the pool runs this: 0 for any thread that is not a
+ * worker (a caller), i + 1 for worker i, below hk__tpool_threads() while
+ * the thread count is unchanged. A task may use it to start on work near
+ * what the same thread did before (par.c's grid regions). */
+HK_INTERNAL int hk__tpool_self(void);
 /* The number of worker threads alive now (hk__tpool_threads() - 1 once the
  * pool has run a job; 0 before). For tests. */
 HK_INTERNAL int hk__tpool_workers(void);

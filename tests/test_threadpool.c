@@ -327,6 +327,62 @@ static void test_pool_run(void) {
   }
 }
 
+/* ---- grid: every index once, in regions per thread --------------------- */
+
+typedef struct grid_fake {
+  size_t count;
+  atomic_uint *visits;
+  atomic_int bad_self; /* hk__tpool_self() outside [0, threads) */
+  int threads;
+} grid_fake;
+
+static void grid_range(void *const *args, size_t n, size_t begin, size_t end,
+                       void *partial) {
+  (void)n;
+  grid_fake *g = args[0];
+  if (partial) { /* the extents query: one axis of count indices */
+    int64_t *x = partial;
+    x[0] = (int64_t)g->count;
+    return;
+  }
+  int self = hk__tpool_self();
+  if (self < 0 || self >= g->threads) atomic_fetch_add(&g->bad_self, 1);
+  for (size_t i = begin; i < end; i++) atomic_fetch_add(&g->visits[i], 1);
+}
+
+/* hk__par_grid hands each thread a region of contiguous chunks first and
+ * lets it take the others' when its own are done: every index still runs
+ * exactly once, for any count and thread count; hk__tpool_self() names
+ * the running thread (0: the caller, below the thread count). */
+static void test_grid_regions(void) {
+  enum { NG = 100000 };
+  static atomic_uint visits[NG];
+  const size_t counts[] = {0, 1, 2, 3, 9, 17, 1000, 4099, NG};
+  const int threads[] = {1, 2, 3, 5};
+  CHECK_INT_EQ(hk__tpool_self(), 0);
+  for (size_t ti = 0; ti < COUNT(threads); ti++) {
+    CHECK_INT_EQ(hk_set_threads(threads[ti]), HK_OK);
+    for (size_t ci = 0; ci < COUNT(counts); ci++)
+      for (int heavy = 0; heavy < 2; heavy++) {
+        for (size_t i = 0; i < NG; i++) atomic_init(&visits[i], 0);
+        grid_fake g = {counts[ci], visits, 0, threads[ti]};
+        void *args[] = {&g};
+        CHECK_INT_EQ(hk__par_grid(grid_range, args, 0,
+                                  heavy ? HK_ABI_HEAVY : 0u),
+                     HK_OK);
+        int ok = 1;
+        for (size_t i = 0; i < NG; i++)
+          if (atomic_load(&visits[i]) != (i < counts[ci])) ok = 0;
+        CHECK_MSG(ok, "grid: threads=%d count=%zu heavy=%d", threads[ti],
+                  counts[ci], heavy);
+        CHECK_MSG(atomic_load(&g.bad_self) == 0,
+                  "grid: hk__tpool_self out of range, threads=%d",
+                  threads[ti]);
+      }
+  }
+  CHECK_INT_EQ(hk_set_threads(0), HK_OK);
+}
+
 static void test_elementwise_matrix(void) {
   ew_bufs b;
   ew_bufs_init(&b, NMAX);
@@ -761,6 +817,7 @@ int main(int argc, char **argv) {
 
   test_block_rule();
   test_pool_run();
+  test_grid_regions();
   test_elementwise_matrix();
   test_reduce_matrix();
   test_really_parallel();
