@@ -237,6 +237,8 @@ static void run_child(const gcase *g) {
   for (int i = 0; i < nb; i++) free(ref.p[i]);
 }
 
+extern char **environ;
+
 static char self_path[4096];
 static char *child_base[16];
 static int nchild_base;
@@ -264,7 +266,6 @@ static double spawn_variant(const char *name, int k) {
   posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
   posix_spawn_file_actions_addclose(&fa, fd[0]);
   posix_spawn_file_actions_addclose(&fa, fd[1]);
-  extern char **environ;
   pid_t pid;
   int rc = posix_spawn(&pid, self_path, &fa, NULL, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
@@ -274,11 +275,14 @@ static double spawn_variant(const char *name, int k) {
             strerror(rc));
     exit(2);
   }
-  char out[4096];
+  char out[4096], rest[512];
   size_t len = 0;
   ssize_t got;
-  while ((got = read(fd[0], out + len, sizeof out - 1 - len)) > 0)
-    len += (size_t)got;
+  /* the first 4 KB kept (its line is near the top), the rest drained */
+  while ((got = len < sizeof out - 1
+                    ? read(fd[0], out + len, sizeof out - 1 - len)
+                    : read(fd[0], rest, sizeof rest)) > 0)
+    if (len < sizeof out - 1) len += (size_t)got;
   out[len] = '\0';
   close(fd[0]);
   int status;
@@ -489,11 +493,11 @@ int main(int argc, char **argv) {
   }
   if (bench_json) fputs("[\n", bench_json);
   printf("hk bench --gpt2: B=%lld T=%lld C=%lld NH=%lld V=%lld, AdamW over %lld "
-         "parameters; %d threads, median of %d %s repetitions\n",
+         "parameters; %d threads, median of %d %s\n",
          (long long)B, (long long)T, (long long)C, (long long)NH, (long long)V,
          (long long)NPARAMS, threads, bench_reps,
-         isolated ? "shuffled, each variant in a process of its own,"
-                  : "interleaved");
+         isolated ? "repetitions, each variant in a process of its own"
+                  : "interleaved repetitions");
 
   char shape[8][64];
   snprintf(shape[0], 64, "(%lld, %lld) x (%lld, %lld)", (long long)BT,
