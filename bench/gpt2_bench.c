@@ -134,6 +134,25 @@ typedef struct gcase {
   double tol;
 } gcase;
 
+/* The variants' names: C, hk strict, hk fast (--variant's 0, 1, 2). */
+static const char *const variant_names[] = {"C -O3 -Ofast -fopenmp",
+                                            "hk, fp strict", "hk, fp fast"};
+
+/* Prints a case's timed variants under "NAME, SHAPE (HOW)" and records
+ * its target, the better hk mode against C ("...: hk (best mode) / C"
+ * then TAG). */
+static void report_case(const gcase *g, variant *v, int nv, const char *how,
+                        const char *tag) {
+  char group[160];
+  snprintf(group, sizeof group, "%s, %s (%s)", g->name, g->shape, how);
+  bench_report(group, v, nv);
+  double best = v[1].ns;
+  if (nv == 3 && v[2].ns < best) best = v[2].ns;
+  char w[96];
+  snprintf(w, sizeof w, "%s: hk (best mode) / C%s", g->name, tag);
+  bench_want(w, best / v[0].ns, 1.0, 1);
+}
+
 /* Runs C, strict and fast once from the same inputs and compares what
  * they write; then (timed) times the three on their own buffers. */
 static void run_case(const gcase *g, int timed) {
@@ -158,7 +177,7 @@ static void run_case(const gcase *g, int timed) {
   }
   g->ref(&ref);
   int nv = 1;
-  variant v[3] = {{"C -O3 -Ofast -fopenmp", g->ref, &ref, 0, 0}};
+  variant v[3] = {{variant_names[0], g->ref, &ref, 0, 0}};
   for (int m = 0; m < 2; m++) {
     if (!hk[m].k) continue;
     run_hk(&hk[m]);
@@ -169,19 +188,13 @@ static void run_case(const gcase *g, int timed) {
                m ? "fast" : "strict", i);
       if (!bench_close(bufs[m][i], ref.p[i], g->len[i], g->tol, what)) exit(1);
     }
-    v[nv++] = (variant){m ? "hk, fp fast" : "hk, fp strict", run_hk, &hk[m], 0, 0};
+    v[nv++] = (variant){variant_names[m + 1], run_hk, &hk[m], 0, 0};
   }
   if (timed) {
     bench_time_group(v, nv);
-    char group[160];
-    snprintf(group, sizeof group, "%s, %s (tier %s)", g->name, g->shape,
-             hk_tier_name(hk_kernel_tier(hk[0].k)));
-    bench_report(group, v, nv);
-    double best = v[1].ns;
-    if (nv == 3 && v[2].ns < best) best = v[2].ns;
-    char w[96];
-    snprintf(w, sizeof w, "%s: hk (best mode) / C", g->name);
-    bench_want(w, best / v[0].ns, 1.0, 1);
+    char how[64];
+    snprintf(how, sizeof how, "tier %s", hk_tier_name(hk_kernel_tier(hk[0].k)));
+    report_case(g, v, nv, how, "");
   }
   for (int i = 0; i < g->nbuf + g->nextra; i++) free(ref.p[i]);
   for (int i = 0; i < g->nbuf; i++)
@@ -331,22 +344,12 @@ static void run_isolated(const gcase *g) {
   /* the outputs checked once, after the children: this process's OpenMP
    * workers would spin beside the first children for milliseconds */
   run_case(g, 0);
-  static const char *const names[] = {"C -O3 -Ofast -fopenmp", "hk, fp strict",
-                                      "hk, fp fast"};
   variant v[3];
   for (int k = 0; k < nv; k++) {
     qsort(s[k], (size_t)reps, sizeof **s, cmp_ns);
-    v[k] = (variant){names[k], NULL, NULL, s[k][reps / 2], 0};
+    v[k] = (variant){variant_names[k], NULL, NULL, s[k][reps / 2], 0};
   }
-  char group[160];
-  snprintf(group, sizeof group, "%s, %s (tier opt, isolated processes)",
-           g->name, g->shape);
-  bench_report(group, v, nv);
-  double best = v[1].ns;
-  if (nv == 3 && v[2].ns < best) best = v[2].ns;
-  char w[96];
-  snprintf(w, sizeof w, "%s: hk (best mode) / C, isolated", g->name);
-  bench_want(w, best / v[0].ns, 1.0, 1);
+  report_case(g, v, nv, "tier opt, isolated processes", ", isolated");
 }
 
 /* ---- the C baselines, over ref_run ------------------------------------- */
