@@ -315,11 +315,6 @@ static double spawn_variant(const char *name, int k) {
   return ns;
 }
 
-static int cmp_ns(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static void run_isolated(const gcase *g) {
   /* the kernels built and cached before any child looks for them */
   if (!kernel(g->name, 0)) {
@@ -345,10 +340,8 @@ static void run_isolated(const gcase *g) {
    * workers would spin beside the first children for milliseconds */
   run_case(g, 0);
   variant v[3];
-  for (int k = 0; k < nv; k++) {
-    qsort(s[k], (size_t)reps, sizeof **s, cmp_ns);
-    v[k] = (variant){variant_names[k], NULL, NULL, s[k][reps / 2], 0};
-  }
+  for (int k = 0; k < nv; k++)
+    v[k] = (variant){variant_names[k], NULL, NULL, bench_median(s[k], reps), 0};
   report_case(g, v, nv, "tier opt, isolated processes", ", isolated");
 }
 

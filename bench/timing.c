@@ -38,6 +38,11 @@ static int cmp_d(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+double bench_median(double *s, int n) {
+  qsort(s, (size_t)n, sizeof *s, cmp_d);
+  return s[n / 2];
+}
+
 void bench_time_group(variant *v, int nv) {
   for (int i = 0; i < nv; i++) { /* warm up, calibrate */
     long it = 1;
@@ -68,10 +73,7 @@ void bench_time_group(variant *v, int nv) {
       s[order[q] * bench_reps + r] = (bench_now_ns() - t0) / (double)x->iters;
     }
   }
-  for (int i = 0; i < nv; i++) {
-    qsort(s + i * bench_reps, (size_t)bench_reps, sizeof *s, cmp_d);
-    v[i].ns = s[i * bench_reps + bench_reps / 2];
-  }
+  for (int i = 0; i < nv; i++) v[i].ns = bench_median(s + i * bench_reps, bench_reps);
   free(s);
 }
 

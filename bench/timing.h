@@ -33,6 +33,8 @@ float bench_frand(void);
 float *bench_fbuf(size_t n);
 
 void bench_time_group(variant *v, int nv);
+/* The median of s[0 .. n) (the upper one when n is even), s sorted. */
+double bench_median(double *s, int n);
 /* Prints the group's variants (time, ratio to the first) and their JSON. */
 void bench_report(const char *group, variant *v, int nv);
 /* Records a target: met when ratio <= limit (below) or >= limit. */
