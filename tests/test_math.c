@@ -1,17 +1,29 @@
-/* test_math.c — common/hkmath.h gives the same bits on every CPU tier.
+/* test_math.c — common/hkmath.h gives the same bits on every CPU tier and
+ * on CUDA.
  *
- * Kernels calling each of its functions (exp, expm1, log, log1p, tanh, erf,
- * sin, cos, pow, rsqrt, sigmoid; float and double; the f names too) run on
- * tier jit (tcc, calling the copy compiled into libhk: core/symbols.c) and
- * tier opt (the system compiler, -march=native: inlined, vectorised), and the stdlib's exp, log, tanh, sigmoid and gelu on tier
- * inline; every result must equal, bit for bit, hkmath.h compiled into this
- * test (with contraction off, as kernels are), on inputs that hit the
- * special values, the range limits, and the tails of vector loops. A kernel
- * calling sin and cos of one argument, which gcc merges into sincosf when
- * they are libm's, must load and run on tier opt. Double pow's special
- * cases match libm's (C99 Annex F). The accuracy itself is
- * checked by tools/mathcheck.c (ctest math_ulp: sampled; tools/mathcheck.sh:
- * every float).
+ * test_math: kernels calling each of its functions (exp, expm1, log,
+ * log1p, tanh, erf, sin, cos, pow, rsqrt, sigmoid; float and double; the f
+ * names too) run on tier jit (tcc, calling the copy compiled into libhk:
+ * core/symbols.c) and tier opt (the system compiler, -march=native:
+ * inlined, vectorised), and the stdlib's exp, log, tanh, sigmoid and gelu
+ * on tier inline; every result must equal, bit for bit, hkmath.h compiled
+ * into this test (with contraction off, as kernels are), on inputs that hit
+ * the special values, the range limits, and the tails of vector loops. A
+ * kernel calling sin and cos of one argument, which gcc merges into
+ * sincosf when they are libm's, must load and run on tier opt. Double pow's
+ * special cases match libm's (C99 Annex F). The accuracy itself is checked
+ * by tools/mathcheck.c (ctest math_ulp: sampled; tools/mathcheck.sh: every
+ * float).
+ *
+ * test_math --cuda (ctest test_math_cuda): the same kernels on the GPU,
+ * the plugin kernels compiled by NVRTC on their first call and the stdlib's
+ * by nvcc into libhk, their inputs copied into device memory and their
+ * results back; then, on the GPU only, a wider sweep: each float function
+ * on 2^24 inputs spread over all 2^32 bit patterns, each double function
+ * and pow (float and double) on 2^20. The same hkmath.h here is the
+ * reference, bit for bit, except that a NaN the GPU gives equals any NaN
+ * (compare()). One line per kernel says what was covered. Skipped (77)
+ * without a device.
  */
 #include "check.h"
 #include "hk.h"
@@ -81,8 +93,34 @@ static const fn_t fns[] = {
     {"rsqrt", hk_rsqrtf, hk_rsqrt}, {"sigmoid", hk_sigmoidf, hk_sigmoid},
     {"sincos", sincosf_ref, sincos_ref}};
 
+/* Where checks run: a context's kernels on one backend. */
+typedef struct {
+  hk_context_t *ctx;
+  const char *label;    /* for messages: "tier jit", "tier inline", "cuda" */
+  hk_backend_t backend; /* HK_BACKEND_CPU or HK_BACKEND_CUDA */
+} on_t;
+
+/* A kernel's inputs: n elements of x, and of y for two-input kernels (NULL
+ * where no kernel reads them), in float and double. */
+typedef struct {
+  size_t n;
+  float *x32, *y32;
+  double *x64, *y64;
+} inputs_t;
+
 static float g_x32[N], g_y32[N];
 static double g_x64[N], g_y64[N];
+static const inputs_t g_in = {N, g_x32, g_y32, g_x64, g_y64};
+
+/* malloc for inputs and results: a test without the memory stops here. */
+static void *alloc(size_t bytes) {
+  void *p = malloc(bytes ? bytes : 1);
+  if (!p) {
+    fprintf(stderr, "test_math: out of memory (%zu bytes)\n", bytes);
+    exit(1);
+  }
+  return p;
+}
 
 static uint64_t rng(uint64_t *s) { /* splitmix64 */
   uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -91,17 +129,17 @@ static uint64_t rng(uint64_t *s) { /* splitmix64 */
   return z ^ (z >> 31);
 }
 
-/* Special values first, then a third each of: any bits, [-30, 30], and
- * magnitudes from 2^-30 to 2^30. */
-static void make_inputs(void) {
+/* in's n inputs from seed: special values first, then a third each of: any
+ * bits, [-width/2, width/2], and magnitudes from 2^-30 to 2^30; y in
+ * [-4, 4], an integer at every fifth element (pow's integer exponents). */
+static void fill_inputs(const inputs_t *in, double width, uint64_t seed) {
   static const double special[] = {
       0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 1e-40, -1e-40, 1e-300, 5e-324,
       88.72, 88.73, -103.9, -104.0, 709.78, 709.79, -745.1, -746.0, 0.625,
       -0.625, 20.0, 1e30, -1e30, 3.4e38, 1.7e308, 268435455.0, 1.5707963,
       3.14159265358979, 1.0 / 0.0, -1.0 / 0.0, 0.0 / 0.0};
   const size_t ns = sizeof special / sizeof *special;
-  uint64_t seed = 42;
-  for (size_t i = 0; i < N; i++) {
+  for (size_t i = 0; i < in->n; i++) {
     uint64_t r = rng(&seed), q = rng(&seed);
     double v, w = ((double)(q >> 11) / 9007199254740992.0 - 0.5) * 8.0;
     if (i < ns)
@@ -109,70 +147,180 @@ static void make_inputs(void) {
     else if (i % 3 == 0)
       v = hk_u2d(r);
     else if (i % 3 == 1)
-      v = ((double)(r >> 11) / 9007199254740992.0 - 0.5) * 60.0;
+      v = ((double)(r >> 11) / 9007199254740992.0 - 0.5) * width;
     else
       v = hk_u2d((r & 0x800fffffffffffffull) |
                  ((uint64_t)(1023 - 30 + (r >> 52) % 60) << 52));
-    g_x64[i] = v;
-    g_x32[i] = i % 3 == 0 && i >= ns ? hk_u2f((uint32_t)r) : (float)v;
-    g_y64[i] = i % 5 == 0 ? (double)(int)w : w; /* pow: integer exponents */
-    g_y32[i] = (float)g_y64[i];
+    in->x64[i] = v;
+    in->x32[i] = i % 3 == 0 && i >= ns ? hk_u2f((uint32_t)r) : (float)v;
+    in->y64[i] = i % 5 == 0 ? (double)(int)w : w; /* pow: integer exponents */
+    in->y32[i] = (float)in->y64[i];
   }
 }
 
-/* The first element whose bits differ, or -1. */
-static long differs(const void *a, const void *b, size_t size) {
-  for (size_t i = 0; i < N; i++)
-    if (memcmp((const char *)a + i * size, (const char *)b + i * size, size))
-      return (long)i;
-  return -1;
+/* Element i of p, a float or (f64) double array, as a double. */
+static double at(const void *p, size_t i, int f64) {
+  return f64 ? ((const double *)p)[i] : ((const float *)p)[i];
 }
 
-/* Runs kernel name of ctx on x (and y) and compares with want. */
-static void run_and_compare(hk_context_t *ctx, const char *name, int f64,
-                            int two, const void *want, const char *tier) {
-  hk_kernel_t *k = NULL;
-  CHECK_MSG(hk_kernel_find(ctx, name, &k) == HK_OK, "%s: %s", name,
-            hk_last_error());
-  if (!k) return;
-  static double out[N];
-  void *x = f64 ? (void *)g_x64 : (void *)g_x32;
-  void *y = f64 ? (void *)g_y64 : (void *)g_y32;
-  void *args2[] = {x, out}, *args3[] = {x, y, out};
-  memset(out, 0, sizeof out);
-  CHECK_MSG(hk_call(k, N, two ? args3 : args2) == HK_OK, "%s: %s", name,
-            hk_last_error());
-  long i = differs(out, want, f64 ? 8 : 4);
-  if (f64)
-    CHECK_MSG(i < 0, "%s on tier %s: element %ld (x = %a): %a, hkmath.h %a",
-              name, tier, i, i < 0 ? 0 : g_x64[i], i < 0 ? 0 : out[i],
-              i < 0 ? 0 : ((const double *)want)[i]);
+/* How two arrays of results differ. */
+typedef struct {
+  size_t bad;  /* elements whose bits differ */
+  size_t nans; /* elements NaN in both, with other bits (see compare) */
+  long first;  /* the first bad element, or -1 */
+} diff_t;
+
+/* got against want, n floats or (f64) doubles: bit for bit. Where nan_any
+ * (on the GPU), a NaN equals any NaN, counted in nans instead of bad (and
+ * shown in the GPU's lines): hkmath.h's functions make their NaNs the same
+ * on every target (hkm_nanf), but arithmetic on a NaN outside them (the
+ * kernels' own: m_where's x - 1, m_sincos's product) gives the target's
+ * NaN, an operand's payload on x86 and 0x7fffffff on NVIDIA GPUs, and
+ * which NaN is not what this test is about. The CPU tiers, all on one CPU,
+ * keep to the exact bits. */
+static diff_t compare(const void *got, const void *want, size_t n, int f64,
+                      int nan_any) {
+  diff_t d = {0, 0, -1};
+  const size_t es = f64 ? sizeof(double) : sizeof(float);
+  if (!memcmp(got, want, n * es)) return d; /* the usual case, at once */
+  for (size_t i = 0; i < n; i++) {
+    if (!memcmp((const char *)got + i * es, (const char *)want + i * es, es))
+      continue;
+    if (nan_any && isnan(at(got, i, f64)) && isnan(at(want, i, f64)))
+      d.nans++;
+    else if (!d.bad++)
+      d.first = (long)i;
+  }
+  return d;
+}
+
+/* A kernel's outcome on on: a CHECK that none of its n results differs (d;
+ * first describes the first that does), and, on the GPU, a line for the
+ * log whatever the outcome, so that a GPU run shows what it covered (the
+ * CPU tiers' run stays quiet). */
+static void report(const on_t *on, const char *name, size_t n, diff_t d,
+                   const char *first) {
+  CHECK_MSG(d.bad == 0, "%s on %s: %zu of %zu elements differ; the first, %s",
+            name, on->label, d.bad, n, first);
+  if (on->backend != HK_BACKEND_CUDA) return;
+  if (d.bad)
+    printf("%s %-14s %8zu elements: %zu differ (the first, %s)\n", on->label,
+           name, n, d.bad, first);
+  else if (d.nans)
+    printf("%s %-14s %8zu elements: bit-identical but for the sign or "
+           "payload of %zu NaNs\n",
+           on->label, name, n, d.nans);
   else
-    CHECK_MSG(i < 0, "%s on tier %s: element %ld (x = %a): %a, hkmath.h %a",
-              name, tier, i, i < 0 ? 0 : (double)g_x32[i],
-              i < 0 ? 0 : (double)((float *)out)[i],
-              i < 0 ? 0 : (double)((const float *)want)[i]);
+    printf("%s %-14s %8zu elements: bit-identical\n", on->label, name, n);
 }
 
-/* fn's kernels NAME_f32 and NAME_f64 (and mf_NAME, the f version, where
- * fnames) against hkmath.h; prefix "m_" or "" (the stdlib's). */
-static void check_fn(hk_context_t *ctx, const fn_t *fn, const char *prefix,
-                     int fnames, const char *tier) {
-  static float w32[N];
-  static double w64[N];
-  char name[64];
-  for (size_t i = 0; i < N; i++) {
-    w32[i] = fn->f32(g_x32[i]);
-    w64[i] = fn->f64(g_x64[i]);
+/* rc, an hk_ call's (what) for kernel name, as a CHECK; 1 when HK_OK. */
+static int rc_ok(int rc, const on_t *on, const char *name, const char *what) {
+  CHECK_MSG(rc == HK_OK, "%s on %s: %s: %s", name, on->label, what,
+            hk_last_error());
+  return rc == HK_OK;
+}
+
+/* Runs kernel name (k) on n elements on on->backend: args are nargs (2 or
+ * 3) buffers of host memory of es-byte elements, the output last. On
+ * the GPU they go through device memory (the inputs copied in, the output
+ * copied back, all freed). 1 when it ran; else a CHECK failed. */
+static int call_on(const on_t *on, const hk_kernel_t *k, const char *name,
+                   size_t n, int nargs, void *const *args, size_t es) {
+  if (on->backend != HK_BACKEND_CUDA)
+    return rc_ok(hk_call_on(k, on->backend, n, args), on, name, "hk_call_on");
+  HK_ASSERT(nargs >= 2 && nargs <= 3);
+  void *dev[3] = {NULL, NULL, NULL};
+  const size_t bytes = n * es;
+  int ran = 1;
+  for (int a = 0; a < nargs && ran; a++) {
+    ran = rc_ok(hk_device_alloc(&dev[a], bytes), on, name, "hk_device_alloc");
+    if (ran && a < nargs - 1)
+      ran = rc_ok(hk_memcpy_to_device(dev[a], args[a], bytes, NULL), on, name,
+                  "hk_memcpy_to_device");
   }
+  ran = ran && rc_ok(hk_call_on(k, HK_BACKEND_CUDA, n, dev), on, name,
+                     "hk_call_on");
+  ran = ran && rc_ok(hk_memcpy_to_host(args[nargs - 1], dev[nargs - 1], bytes,
+                                       NULL),
+                     on, name, "hk_memcpy_to_host");
+  for (int a = 0; a < nargs; a++)
+    if (dev[a] && !rc_ok(hk_device_free(dev[a]), on, name, "hk_device_free"))
+      ran = 0;
+  return ran;
+}
+
+/* Runs kernel name of on->ctx on in's x (and y, when two) on its backend
+ * and compares its in->n results with want. */
+static void run_and_compare(const on_t *on, const inputs_t *in,
+                            const char *name, int f64, int two,
+                            const void *want) {
+  hk_kernel_t *k = NULL;
+  if (!rc_ok(hk_kernel_find(on->ctx, name, &k), on, name, "hk_kernel_find"))
+    return;
+  const size_t es = f64 ? sizeof(double) : sizeof(float);
+  void *out = alloc(in->n * es);
+  memset(out, 0, in->n * es);
+  void *x = f64 ? (void *)in->x64 : (void *)in->x32;
+  void *y = f64 ? (void *)in->y64 : (void *)in->y32;
+  void *args2[] = {x, out}, *args3[] = {x, y, out};
+  if (call_on(on, k, name, in->n, two ? 3 : 2, two ? args3 : args2, es)) {
+    diff_t d = compare(out, want, in->n, f64, on->backend == HK_BACKEND_CUDA);
+    char first[256] = "";
+    if (d.bad) {
+      size_t i = (size_t)d.first;
+      char ys[64] = "";
+      if (two) snprintf(ys, sizeof ys, ", y = %a", at(y, i, f64));
+      snprintf(first, sizeof first, "element %zu (x = %a%s): %a, hkmath.h %a",
+               i, at(x, i, f64), ys, at(out, i, f64), at(want, i, f64));
+    }
+    report(on, name, in->n, d, first);
+  }
+  free(out);
+}
+
+/* fn's kernels PREFIX+NAME_f32 on in32 and PREFIX+NAME_f64 on in64 (and
+ * mf_NAME, the f version, on in32 where fnames) against hkmath.h; prefix
+ * "m_" or "" (the stdlib's). */
+static void check_fn(const on_t *on, const fn_t *fn, const char *prefix,
+                     int fnames, const inputs_t *in32, const inputs_t *in64) {
+  float *w32 = alloc(in32->n * sizeof *w32);
+  double *w64 = alloc(in64->n * sizeof *w64);
+  char name[64];
+  for (size_t i = 0; i < in32->n; i++) w32[i] = fn->f32(in32->x32[i]);
+  for (size_t i = 0; i < in64->n; i++) w64[i] = fn->f64(in64->x64[i]);
   snprintf(name, sizeof name, "%s%s_f32", prefix, fn->name);
-  run_and_compare(ctx, name, 0, 0, w32, tier);
+  run_and_compare(on, in32, name, 0, 0, w32);
   snprintf(name, sizeof name, "%s%s_f64", prefix, fn->name);
-  run_and_compare(ctx, name, 1, 0, w64, tier);
+  run_and_compare(on, in64, name, 1, 0, w64);
   if (fnames) {
     snprintf(name, sizeof name, "mf_%s", fn->name);
-    run_and_compare(ctx, name, 0, 0, w32, tier);
+    run_and_compare(on, in32, name, 0, 0, w32);
   }
+  free(w32);
+  free(w64);
+}
+
+/* Every function of fns (sincos only when with_sincos, as it is no
+ * function of hkmath.h's) on in32 and in64, and pow on in64's pairs, float
+ * and double. */
+static void check_math(const on_t *on, const inputs_t *in32,
+                       const inputs_t *in64, int with_sincos) {
+  for (size_t f = 0; f < sizeof fns / sizeof *fns; f++) {
+    const int is_sincos = strcmp(fns[f].name, "sincos") == 0;
+    if (!is_sincos || with_sincos)
+      check_fn(on, &fns[f], "m_", !is_sincos, in32, in64);
+  }
+  float *w32 = alloc(in64->n * sizeof *w32);
+  double *w64 = alloc(in64->n * sizeof *w64);
+  for (size_t i = 0; i < in64->n; i++) {
+    w32[i] = hk_powf(in64->x32[i], in64->y32[i]);
+    w64[i] = hk_pow(in64->x64[i], in64->y64[i]);
+  }
+  run_and_compare(on, in64, "m_pow_f32", 0, 1, w32);
+  run_and_compare(on, in64, "m_pow_f64", 1, 1, w64);
+  free(w32);
+  free(w64);
 }
 
 static float where32(float x) {
@@ -182,18 +330,26 @@ static double where64(double x) {
   return (x > 0 ? x + x : x - 1.0) + (x == 0 ? 5.0 : 0.0);
 }
 
+/* Element i of an integer array of es bytes an element (4: i32, 8: i64,
+ * 1: u8). */
+static int64_t int_at(const void *p, size_t i, size_t es) {
+  return es == 4   ? ((const int32_t *)p)[i]
+         : es == 8 ? ((const int64_t *)p)[i]
+                   : ((const uint8_t *)p)[i];
+}
+
 /* where on integers (i32, i64, u8: the result has the type of a + b,
  * converted to out's) and a parameter named where. */
-static void check_where(hk_context_t *ctx, const char *tier) {
+static void check_where(const on_t *on) {
   static const struct {
     const char *name;
     size_t es;
   } it[] = {{"m_wherei_i32", 4}, {"m_wherei_i64", 8}, {"m_wherei_u8", 1}};
   for (size_t t = 0; t < sizeof it / sizeof *it; t++) {
     hk_kernel_t *k = NULL;
-    CHECK_MSG(hk_kernel_find(ctx, it[t].name, &k) == HK_OK, "%s: %s",
-              it[t].name, hk_last_error());
-    if (!k) continue;
+    if (!rc_ok(hk_kernel_find(on->ctx, it[t].name, &k), on, it[t].name,
+               "hk_kernel_find"))
+      continue;
     static unsigned char x[N * 8], out[N * 8];
     int64_t want[N];
     for (size_t i = 0; i < N; i++) {
@@ -205,38 +361,29 @@ static void check_where(hk_context_t *ctx, const char *tier) {
       want[i] = w;
     }
     void *args[] = {x, out};
-    CHECK_MSG(hk_call(k, N, args) == HK_OK, "%s: %s", it[t].name,
-              hk_last_error());
-    long bad = -1;
-    for (size_t i = 0; i < N && bad < 0; i++) {
-      int64_t got = it[t].es == 4   ? ((int32_t *)(void *)out)[i]
-                    : it[t].es == 8 ? ((int64_t *)(void *)out)[i]
-                                    : out[i];
-      if (got != want[i]) bad = (long)i;
-    }
-    CHECK_MSG(bad < 0, "%s on tier %s: element %ld wrong", it[t].name, tier,
-              bad);
+    if (!call_on(on, k, it[t].name, N, 2, args, it[t].es)) continue;
+    diff_t d = {0, 0, -1};
+    for (size_t i = 0; i < N; i++)
+      if (int_at(out, i, it[t].es) != want[i] && !d.bad++) d.first = (long)i;
+    char first[128] = "";
+    if (d.bad)
+      snprintf(first, sizeof first, "element %ld (x = %ld): %lld, want %lld",
+               d.first, d.first % 23,
+               (long long)int_at(out, (size_t)d.first, it[t].es),
+               (long long)want[d.first]);
+    report(on, it[t].name, N, d, first);
   }
   static float w32[N];
   for (size_t i = 0; i < N; i++) w32[i] = g_x32[i] * g_y32[i];
-  run_and_compare(ctx, "m_wherep", 0, 1, w32, tier);
+  run_and_compare(on, &g_in, "m_wherep", 0, 1, w32);
 }
 
-/* Every function of kernels_json on the context's tier. */
-static void check_tier(hk_context_t *ctx, const char *tier) {
+/* Every kernel of kernels_json on on. */
+static void check_tier(const on_t *on) {
   static const fn_t where_fn = {"where", where32, where64};
-  check_fn(ctx, &where_fn, "m_", 0, tier);
-  check_where(ctx, tier);
-  for (size_t f = 0; f < sizeof fns / sizeof *fns; f++)
-    check_fn(ctx, &fns[f], "m_", strcmp(fns[f].name, "sincos") != 0, tier);
-  static float w32[N];
-  static double w64[N];
-  for (size_t i = 0; i < N; i++) {
-    w32[i] = hk_powf(g_x32[i], g_y32[i]);
-    w64[i] = hk_pow(g_x64[i], g_y64[i]);
-  }
-  run_and_compare(ctx, "m_pow_f32", 0, 1, w32, tier);
-  run_and_compare(ctx, "m_pow_f64", 1, 1, w64, tier);
+  check_fn(on, &where_fn, "m_", 0, &g_in, &g_in);
+  check_where(on);
+  check_math(on, &g_in, &g_in, 1);
 }
 
 /* the stdlib's gelu: 0.5 x (1 + tanh u) as x / (1 + e^(-2u)) */
@@ -294,15 +441,16 @@ static void check_sincos_large(void) {
     }
 }
 
-/* The stdlib's math ops (tier inline, built with the kernel flags). */
-static void check_inline(hk_context_t *ctx) {
+/* The stdlib's math ops (on the CPU tier inline, built with the kernel
+ * flags; on the GPU, nvcc's code in libhk). */
+static void check_inline(const on_t *on) {
   static const fn_t ops[] = {{"exp", hk_expf, hk_exp},
                              {"log", hk_logf, hk_log},
                              {"tanh", hk_tanhf, hk_tanh},
                              {"sigmoid", hk_sigmoidf, hk_sigmoid},
                              {"gelu", gelu32, gelu64}};
   for (size_t f = 0; f < sizeof ops / sizeof *ops; f++)
-    check_fn(ctx, &ops[f], "", 0, "inline");
+    check_fn(on, &ops[f], "", 0, &g_in, &g_in);
 }
 
 /* A context on tier (jit or opt) holding kernels_json, or NULL. */
@@ -321,14 +469,86 @@ static hk_context_t *context(hk_tier_t tier) {
   return c;
 }
 
-int main(void) {
-  make_inputs();
+/* The wider sweep, on the GPU only (the CPU tiers run g_in's inputs; the
+ * accuracy over every float is tools/mathcheck.sh's): each float function
+ * on 2^24 inputs spread over all 2^32 bit patterns (every 256th, its low 8
+ * bits varied), each double function and pow on 2^20 of fill_inputs (any
+ * bits, [-40, 40], magnitudes 2^-30 to 2^30). */
+static void check_sweep(const on_t *on) {
+  const size_t n32 = (size_t)1 << 24, n64 = (size_t)1 << 20;
+  const inputs_t bits = {n32, alloc(n32 * sizeof(float)), NULL, NULL, NULL};
+  const inputs_t mixed = {n64, alloc(n64 * sizeof(float)),
+                          alloc(n64 * sizeof(float)),
+                          alloc(n64 * sizeof(double)),
+                          alloc(n64 * sizeof(double))};
+  for (size_t i = 0; i < n32; i++)
+    bits.x32[i] = hk_u2f((uint32_t)(i * 256 + ((i * 97) & 255)));
+  fill_inputs(&mixed, 80.0, 7);
+  check_math(on, &bits, &mixed, 0);
+  free(bits.x32);
+  free(mixed.x32);
+  free(mixed.y32);
+  free(mixed.x64);
+  free(mixed.y64);
+}
+
+/* test_math --cuda: every kernel of kernels_json (in a tier jit context;
+ * the GPU's code is NVRTC's, whatever the tier) and the stdlib's math ops
+ * on the GPU, then the sweep. 77 without a device. */
+static int check_cuda(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0); /* what ran before a crash stays */
+  int rc = hk_cuda_init();
+  if (rc == HK_EUNSUPPORTED) {
+    const char *why = hk_last_error(), *p = strstr(why, "no CUDA device");
+    if (p) why = p + strlen("no CUDA device");
+    why += strspn(why, ": ");
+    CHECK_SKIP("no CUDA device: %.*s", (int)strcspn(why, "\n"), why);
+  }
+  CHECK_MSG(rc == HK_OK, "hk_cuda_init: %s", hk_last_error());
+  hk_cuda_device_info_t di;
+  memset(&di, 0, sizeof di);
+  if (rc == HK_OK) {
+    rc = hk_cuda_device_info(&di);
+    CHECK_MSG(rc == HK_OK, "hk_cuda_device_info: %s", hk_last_error());
+  }
+  if (rc != HK_OK) CHECK_DONE();
+  printf("device %d: %s, sm_%d%d, NVRTC %d\n", di.ordinal, di.name, di.major,
+         di.minor, di.nvrtc_version);
+  hk_context_t *jit = context(HK_TIER_JIT);
+  if (jit) {
+    const on_t cuda = {jit, "cuda", HK_BACKEND_CUDA};
+    /* One NVRTC program holds every kernel of math.json: where it does not
+     * compile, one failure says why, not one per kernel. */
+    hk_kernel_t *k = NULL;
+    if (rc_ok(hk_kernel_find(jit, "m_exp_f32", &k), &cuda, "m_exp_f32",
+              "hk_kernel_find") &&
+        rc_ok(hk_kernel_prepare(k, HK_BACKEND_CUDA), &cuda, "math.json",
+              "hk_kernel_prepare (NVRTC)")) {
+      check_tier(&cuda);
+      check_sweep(&cuda);
+    }
+    check_inline(&cuda);
+    hk_context_destroy(jit);
+  }
+  CHECK_DONE();
+}
+
+int main(int argc, char **argv) {
+  const int cuda = argc == 2 && !strcmp(argv[1], "--cuda");
+  if (argc > 1 && !cuda) {
+    fprintf(stderr, "usage: test_math [--cuda]\n");
+    return 2;
+  }
+  fill_inputs(&g_in, 60.0, 42);
+  if (cuda) return check_cuda();
   check_pow_special();
   check_sincos_large();
   hk_context_t *jit = context(HK_TIER_JIT);
   if (jit) {
-    check_tier(jit, "jit");
-    check_inline(jit);
+    const on_t on = {jit, "tier jit", HK_BACKEND_CPU};
+    const on_t inl = {jit, "tier inline", HK_BACKEND_CPU};
+    check_tier(&on);
+    check_inline(&inl);
     hk_context_destroy(jit);
   }
   hk_context_t *opt = context(HK_TIER_OPT);
@@ -336,7 +556,8 @@ int main(void) {
     hk_kernel_t *k = NULL;
     if (hk_kernel_find(opt, "m_sincos_f32", &k) == HK_OK &&
         hk_kernel_tier(k) == HK_TIER_OPT) {
-      check_tier(opt, "opt");
+      const on_t on = {opt, "tier opt", HK_BACKEND_CPU};
+      check_tier(&on);
       CHECK_INT_EQ(hk_kernel_find(opt, "m_sincos_f64", &k), HK_OK);
       CHECK(k && hk_kernel_tier(k) == HK_TIER_OPT);
     } else {
