@@ -11,6 +11,11 @@
  *              each as the stdlib kernel (nvcc-built, "inline") and as the
  *              same op in a plugin kernel compiled by NVRTC ("nvrtc"):
  *              time per call, GB/s and % of the copy bandwidth;
+ *   arrays     hk_call_arrays on 4096 x 4096 f32: a broadcast (S,) operand
+ *              and a transposed x against the contiguous add, sums over
+ *              rows of 64, 1024 and 2^20 against the whole sum, softmax by
+ *              rows; GELU in f16 and bf16 against f32; an add as grid
+ *              kernels ({i} and {r, c}) against the elementwise kind;
  *   pool       hk_device_alloc + hk_device_free against cuMemAlloc +
  *              cuMemFree, ns per pair;
  *   warm load  hk_kernel_prepare of a kernel file on CUDA with an empty
@@ -263,7 +268,7 @@ static void rec(const char *section, const char *op, long long n,
     return;
   record_t *r = &records[nrecords++];
   snprintf(r->section, sizeof r->section, "%s", section);
-  snprintf(r->op, sizeof r->op, "%s", op);
+  snprintf(r->op, sizeof r->op, "%.63s", op); /* at most op[]'s room */
   r->n = n;
   snprintf(r->variant, sizeof r->variant, "%s", variant);
   r->value = value;
@@ -1125,6 +1130,311 @@ done:
   nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* ---- e. Arrays and grids ------------------------------------------------------
+ * Issue 9 on the GPU: hk_call_arrays over a broadcast operand, a transposed
+ * one and axis reductions, each against the contiguous call over as many
+ * elements (all synchronous calls, so the fixed cost of waiting is in every
+ * variant); f16 and bf16 GELU against f32 (queued). Issue 10: the grid
+ * kind (one index per element, 1-D and 2-D) against the elementwise kind,
+ * both compiled by NVRTC, on the same add (queued). */
+
+static const char grid_kernels[] =
+    "{\"schema_version\": 1,\n"
+    " \"doc\": \"hk-gpu-bench: add as grid kernels\",\n"
+    " \"kernels\": [\n"
+    "  {\"name\": \"gb_grid_add\", \"doc\": \"out[i] = x[i] + y[i]\",\n"
+    "   \"kind\": \"grid\", \"targets\": [\"cpu\", \"cuda\"],\n"
+    "   \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+    "              {\"name\": \"y\", \"type\": \"f32\", \"role\": \"in\"},\n"
+    "              {\"name\": \"out\", \"type\": \"f32\", \"role\": "
+    "\"out\"}],\n"
+    "   \"grid\": {\"i\": \"n\"},\n"
+    "   \"body\": \"out[i] = x[i] + y[i];\"},\n"
+    "  {\"name\": \"gb_grid_add2\", \"doc\": \"the same over R x C indices\",\n"
+    "   \"kind\": \"grid\", \"targets\": [\"cpu\", \"cuda\"],\n"
+    "   \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\", "
+    "\"len\": \"R * C\"},\n"
+    "              {\"name\": \"y\", \"type\": \"f32\", \"role\": \"in\", "
+    "\"len\": \"R * C\"},\n"
+    "              {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\", "
+    "\"len\": \"R * C\"},\n"
+    "              {\"name\": \"R\", \"type\": \"i64\", \"role\": "
+    "\"scalar\"},\n"
+    "              {\"name\": \"C\", \"type\": \"i64\", \"role\": "
+    "\"scalar\"}],\n"
+    "   \"grid\": {\"r\": \"R\", \"c\": \"C\"},\n"
+    "   \"body\": \"out[r * C + c] = x[r * C + c] + y[r * C + c];\"}\n"
+    " ]}\n";
+
+/* The side of the square arrays: 4096 x 4096 = 16M f32 elements. */
+#define ARR_SIDE 4096
+
+enum arr_case {
+  ARR_ADD,       /* (S, S) + (S, S), contiguous: the baseline */
+  ARR_BCAST,     /* (S, S) + (S,) */
+  ARR_TRANS,     /* x.T + y */
+  ARR_SUM,       /* everything into one value: the baseline */
+  ARR_ROWS64,    /* per row of 64, 1024, 2^20 elements */
+  ARR_ROWS1K,
+  ARR_ROWS1M,
+  ARR_SOFTMAX,   /* rows of 1024 */
+  ARR_GELU32,    /* queued hk_call_async from here: the baseline */
+  ARR_GELU16,
+  ARR_GELUB16,
+  ARR_EW_ADD,    /* the elementwise gb_add: the baseline */
+  ARR_GRID1,
+  ARR_GRID2,
+  NARR
+};
+
+static const struct {
+  const char *name;
+  int base;        /* the case it is compared with (itself: a baseline) */
+  double bytes;    /* least traffic per element */
+  double goal;     /* the target of case / base; 0: none */
+  int le;          /* the target is an upper bound */
+} arr_cases[NARR] = {
+    [ARR_ADD] = {"add, contiguous", ARR_ADD, 12, 0, 0},
+    [ARR_BCAST] = {"add (S,S) + (S,) broadcast", ARR_ADD, 8, 1.05, 1},
+    [ARR_TRANS] = {"add x.T + y", ARR_ADD, 12, 2.0, 1},
+    [ARR_SUM] = {"sum, whole", ARR_SUM, 4, 0, 0},
+    [ARR_ROWS64] = {"sum over rows of 64", ARR_SUM, 4, 1.0, 1},
+    [ARR_ROWS1K] = {"sum over rows of 1024", ARR_SUM, 4, 1.0, 1},
+    [ARR_ROWS1M] = {"sum over rows of 1M", ARR_SUM, 4, 1.0, 1},
+    [ARR_SOFTMAX] = {"softmax, rows of 1024", ARR_SOFTMAX, 8, 0, 0},
+    [ARR_GELU32] = {"gelu f32 (queued)", ARR_GELU32, 8, 0, 0},
+    [ARR_GELU16] = {"gelu f16 (queued)", ARR_GELU32, 4, 1.0, 1},
+    [ARR_GELUB16] = {"gelu bf16 (queued)", ARR_GELU32, 4, 1.0, 1},
+    [ARR_EW_ADD] = {"add elementwise (nvrtc, queued)", ARR_EW_ADD, 12, 0, 0},
+    [ARR_GRID1] = {"add grid {i} (nvrtc, queued)", ARR_EW_ADD, 12, 0.9, 0},
+    [ARR_GRID2] = {"add grid {r, c} (nvrtc, queued)", ARR_EW_ADD, 12, 0.9,
+                   0},
+};
+
+/* case / base for the targets (for the grids: the bandwidth ratio). */
+static double arr_ratio[NARR] = {NAN, NAN, NAN, NAN, NAN, NAN, NAN,
+                                 NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+
+/* Seconds per synchronous hk_call_arrays: the median of reps runs of iters
+ * calls, after two. NaN on failure. */
+static double time_arrays(const hk_kernel_t *k, const hk_array_t *args,
+                          const hk_call_opts_t *opts, int iters, int reps) {
+  double t[MAX_REPS];
+  for (int r = -1; r < reps; r++) {
+    double t0 = now_s();
+    for (int i = 0; i < (r < 0 ? 2 : iters); i++) {
+      int rc = hk_call_arrays(k, args, opts);
+      if (rc != HK_OK) {
+        hk_fail("hk_call_arrays", rc);
+        return NAN;
+      }
+    }
+    if (r >= 0)
+      t[r] = (now_s() - t0) / iters;
+  }
+  return median(t, reps);
+}
+
+/* "ok" when element i of the device array p (es bytes each) holds the bits
+ * of want, else "WRONG" (a failure). */
+static const char *check_bits(const void *p, size_t i, size_t es,
+                              const void *want) {
+  unsigned char got[8];
+  if (hk_memcpy_to_host(got, (const char *)p + i * es, es, NULL) != HK_OK ||
+      memcmp(got, want, es) != 0) {
+    had_error = 1;
+    return "WRONG";
+  }
+  return "ok";
+}
+
+static void bench_arrays(hk_context_t *ctx) {
+  const int64_t S = ARR_SIDE;
+  const size_t n = (size_t)S * (size_t)S;
+  int reps = opt.quick ? 3 : 7, iters = opt.quick ? 20 : 100;
+  const float one = 1.0f, three = 3.0f;
+  const uint16_t one16 = hk_f16_from_double(1.0), oneb16 = 0x3f80;
+  hk_kernel_t *k[NARR] = {NULL};
+  static const char *const names[NARR] = {
+      [ARR_ADD] = "add_f32",         [ARR_BCAST] = "add_f32",
+      [ARR_TRANS] = "add_f32",       [ARR_SUM] = "sum_f32",
+      [ARR_ROWS64] = "sum_f32",      [ARR_ROWS1K] = "sum_f32",
+      [ARR_ROWS1M] = "sum_f32",      [ARR_SOFTMAX] = "softmax_f32",
+      [ARR_GELU32] = "gelu_f32",     [ARR_GELU16] = "gelu_f16",
+      [ARR_GELUB16] = "gelu_bf16",   [ARR_EW_ADD] = "gb_add",
+      [ARR_GRID1] = "gb_grid_add",   [ARR_GRID2] = "gb_grid_add2"};
+  double t[NARR];
+  const char *check[NARR];
+  void *x = NULL, *y = NULL, *out = NULL, *b = NULL, *h = NULL, *ho = NULL;
+  hk_stream_t *hs = NULL;
+  static const int last_axis[] = {-1};
+  char what[96];
+  int rc;
+
+  printf("\n== arrays and grids (%lld x %lld = 16M elements; f32 unless "
+         "named; median of %d runs)\n",
+         (long long)S, (long long)S, reps);
+  if ((rc = hk_load_string(ctx, grid_kernels, strlen(grid_kernels),
+                           "gpu_bench_grids.json")) != HK_OK)
+    hk_fail("loading the grid kernels", rc);
+  for (int c = 0; c < NARR; c++) {
+    t[c] = NAN;
+    check[c] = "-";
+    if ((rc = hk_kernel_find(ctx, names[c], &k[c])) != HK_OK ||
+        (rc = hk_kernel_prepare(k[c], HK_BACKEND_CUDA)) != HK_OK) {
+      snprintf(what, sizeof what, "kernel %s on CUDA", names[c]);
+      hk_fail(what, rc);
+      k[c] = NULL;
+    }
+  }
+  hk_kernel_t *kfill = NULL, *kfill16 = NULL, *kfillb16 = NULL;
+  if ((rc = hk_kernel_find(ctx, "fill_f32", &kfill)) != HK_OK ||
+      (rc = hk_kernel_find(ctx, "fill_f16", &kfill16)) != HK_OK ||
+      (rc = hk_kernel_find(ctx, "fill_bf16", &kfillb16)) != HK_OK ||
+      (rc = hk_device_alloc(&x, n * 4)) != HK_OK ||
+      (rc = hk_device_alloc(&y, n * 4)) != HK_OK ||
+      (rc = hk_device_alloc(&out, n * 4)) != HK_OK ||
+      (rc = hk_device_alloc(&b, (size_t)S * 4)) != HK_OK ||
+      (rc = hk_device_alloc(&h, n * 2)) != HK_OK ||
+      (rc = hk_device_alloc(&ho, n * 2)) != HK_OK ||
+      (rc = hk_stream_create(&hs)) != HK_OK ||
+      (rc = device_fill(kfill, x, n, 1.0f)) != HK_OK ||
+      (rc = device_fill(kfill, y, n, 2.0f)) != HK_OK ||
+      (rc = device_fill(kfill, b, (size_t)S, 2.0f)) != HK_OK) {
+    hk_fail("arrays setup", rc);
+    goto done;
+  }
+
+  /* The synchronous hk_call_arrays cases. */
+  for (int c = ARR_ADD; c <= ARR_SOFTMAX; c++) {
+    if (!k[c])
+      continue;
+    hk_array_t a[3];
+    hk_call_opts_t o = {.backend = HK_BACKEND_CUDA};
+    int64_t rows = S, cols = S;
+    float want = 3.0f;
+    size_t last = n - 1;
+    if (c >= ARR_ROWS64 && c <= ARR_ROWS1M) {
+      cols = c == ARR_ROWS64 ? 64 : c == ARR_ROWS1K ? 1024 : (int64_t)1 << 20;
+      rows = (int64_t)n / cols;
+      o.axes = last_axis;
+      o.naxes = 1;
+      want = (float)cols;
+      last = (size_t)rows - 1;
+    } else if (c == ARR_SOFTMAX) {
+      cols = 1024;
+      rows = (int64_t)n / cols;
+      want = 1.0f / 1024;
+    } else if (c == ARR_SUM) {
+      want = (float)n;
+      last = 0;
+    }
+    rc = hk_array_init(&a[0], x, HK_F32, 2, (int64_t[]){rows, cols});
+    if (rc == HK_OK && c == ARR_TRANS) { /* x.T: the same buffer, strides
+                                            swapped (the shape is square) */
+      a[0].strides[0] = 1;
+      a[0].strides[1] = S;
+    }
+    if (rc == HK_OK && c <= ARR_TRANS) {
+      rc = c == ARR_BCAST ? hk_array_init(&a[1], b, HK_F32, 1, &S)
+                          : hk_array_init(&a[1], y, HK_F32, 2,
+                                          (int64_t[]){S, S});
+      if (rc == HK_OK)
+        rc = hk_array_init(&a[2], out, HK_F32, 2, (int64_t[]){S, S});
+    } else if (rc == HK_OK && c == ARR_SOFTMAX) {
+      rc = hk_array_init(&a[1], out, HK_F32, 2, (int64_t[]){rows, cols});
+    } else if (rc == HK_OK) { /* sums */
+      rc = c == ARR_SUM ? hk_array_init(&a[1], out, HK_F32, 0, NULL)
+                        : hk_array_init(&a[1], out, HK_F32, 1, &rows);
+    }
+    if (rc != HK_OK || (rc = device_fill(kfill, out, n, 0.0f)) != HK_OK) {
+      hk_fail("arrays setup", rc);
+      continue;
+    }
+    t[c] = time_arrays(k[c], a, &o, iters, reps);
+    check[c] = check_bits(out, last, 4, &want);
+  }
+
+  /* The queued cases: GELU by type, the add as elementwise and grid. */
+  int64_t R = S, C = S;
+  void *args_gelu32[] = {x, out}, *args_gelu16[] = {h, ho};
+  void *args_add[] = {x, y, out}, *args_grid2[] = {x, y, out, &R, &C};
+  for (int c = ARR_GELU32; c < NARR; c++) {
+    if (!k[c])
+      continue;
+    void *const *args = c == ARR_GELU32   ? args_gelu32
+                        : c <= ARR_GELUB16 ? args_gelu16
+                        : c == ARR_GRID2   ? args_grid2
+                                           : args_add;
+    if (c == ARR_GELU16 || c == ARR_GELUB16) {
+      uint16_t v = c == ARR_GELU16 ? one16 : oneb16;
+      void *fargs[] = {&v, h};
+      rc = hk_call_on(c == ARR_GELU16 ? kfill16 : kfillb16, HK_BACKEND_CUDA,
+                      n, fargs);
+    } else {
+      rc = HK_OK;
+    }
+    if (rc != HK_OK || (rc = device_fill(kfill, out, n, 0.0f)) != HK_OK) {
+      hk_fail("arrays setup", rc);
+      continue;
+    }
+    t[c] = time_calls(k[c], hs, n, args, iters * 5, reps);
+    /* the GELU of 1 must be the CPU's, bit for bit (hkmath.h's exp on both
+     * sides, no contraction); the adds give 3 */
+    if (c == ARR_GELU32) {
+      float w;
+      hk_gelu_f32(&one, &w, 1);
+      check[c] = check_bits(out, n - 1, 4, &w);
+    } else if (c <= ARR_GELUB16) {
+      uint16_t w;
+      if (c == ARR_GELU16)
+        hk_gelu_f16(&one16, &w, 1);
+      else
+        hk_gelu_bf16(&oneb16, &w, 1);
+      check[c] = check_bits(ho, n - 1, 2, &w);
+    } else {
+      check[c] = check_bits(out, n - 1, 4, &three);
+    }
+  }
+
+  printf("  %-34s %10s %9s %7s %8s %6s\n", "call", "us/call", "GB/s",
+         "% copy", "vs base", "check");
+  for (int c = 0; c < NARR; c++) {
+    double gbs = arr_cases[c].bytes * (double)n / t[c] / 1e9;
+    double pct = 100 * gbs / copy_gbs;
+    int base = arr_cases[c].base;
+    /* time ratio; for the grids the bandwidth ratio (higher is better) */
+    double ratio = c >= ARR_GRID1 ? t[base] / t[c] : t[c] / t[base];
+    char pct_text[16] = "-", ratio_text[16] = "";
+    if (isfinite(pct))
+      snprintf(pct_text, sizeof pct_text, "%.1f", pct);
+    if (base != c && isfinite(ratio))
+      snprintf(ratio_text, sizeof ratio_text, "%.3f", ratio);
+    printf("  %-34s %10.2f %9.1f %7s %8s %6s\n", arr_cases[c].name,
+           t[c] * 1e6, gbs, pct_text, ratio_text, check[c]);
+    rec("arrays", arr_cases[c].name, (long long)n, "us/call", t[c] * 1e6,
+        "us/call");
+    rec("arrays", arr_cases[c].name, (long long)n, "GB/s", gbs, "GB/s");
+    if (base != c) {
+      rec("arrays", arr_cases[c].name, (long long)n, "vs base", ratio, "x");
+      arr_ratio[c] = ratio;
+    }
+  }
+  printf("  vs base: time / the time of the case above it marked as a base "
+         "(add, contiguous; sum, whole; gelu f32;\n  add elementwise); for the grids, the "
+         "elementwise add's time / the grid's (its share of the bandwidth)\n");
+
+done:
+  hk_stream_destroy(hs);
+  hk_device_free(x);
+  hk_device_free(y);
+  hk_device_free(out);
+  hk_device_free(b);
+  hk_device_free(h);
+  hk_device_free(ho);
+  hk_pool_trim();
+}
+
 /* ---- main -------------------------------------------------------------------- */
 
 static void usage(FILE *f) {
@@ -1134,8 +1444,10 @@ static void usage(FILE *f) {
         "launch overhead against raw cuLaunchKernel, bandwidth of add, saxpy\n"
         "and sum (nvcc-built stdlib and NVRTC plugin kernels) against the\n"
         "device's copy bandwidth, the device memory pool against\n"
-        "cuMemAlloc/cuMemFree, and the warm (disk cache) load of a user\n"
-        "kernel; then checks the targets of the CUDA backend.\n"
+        "cuMemAlloc/cuMemFree, the warm (disk cache) load of a user\n"
+        "kernel, and array calls (broadcast, transposed, axis sums, f16/bf16)\n"
+        "and grid kernels against their contiguous and elementwise\n"
+        "counterparts; then checks the targets of the CUDA backend.\n"
         "\n"
         "  --quick       fewer sizes (up to 16M elements) and iterations\n"
         "  --json FILE   also write the results as a JSON array of\n"
@@ -1194,6 +1506,23 @@ static void print_targets(void) {
     target(what, ">= 20x faster", pool_speedup[si], "x", 20, 0);
   }
   target("warm load (hk_kernel_prepare)", "<= 2 ms", warm_ms, " ms", 2, 1);
+  for (int c = 0; c < NARR; c++) {
+    const int base = arr_cases[c].base;
+    char goal[24];
+    if (arr_cases[c].goal <= 0)
+      continue;
+    snprintf(what, sizeof what, "GPU %s", arr_cases[c].name);
+    if (arr_cases[c].le) {
+      snprintf(goal, sizeof goal, "<= %.2fx %s", arr_cases[c].goal,
+               base == ARR_ADD ? "contig." : base == ARR_SUM ? "whole" : "f32");
+      target(what, goal, arr_ratio[c], "x", arr_cases[c].goal, 1);
+    } else {
+      snprintf(goal, sizeof goal, ">= %.0f%% of elementw.",
+               100 * arr_cases[c].goal);
+      target(what, goal, 100 * arr_ratio[c], "%", 100 * arr_cases[c].goal,
+             0);
+    }
+  }
 
   int met = 0, missed = 0, skipped = 0;
   printf("\n== targets\n");
@@ -1292,6 +1621,7 @@ int main(int argc, char **argv) {
 
   bench_launch(ctx);
   bench_bandwidth(ctx);
+  bench_arrays(ctx);
   bench_pool();
   bench_warm_load();
   print_targets();
