@@ -214,6 +214,25 @@ static void put_constants(hku_buf *o) {
       "#define DBL_EPSILON 2.22044604925031308085e-16\n");
 }
 
+/* On CUDA the f16 conversions of every value but a NaN are the GPU's own
+ * instructions, which round as the code below does (cvt.rn: nearest even;
+ * inf beyond the range; subnormals both ways, no flushing without .ftz):
+ * the same bits, in one instruction instead of some twenty (GELU in f16
+ * ran 1.39x the time of f32 on an H200 with the code alone). NaNs keep
+ * the code below, which keeps their payload. */
+static const char cuda_f16_to_f32[] =
+    "    if ((h & 0x7fffu) <= 0x7c00u) {\n"
+    "        float f;\n"
+    "        asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h));\n"
+    "        return f;\n"
+    "    }\n";
+static const char cuda_f32_to_f16[] =
+    "    if ((hk_f2u(f) & 0x7fffffffu) <= 0x7f800000u) {\n"
+    "        unsigned short h;\n"
+    "        asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n"
+    "        return (uint16_t)h;\n"
+    "    }\n";
+
 /* The conversions between the stored and the computed forms of f16 and
  * bf16 (kernel.h), one text for C (tcc, gcc, clang) and CUDA: branch-free
  * integer and float bit manipulation (after Fabian Giesen's
@@ -229,12 +248,17 @@ static void put_constants(hku_buf *o) {
  *     f16 (top 7 payload bits).
  * The subnormal path of f32 -> f16 adds 0.5f in float: correct under
  * round to nearest (every target's default), with or without flushing of
- * subnormals. */
-static void put_conversions(hku_buf *o) {
+ * subnormals. cuda: the f16 ones take the GPU's instructions first (above). */
+static void put_conversions(hku_buf *o, int cuda) {
   hku_buf_put(
       o,
       "HK_CONV float hk_f16_to_f32(const uint16_t h)\n"
       "{\n"
+  );
+  if (cuda)
+    hku_buf_put(o, cuda_f16_to_f32);
+  hku_buf_put(
+      o,
       "    const uint32_t s = (uint32_t)(h & 0x8000u) << 16;\n"
       "    const uint32_t em = (uint32_t)h & 0x7fffu;\n"
       "    const uint32_t e = em & 0x7c00u;\n"
@@ -248,6 +272,11 @@ static void put_conversions(hku_buf *o) {
       "}\n"
       "HK_CONV uint16_t hk_f32_to_f16(const float f)\n"
       "{\n"
+  );
+  if (cuda)
+    hku_buf_put(o, cuda_f32_to_f16);
+  hku_buf_put(
+      o,
       "    const uint32_t x = hk_f2u(f);\n"
       "    const uint32_t s = (x >> 16) & 0x8000u;\n"
       "    const uint32_t a = x & 0x7fffffffu;\n"
@@ -413,7 +442,7 @@ static void put_c_conversions(hku_buf *o) {
       "v; v.f = f; return v.u; }\n"
       "HK_CONV float hk_u2f(const uint32_t u) { union { float f; uint32_t u; } "
       "v; v.u = u; return v.f; }\n");
-  put_conversions(o);
+  put_conversions(o, 0);
   put_c_block_conversions(o);
 }
 
@@ -659,7 +688,7 @@ void hkc_emit_cuda_prelude(hku_buf *o) {
       "#define HK_CONV static __device__ __forceinline__ __attribute__((unused))\n"
       "HK_CONV uint32_t hk_f2u(const float f) { return __float_as_uint(f); }\n"
       "HK_CONV float hk_u2f(const uint32_t u) { return __uint_as_float(u); }\n");
-  put_conversions(o);
+  put_conversions(o, 1);
   put_cuda_math(o);
   /* The M_, FLT_, DBL_ and integer limit constants, where the headers
    * seen by this compiler did not define them. */
