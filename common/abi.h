@@ -59,6 +59,9 @@
 #define HK_ABI_CUDA_PART "hk_cuda_part__" /* a reduction's per-block part */
 #define HK_ABI_CUDA_MERGE "hk_cuda_merge__" /* a reduction's merge kernel */
 #define HK_ABI_CUDA_KERNEL "hk_cuda__" /* elementwise and raw kernels */
+/* a grid kernel without loops, for calls whose written buffers overlap no
+ * other buffer: its pointers restrict, its index loop unrolled */
+#define HK_ABI_CUDA_NOALIAS "hk_cuda_na__"
 /* What a prebuilt plugin (hk build) exports besides its entry points: its
  * ABI version (an unsigned int) and its kernel file's text. */
 #define HK_ABI_PLUGIN_VERSION_SYMBOL "hk_plugin_abi_version"

@@ -35,6 +35,9 @@ typedef struct hk_cuda_entry {
   hk_kind_t kind;
   CUfunction fn;    /* elementwise, raw; a reduction's per-block part */
   CUfunction merge; /* reductions: combines the parts, finalizes */
+  CUfunction noalias; /* grid kernels without loops: HK_ABI_CUDA_NOALIAS, for
+                         calls whose written buffers overlap no other; NULL
+                         when the code has none */
   const hk_kernel_info_t *info; /* parameters, for the launch */
   int out_index;                /* reductions: the out parameter */
   unsigned vec_lanes;           /* elementwise: elements per thread step */

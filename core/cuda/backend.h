@@ -100,10 +100,15 @@ HK_INTERNAL void hk__mem_where_n(const void *const *ptrs, int n,
 
 /* Launches e on stream st over n elements with args in parameter order
  * (device pointers, pointers to scalars) and returns once it is queued.
- * HK_OK, or HK_EDEVICE (the driver refused the launch) with the thread's
- * last error set. The backend must be ready on this thread. */
+ * A grid kernel's threads stride over its indices: as many as its index
+ * count needs when that is known (grid_count >= 0: the host asked the
+ * kernel's CPU code), at most a full grid; noalias: its written buffers
+ * overlap no other buffer, so that its restrict variant (e->noalias) may
+ * run. HK_OK, or HK_EDEVICE (the driver refused the launch) with the
+ * thread's last error set. The backend must be ready on this thread. */
 HK_INTERNAL int hk__cuda_launch(const hk_cuda_entry_t *e, struct hk_stream *st,
-                                size_t n, void *const *args);
+                                size_t n, void *const *args,
+                                int64_t grid_count, int noalias);
 /* The same for a rows kernel (e->kind HK_KIND_ROWS) over rows rows of n
  * elements each: one thread per row (hk__cuda_launch runs one row). */
 HK_INTERNAL int hk__cuda_launch_rows(const hk_cuda_entry_t *e,

@@ -156,13 +156,61 @@ static int cuda_entry(const hk_kernel_t *k, const hk_cuda_entry_t **e) {
   return check_state(k);
 }
 
+/* How a grid kernel's call runs on the GPU, from its CPU code (whose
+ * count query and lens entry read the scalars and n, host values, and
+ * never the buffers): *count its index count, -1 when the kernel has no
+ * CPU code (the GPU then finds the count itself); *noalias 1 when no
+ * written buffer (out, inout) overlaps another buffer of the call, by the
+ * buffers' lengths, so that the kernel's restrict variant may run.
+ * HK_EINVAL, as on the CPU, when an extent is negative or the count
+ * overflows: on the GPU such a call would run nothing. */
+static int grid_plan(const hk_kernel_t *k, size_t n, void *const *args,
+                     int64_t *count, int *noalias) {
+  const hk_impl_t *im = atomic_load_explicit(&k->impl, memory_order_acquire);
+  const hk_kernel_info_t *in = atomic_load(&k->info);
+  *count = -1;
+  *noalias = 0;
+  if (!im) return HK_OK;
+  int64_t x[4] = {-1, 1, 1, 1};
+  im->e.range(args, n, 0, 0, x);
+  if (x[0] < 0)
+    return hk__fail(HK_EINVAL,
+                    "kernel %s: a grid extent is negative, or the index "
+                    "count overflows int64",
+                    in->name);
+  *count = x[0];
+  int64_t lens[HK_CUDA_MAX_ARGS];
+  if (in->nparams > HK_CUDA_MAX_ARGS || im->e.lens(args, n, lens))
+    return HK_OK;
+  for (int i = 0; i < in->nparams; i++) {
+    const hk_param_info_t *p = &in->params[i];
+    if (p->role != HK_ROLE_OUT && p->role != HK_ROLE_INOUT) continue;
+    uintptr_t a0 = (uintptr_t)args[i];
+    uintptr_t a1 = a0 + (uintptr_t)lens[i] * hk_dtype_size(p->dtype);
+    for (int j = 0; j < in->nparams; j++) {
+      const hk_param_info_t *q = &in->params[j];
+      if (j == i || q->role == HK_ROLE_SCALAR) continue;
+      uintptr_t b0 = (uintptr_t)args[j];
+      uintptr_t b1 = b0 + (uintptr_t)lens[j] * hk_dtype_size(q->dtype);
+      if (a0 < a1 && b0 < b1 && a0 < b1 && b0 < a1) return HK_OK;
+    }
+  }
+  *noalias = 1;
+  return HK_OK;
+}
+
 static int cuda_call_rows(const hk_kernel_t *k, hk_stream_t *s, size_t rows,
                           size_t n, void *const *args, int sync) {
   const hk_cuda_entry_t *e;
   int rc = cuda_entry(k, &e);
   if (rc) return rc;
   struct hk_stream *st = hk__stream(s);
-  rc = rows == FLAT ? hk__cuda_launch(e, st, n, args)
+  int64_t count = -1;
+  int noalias = 0;
+  if (rows == FLAT && e->kind == HK_KIND_GRID &&
+      (rc = grid_plan(k, n, args, &count, &noalias)))
+    return rc;
+  rc = rows == FLAT ? hk__cuda_launch(e, st, n, args, count, noalias)
                     : hk__cuda_launch_rows(e, st, rows, n, args);
   if (rc) return rc;
   if (sync) {
