@@ -10,8 +10,12 @@
  *                through shared memory; then hk_cuda_merge__NAME(partials,
  *                count, out, scalars..., n), one block, combines the partials,
  *                finalizes and stores out[0]. Axis reductions run rows of n
- *                contiguous elements: row blockIdx.y in the part kernel,
- *                one merge block per row storing out[row];
+ *                contiguous elements: long rows (and short ones when they
+ *                are few) as row blockIdx.y in the part kernel, one merge
+ *                block per row storing out[row]; short rows by
+ *                hk_cuda_wrow__NAME(params..., n, rows), one launch, a warp
+ *                per row (grid-stride), which finalizes and stores out[row]
+ *                itself (core/cuda/launch.c chooses);
  *   raw          hk_cuda__NAME(params..., n): the author's CUDA body, which
  *                decides itself which elements each thread takes;
  *   rows         hk_cuda__NAME(params..., n, rows): emit_rows.c, one thread
@@ -269,46 +273,57 @@ static void emit_part_kernel(hku_buf *o, const hkc_instance *in) {
                  "hk_s[0];\n}\n\n");
 }
 
-/* The finalize of thread 0 of the merge kernel: the result stored into
- * element blockIdx.x (the row) of each result parameter. */
+/* Where a row's finalize runs: the thread that runs it (a condition on
+ * the thread), the row's combined accumulator, the row's index (its
+ * element in each result parameter), and the indent of the code. */
+typedef struct row_final {
+  const char *who, *acc, *row;
+  int ind;
+} row_final;
+
+/* The finalize of one row: thread f.who finalizes f.acc and stores the
+ * result into element f.row of each result parameter (an inout one read
+ * first). */
 static void put_merge_final(hku_buf *o, const hkc_instance *in,
-                            const char *acc) {
+                            const char *acc, row_final f) {
   const hkc_kernel *k = in->k;
+  const int i1 = f.ind + 4, i2 = f.ind + 8;
+  char at[64];
+  snprintf(at, sizeof at, "[%s]", f.row);
   if (k->acc_form == HKC_ACC_STRUCT) {
     hku_buf_printf(o,
-                   "    if (threadIdx.x == 0) {\n"
-                   "        const %s acc = hk_s[0];\n"
-                   "        (void)acc;\n",
-                   acc);
-    hkc_put_result_locals(o, in, "hk_p_", "[blockIdx.x]", 8);
-    hku_buf_put(o, "        {\n");
-    hkc_put_code(o, &k->finalize, 12);
-    hku_buf_put(o, "        }\n");
-    hkc_put_result_stores(o, in, "hk_p_", "[blockIdx.x]", 8);
-    hku_buf_put(o, "    }\n}\n\n");
+                   "%*sif (%s) {\n"
+                   "%*sconst %s acc = %s;\n"
+                   "%*s(void)acc;\n",
+                   f.ind, "", f.who, i1, "", acc, f.acc, i1, "");
+    hkc_put_result_locals(o, in, "hk_p_", at, i1);
+    hku_buf_printf(o, "%*s{\n", i1, "");
+    hkc_put_code(o, &k->finalize, i2);
+    hku_buf_printf(o, "%*s}\n", i1, "");
+    hkc_put_result_stores(o, in, "hk_p_", at, i1);
+    hku_buf_printf(o, "%*s}\n", f.ind, "");
     return;
   }
   const hkc_param *r = &k->params[hkc_result_index(k)];
   hk_dtype_t rt = hkc_param_type(in, r);
   hku_buf_printf(o,
-                 "    if (threadIdx.x == 0) {\n"
-                 "        %s acc = hk_s[0];\n"
-                 "        (void)acc;\n",
-                 acc);
+                 "%*sif (%s) {\n"
+                 "%*s%s acc = %s;\n"
+                 "%*s(void)acc;\n",
+                 f.ind, "", f.who, i1, "", acc, f.acc, i1, "");
   if (r->role == HK_ROLE_INOUT)
     hku_buf_printf(o,
-                   "        const %s %s = %shk_p_%s[blockIdx.x]%s;\n"
-                   "        (void)%s;\n",
-                   ct(in, r), r->name, hkc_load_pre(rt), r->name,
-                   hkc_conv_post(rt), r->name);
-  hku_buf_printf(o, "        hk_p_%s[blockIdx.x] = %s(%s)", r->name,
-                 hkc_store_pre(rt),
-                 ct(in, r));
+                   "%*sconst %s %s = %shk_p_%s%s%s;\n"
+                   "%*s(void)%s;\n",
+                   i1, "", ct(in, r), r->name, hkc_load_pre(rt), r->name, at,
+                   hkc_conv_post(rt), i1, "", r->name);
+  hku_buf_printf(o, "%*shk_p_%s%s = %s(%s)", i1, "", r->name, at,
+                 hkc_store_pre(rt), ct(in, r));
   if (k->finalize.text)
     hkc_put_expr(o, &k->finalize);
   else
     hku_buf_put(o, "acc");
-  hku_buf_printf(o, "%s;\n    }\n}\n\n", hkc_conv_post(rt));
+  hku_buf_printf(o, "%s;\n%*s}\n", hkc_conv_post(rt), f.ind, "");
 }
 
 /* hk_cuda_merge__NAME: one block per row over the row's hk_count
@@ -351,11 +366,99 @@ static void emit_merge_kernel(hku_buf *o, const hkc_instance *in) {
       "        hk_acc = hk_combine__%s(hk_acc, hk_partials[hk_k]);\n",
       nm);
   put_block_tree(o, nm);
-  put_merge_final(o, in, acc);
+  put_merge_final(o, in, acc,
+                  (row_final){"threadIdx.x == 0", "hk_s[0]", "blockIdx.x", 4});
+  hku_buf_put(o, "}\n\n");
+}
+
+/* hk_cuda_wrow__NAME: an axis reduction of short rows, a warp per row:
+ * its parameters are the instance's, in order, then n (the rows' length)
+ * and hk_rows. Warps take rows grid-stride. Lane l combines the map of
+ * elements l, l + 32, l + 64, ... of the row into four accumulators in
+ * turn (element l + 32 t into accumulator t % 4: four loads in flight),
+ * then the four in a fixed order; the warp's 32 lane values are combined
+ * by a tree in its 32 slots of shared memory (not by shuffles: the
+ * accumulator may be a struct), and lane 0 finalizes into the row's
+ * results. What a row's result is depends on n only, never on which warp
+ * takes it. */
+static void emit_rows_warp_kernel(hku_buf *o, const hkc_instance *in) {
+  const hkc_kernel *k = in->k;
+  const char *nm = in->name;
+  char cb[HKC_ACC_CTYPE_MAX];
+  const char *acc = hkc_acc_ctype(in, cb);
+  const hkc_src *srcs[] = {&k->identity, &k->finalize};
+  const int W = HK_ABI_CUDA_WARP;
+  HK_ASSERT(hkc_result_index(k) >= 0);
+
+  hku_buf_printf(o, "extern \"C\" __global__ void " HK_ABI_CUDA_ROWS_WARP "%s(",
+                 nm);
+  hkc_put_params(o, in, "hk_p_", 1, 0);
+  hku_buf_put(o, "size_t n, size_t hk_rows)\n{\n");
+  hkc_put_holders(o, in, srcs, 2, 4);
+  hkc_put_scalar_locals(o, in, 4);
+  hku_buf_printf(o, "    __shared__ %s hk_s[%d];\n    const %s hk_id = ", acc,
+                 HK_ABI_CUDA_BLOCK, acc);
+  hkc_put_identity_call(o, in);
+  hku_buf_printf(
+      o,
+      ";\n"
+      "    /* warp w's slots: hk_s[%d w] on, one a lane */\n"
+      "    const unsigned hk_lane = threadIdx.x %% %d;\n"
+      "    const size_t hk_wstride = (size_t)gridDim.x * (blockDim.x / %d);\n"
+      "    for (size_t hk_row = ((size_t)blockIdx.x * blockDim.x + "
+      "threadIdx.x) / %d;\n"
+      "         hk_row < hk_rows; hk_row += hk_wstride) {\n"
+      "        const size_t hk_r0 = hk_row * n;\n"
+      "        %s hk_a0 = hk_id, hk_a1 = hk_id, hk_a2 = hk_id, hk_a3 = "
+      "hk_id;\n"
+      "        size_t hk_i = hk_lane;\n"
+      "        for (; hk_i + %d < n; hk_i += %d) {\n",
+      W, W, W, W, acc, 3 * W, 4 * W);
+  for (int u = 0; u < 4; u++) {
+    char at[32];
+    snprintf(at, sizeof at, "hk_i + %d", u * W);
+    hku_buf_printf(o, "            const %s hk_v%d = ", acc, u);
+    put_map_call(o, in, at);
+    hku_buf_put(o, ";\n");
+  }
+  for (int u = 0; u < 4; u++)
+    hku_buf_printf(o, "            hk_a%d = hk_combine__%s(hk_a%d, hk_v%d);\n",
+                   u, nm, u, u);
+  hku_buf_put(o, "        }\n");
+  /* the rest, at most three elements, into the same accumulators: also
+   * independent loads, the only ones of rows up to 96 elements */
+  for (int u = 0; u < 3; u++) {
+    char at[32];
+    snprintf(at, sizeof at, "hk_i + %d", u * W);
+    hku_buf_printf(o,
+                   "        if (%s < n)\n"
+                   "            hk_a%d = hk_combine__%s(hk_a%d, ",
+                   at, u, nm, u);
+    put_map_call(o, in, at);
+    hku_buf_put(o, ");\n");
+  }
+  hku_buf_printf(
+      o,
+      "        hk_s[threadIdx.x] = hk_combine__%s(hk_combine__%s(hk_a0, "
+      "hk_a1), hk_combine__%s(hk_a2, hk_a3));\n"
+      "        __syncwarp();\n"
+      "        for (unsigned hk_w = %d; hk_w > 0; hk_w >>= 1) {\n"
+      "            if (hk_lane < hk_w)\n"
+      "                hk_s[threadIdx.x] = hk_combine__%s(hk_s[threadIdx.x], "
+      "hk_s[threadIdx.x + hk_w]);\n"
+      "            __syncwarp();\n"
+      "        }\n",
+      nm, nm, nm, W / 2, nm);
+  /* lane 0's slot is the warp's first; the next row's stores into the
+   * slots come after the last step's __syncwarp, so no lane overwrites a
+   * slot the tree still reads, and lane 0 reads its own slot only */
+  put_merge_final(o, in, acc,
+                  (row_final){"hk_lane == 0", "hk_s[threadIdx.x]", "hk_row", 8});
+  hku_buf_put(o, "    }\n}\n\n");
 }
 
 /* Reduction: (a struct accumulator's type and identity), combine, map,
- * then the part and merge kernels. */
+ * then the part and merge kernels, and the warp-per-row kernel. */
 static void emit_reduction(hku_buf *o, const hkc_instance *in,
                            hkc_emit_mode mode) {
   (void)mode;
@@ -368,6 +471,7 @@ static void emit_reduction(hku_buf *o, const hkc_instance *in,
   hkc_put_map_fn(o, in, dev);
   emit_part_kernel(o, in);
   emit_merge_kernel(o, in);
+  emit_rows_warp_kernel(o, in);
 }
 
 /* Raw: the author's CUDA body as the __global__ function. */

@@ -58,6 +58,7 @@
 #define HK_ABI_LENS "hk_lens__"           /* hk_lens_fn */
 #define HK_ABI_CUDA_PART "hk_cuda_part__" /* a reduction's per-block part */
 #define HK_ABI_CUDA_MERGE "hk_cuda_merge__" /* a reduction's merge kernel */
+#define HK_ABI_CUDA_ROWS_WARP "hk_cuda_wrow__" /* a reduction, a warp a row */
 #define HK_ABI_CUDA_KERNEL "hk_cuda__" /* elementwise and raw kernels */
 /* a grid kernel without loops, for calls whose written buffers overlap no
  * other buffer: its pointers restrict, its index loop unrolled */
@@ -91,6 +92,9 @@ static inline unsigned hk_abi_cuda_lanes(size_t widest) {
 /* Threads per block of every generated CUDA kernel: the generator sizes
  * shared memory by it and the launcher launches with it. */
 #define HK_ABI_CUDA_BLOCK 256
+/* Threads per warp: a reduction's HK_ABI_CUDA_ROWS_WARP kernel reduces a row
+ * by one warp, HK_ABI_CUDA_BLOCK / HK_ABI_CUDA_WARP rows a block. */
+#define HK_ABI_CUDA_WARP 32
 
 /* A reduction of at most this many elements is one block. */
 #define HK_REDUCE_BLOCK 32768u

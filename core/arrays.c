@@ -1321,7 +1321,8 @@ static int gpu_reduction(const call *c, const hk_call_opts_t *o, int D,
     }
     rc = gpu_stage(c, i, &v[i], &ptrs[i]);
   }
-  if (!rc) rc = hk__call_reduce_rows_cuda(c->k, npos, m, ptrs);
+  if (!rc)
+    rc = hk__call_reduce_rows_cuda(c->k, npos, m, ptrs, HK_ROWS_BY_SHAPE);
   return gpu_finish(c, v, rc);
 }
 

@@ -35,6 +35,7 @@ typedef struct hk_cuda_entry {
   hk_kind_t kind;
   CUfunction fn;    /* elementwise, raw; a reduction's per-block part */
   CUfunction merge; /* reductions: combines the parts, finalizes */
+  CUfunction wrow;  /* reductions: short rows, a warp a row (NULL: none) */
   CUfunction noalias; /* grid kernels without loops: HK_ABI_CUDA_NOALIAS, for
                          calls whose written buffers overlap no other; NULL
                          when the code has none */
@@ -100,9 +101,10 @@ HK_INTERNAL int hk__nvrtc_load(const hk_nvrtc_api_t **api, int *version,
 /* Elements per thread step of info's GPU code: hk_abi_cuda_lanes() of its
  * widest buffer element for elementwise kernels, else 1. (launch.c) */
 HK_INTERNAL unsigned hk__cuda_lanes(const hk_kernel_info_t *info);
-/* Fills *e with the entry of info's instance in mod (its functions
- * HK_ABI_CUDA_PART and HK_ABI_CUDA_MERGE for a reduction, else
- * HK_ABI_CUDA_KERNEL, followed by the instance's name). HK_OK, or
+/* Fills *e with the entry of info's instance in mod: its functions
+ * HK_ABI_CUDA_PART and HK_ABI_CUDA_MERGE for a reduction (and
+ * HK_ABI_CUDA_ROWS_WARP where mod has it: e->wrow NULL where not), else
+ * HK_ABI_CUDA_KERNEL, followed by the instance's name. HK_OK, or
  * HK_EUNSUPPORTED with the reason in d: too many parameters for a launch,
  * or mod lacks a function. The backend must be ready. (launch.c) */
 HK_INTERNAL int hk__cuda_entry_make(CUmodule mod,

@@ -226,13 +226,23 @@ HK_INTERNAL int hk__call_auto(const hk_kernel_t *k, size_t n,
  * errors (HK_EUNSUPPORTED, HK_EDEVICE ...). */
 HK_INTERNAL int hk__call_rows_cuda(const hk_kernel_t *k, hk_stream_t *s,
                                    size_t rows, size_t n, void *const *args);
+/* How hk__call_reduce_rows_cuda runs the rows: chosen by their shape
+ * (what calls use), or, for tests, a warp per row, or blocks per row and a
+ * merge. The two differ by rounding (their trees differ); each depends on
+ * the shape only. */
+#define HK_ROWS_BY_SHAPE 0
+#define HK_ROWS_BY_WARP 1
+#define HK_ROWS_BY_BLOCKS 2
 /* Runs reduction k on the GPU over rows rows of m contiguous elements each
  * (args: device buffers; each in buffer holds rows * m elements, row after
  * row; each result buffer rows elements, one per row), on the default
- * stream, and waits for it. HK_OK, HK_EINVAL (not a reduction, or a
- * buffer in host memory), HK_ENOMEM, or the GPU call's errors. */
+ * stream, as how says (HK_ROWS_*), and waits for it. HK_OK, HK_EINVAL (not
+ * a reduction, or a buffer in host memory), HK_ENOMEM, HK_EUNSUPPORTED
+ * (HK_ROWS_BY_WARP, and k's GPU code has no warp-per-row kernel), or the
+ * GPU call's errors. */
 HK_INTERNAL int hk__call_reduce_rows_cuda(const hk_kernel_t *k, size_t rows,
-                                          size_t m, void *const *args);
+                                          size_t m, void *const *args,
+                                          int how);
 /* Copies n elements of es bytes (1, 2, 4, 8) on the GPU, on the default
  * stream, without waiting: scatter 0, element i of dst (contiguous) from
  * the element of src at index i of shape[0..nd) (C order), offset by

@@ -620,11 +620,13 @@ typedef struct hk_call_opts {
  * first copied into a temporary run in device memory by the stdlib's GPU
  * copy kernels (so libhk must have been built with nvcc: else
  * HK_EUNSUPPORTED), and written outputs are copied back. Axis reductions
- * run one block per row for rows up to 4096 elements, several per row
- * beyond; rows kernels one GPU thread per row. Results equal the CPU's
+ * run one warp (32 GPU threads) per row when rows are short and many
+ * (rows of m <= 4096 elements, at least m rows), else one block per row
+ * for rows up to 4096 elements, several per row beyond, and a merge block
+ * per row; rows kernels one GPU thread per row. Results equal the CPU's
  * where the operation is exact (elementwise bodies, min, max, argmax,
  * integer sums); floating-point reductions may differ by rounding (another
- * tree). */
+ * tree), the same on every GPU (the way is chosen by the shape only). */
 HK_API int hk_call_arrays(const hk_kernel_t *k, const hk_array_t *args,
                           const hk_call_opts_t *opts);
 /* The shape parameter `param` (an out or inout) must have for a call of k

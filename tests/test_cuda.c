@@ -28,11 +28,16 @@
  *     stay untouched, and in buffers must not change. At n = 1000 also
  *     hk_call (auto) on device buffers (GPU) and host buffers (CPU, bit for
  *     bit); mixed host and device buffers and buffers on the wrong side of
- *     hk_call_on are HK_EINVAL.
+ *     hk_call_on are HK_EINVAL. Arrays on the GPU (strided, broadcast,
+ *     axes) against hk_call_arrays on the CPU; axis reductions (sum,
+ *     argmax, var, mean, minmax, an i8 sum) over rows of 0 to 4097
+ *     elements, up to 70000 rows, each way the core runs rows (a warp per
+ *     row, part and merge blocks, and as the shape picks).
  *  2. the example plugins (plugins/, tier jit, a fresh cache folder): every
- *     kernel with the cuda target as in 1; cumsum (cpu only) refuses CUDA.
- *     A grid kernel called in place (out is in) gives the CPU's result
- *     (its restrict variant must not run then).
+ *     kernel with the cuda target as in 1; cumsum (cpu only) refuses CUDA;
+ *     bias_grad (an inout result) over rows each way. A grid kernel
+ *     called in place (out is in) gives the CPU's result (its restrict
+ *     variant must not run then).
  *  3. the device memory pool: reuse, statistics, trim, foreign pointers,
  *     sizes 0 .. 3 MiB.
  *  4. buffers and streams: device and host buffers, synchronous and
@@ -210,6 +215,11 @@ static long long get_i(hk_dtype_t t, const void *buf, size_t i) {
     case HK_U64: return (long long)((const uint64_t *)buf)[i];
     default: return 0;
   }
+}
+
+/* Element i of a buffer of type t as a double, for messages. */
+static double value(hk_dtype_t t, const void *buf, size_t i) {
+  return is_float(t) ? get_f(t, buf, i) : (double)get_i(t, buf, i);
 }
 
 static uint64_t splitmix(uint64_t *s) {
@@ -1066,6 +1076,12 @@ static void test_arrays_gpu(hk_context_t *ctx) {
   ran += arrays_both(ctx, "sum_f32",
                      (vspec[]){{0, 0, C2(70000, 3)}, {0, 0, C1(70000)}}, &axl,
                      1e-5);
+  /* short rows, many: a warp per row (more in test_reduce_rows_gpu) */
+  ran += arrays_both(ctx, "argmax_f32",
+                     (vspec[]){{0, 0, C2(300, 64)}, {0, 0, C1(300)}}, &axl, 0);
+  ran += arrays_both(ctx, "var_f64",
+                     (vspec[]){{0, 0, C2(3, 1000)}, {0, 0, C1(1000)}}, &ax0,
+                     1e-10);
   /* 1-byte elements, gathered: an i8 sum into i64 over a transposed view */
   ran += arrays_both(ctx, "sum_i8",
                      (vspec[]){{40 * 9, 0, 2, {9, 40}, {1, 9}}, {0, 0, C1(9)}},
@@ -1081,7 +1097,7 @@ static void test_arrays_gpu(hk_context_t *ctx) {
                                {50 * 40, 0, 2, {40, 50}, {1, 40}}},
                      NULL, 1e-6);
   printf("arrays on the GPU: %d calls compared with the CPU's\n", ran);
-  CHECK_INT_EQ(ran, 17);
+  CHECK_INT_EQ(ran, 19);
 
   /* a host array among device ones: refused, naming it */
   hk_kernel_t *k = find(ctx, "add_f32");
@@ -1098,6 +1114,164 @@ static void test_arrays_gpu(hk_context_t *ctx) {
     show("host array in a GPU broadcast", hk_last_error());
   }
   hk_device_free(d);
+}
+
+/* ---- 1c. Axis reductions on the GPU, each way their rows run ------------- */
+
+/* The core's axis reduction on the GPU (libhk internals, which
+ * hk_call_arrays uses), and how its rows run: by their shape, a warp per
+ * row, or part and merge blocks (core/registry.h's HK_ROWS_*). */
+enum { ROWS_BY_SHAPE, ROWS_BY_WARP, ROWS_BY_BLOCKS, ROWS_WAYS };
+int hk__call_reduce_rows_cuda(const hk_kernel_t *k, size_t rows, size_t m,
+                              void *const *args, int how);
+
+/* Reduction kname (in and result parameters only) over rows rows of m
+ * elements: on the CPU by hk_call_arrays over axis -1, then on the GPU
+ * each way its rows can run. With tol 0 the inputs (and inout results)
+ * are small integers, whose sums are exact in any order, and every result
+ * must equal the CPU's exactly; else within tol * (1 + |cpu|). The way by
+ * shape must give the bits of one of the other two; in buffers must not
+ * change, nor a guard zone after every buffer. Returns the ways run (0
+ * when kname is absent). */
+static int rows_ways(hk_context_t *ctx, const char *kname, size_t rows,
+                     size_t m, double tol) {
+  hk_kernel_t *k = find(ctx, kname);
+  if (!k) return 0;
+  const hk_kernel_info_t *in = hk_kernel_info(k);
+  enum { NP = 4 };
+  int np = in->nparams, ok = np <= NP, ran = 0;
+  CHECK_MSG(ok, "%s: %d parameters", kname, np);
+  unsigned char *start[NP] = {0}, *cpu[NP] = {0};
+  unsigned char *got[ROWS_WAYS][NP] = {{0}};
+  void *dev[NP] = {0};
+  size_t count[NP] = {0};
+  hk_array_t ha[NP];
+  int64_t shape_in[2] = {(int64_t)rows, (int64_t)m};
+  int64_t shape_res[1] = {(int64_t)rows};
+  for (int i = 0; i < np && ok; i++) {
+    const hk_param_info_t *p = &in->params[i];
+    size_t es = hk_dtype_size(p->dtype);
+    ok = p->role != HK_ROLE_SCALAR;
+    CHECK_MSG(ok, "%s: a scalar parameter", kname);
+    if (!ok) break;
+    count[i] = p->role == HK_ROLE_IN ? rows * m : rows;
+    size_t bytes = (count[i] + GUARD) * es;
+    start[i] = malloc(bytes);
+    cpu[i] = malloc(bytes);
+    for (int w = 0; w < ROWS_WAYS; w++) got[w][i] = malloc(bytes);
+    memset(start[i], 0x5A, bytes);
+    if (p->role != HK_ROLE_OUT && tol == 0)
+      for (size_t j = 0; j < count[i]; j++)
+        put_val(p->dtype, start[i] + j * es, (double)(arr_rand() % 17) - 8);
+    else if (p->role != HK_ROLE_OUT)
+      arr_fill(p->dtype, start[i], (int64_t)count[i]);
+    memcpy(cpu[i], start[i], bytes);
+    CHECK_OK(hk_device_alloc(&dev[i], bytes));
+    ok = ok && dev[i];
+    hk_array_init(&ha[i], cpu[i], p->dtype, p->role == HK_ROLE_IN ? 2 : 1,
+                  p->role == HK_ROLE_IN ? shape_in : shape_res);
+  }
+  if (ok) {
+    hk_call_opts_t o = {.axes = (int[]){-1}, .naxes = 1,
+                        .backend = HK_BACKEND_CPU};
+    int rc = hk_call_arrays(k, ha, &o);
+    CHECK_MSG(rc == HK_OK, "%s (%zu, %zu) on the CPU: %d (%s)", kname, rows,
+              m, rc, hk_last_error());
+    ok = rc == HK_OK;
+  }
+  static const char *const way_name[] = {"by shape", "a warp per row",
+                                         "blocks per row"};
+  for (int w = 0; w < ROWS_WAYS && ok; w++) {
+    for (int i = 0; i < np; i++) {
+      size_t bytes = (count[i] + GUARD) * hk_dtype_size(in->params[i].dtype);
+      CHECK_OK(hk_memcpy_to_device(dev[i], start[i], bytes, NULL));
+    }
+    int rc = hk__call_reduce_rows_cuda(k, rows, m, dev, w);
+    CHECK_MSG(rc == HK_OK, "%s (%zu, %zu) %s on the GPU: %d (%s)", kname,
+              rows, m, way_name[w], rc, hk_last_error());
+    if (rc) continue;
+    ran++;
+    for (int i = 0; i < np; i++) {
+      const hk_param_info_t *p = &in->params[i];
+      hk_dtype_t t = p->dtype;
+      size_t es = hk_dtype_size(t), n = count[i];
+      CHECK_OK(hk_memcpy_to_host(got[w][i], dev[i], (n + GUARD) * es, NULL));
+      CHECK_MSG(!memcmp(got[w][i] + n * es, start[i] + n * es, GUARD * es),
+                "%s (%zu, %zu) %s: the guard after %s was written", kname,
+                rows, m, way_name[w], p->name);
+      if (p->role == HK_ROLE_IN) {
+        CHECK_MSG(!memcmp(got[w][i], start[i], n * es),
+                  "%s (%zu, %zu) %s: in buffer %s changed", kname, rows, m,
+                  way_name[w], p->name);
+        continue;
+      }
+      size_t bad = 0, first = 0;
+      for (size_t j = 0; j < n; j++) {
+        int same = !memcmp(got[w][i] + j * es, cpu[i] + j * es, es);
+        if (!same && tol > 0 && is_float(t)) {
+          double a = get_f(t, cpu[i], j), g = get_f(t, got[w][i], j);
+          same = fabs(a - g) <= tol * (1 + fabs(a));
+        }
+        if (!same && bad++ == 0) first = j;
+      }
+      CHECK_MSG(bad == 0,
+                "%s (%zu, %zu) %s: %zu of %zu rows differ from the CPU's in "
+                "%s, first [%zu]: cpu %.9g gpu %.9g",
+                kname, rows, m, way_name[w], bad, n, p->name, first,
+                value(t, cpu[i], first), value(t, got[w][i], first));
+    }
+  }
+  for (int i = 0; i < np && ran == ROWS_WAYS; i++) {
+    size_t n = count[i] * hk_dtype_size(in->params[i].dtype);
+    if (in->params[i].role != HK_ROLE_IN)
+      CHECK_MSG(!memcmp(got[ROWS_BY_SHAPE][i], got[ROWS_BY_WARP][i], n) ||
+                    !memcmp(got[ROWS_BY_SHAPE][i], got[ROWS_BY_BLOCKS][i], n),
+                "%s (%zu, %zu): %s by shape is neither a warp per row's nor "
+                "blocks per row's",
+                kname, rows, m, in->params[i].name);
+  }
+  for (int i = 0; i < np; i++) {
+    free(start[i]);
+    free(cpu[i]);
+    for (int w = 0; w < ROWS_WAYS; w++) free(got[w][i]);
+    if (dev[i]) hk_device_free(dev[i]);
+  }
+  return ran;
+}
+
+/* Axis reductions of the stdlib each way their rows run: short rows (1,
+ * 31, 33, 64, 1000; one warp's lane takes none, one, two or many
+ * elements, four at a time or not), more rows than one part launch takes
+ * (65535), empty rows, rows on either side of the longest a warp takes
+ * (4096); a sum, argmax (a struct accumulator, ties everywhere in small
+ * integers), var (a struct, a finalize), mean (a finalize with n; f16
+ * stores), minmax (two results), an i8 sum into i64. */
+static void test_reduce_rows_gpu(hk_context_t *ctx) {
+  static const size_t shapes[][2] = {{5, 1},     {40, 31},  {7, 33},
+                                     {300, 64},  {20, 64},  {1000, 1000},
+                                     {3, 1000},  {70000, 3}, {4, 0},
+                                     {33, 4096}, {2, 4097}, {66000, 1}};
+  int ran = 0, want = 0;
+  for (size_t s = 0; s < COUNT(shapes); s++) {
+    size_t rows = shapes[s][0], m = shapes[s][1];
+    ran += rows_ways(ctx, "sum_f32", rows, m, 0);
+    ran += rows_ways(ctx, "argmax_f32", rows, m, 0);
+    want += 2 * ROWS_WAYS;
+  }
+  static const size_t few[][2] = {{40, 31}, {300, 64}, {7, 1000}, {70000, 3}};
+  for (size_t s = 0; s < COUNT(few); s++) {
+    size_t rows = few[s][0], m = few[s][1];
+    ran += rows_ways(ctx, "var_f64", rows, m, 1e-10);
+    ran += rows_ways(ctx, "var_f32", rows, m, 1e-5);
+    ran += rows_ways(ctx, "mean_f16", rows, m, 0);
+    ran += rows_ways(ctx, "minmax_f32", rows, m, 0);
+    ran += rows_ways(ctx, "sum_i8", rows, m, 0);
+    want += 5 * ROWS_WAYS;
+  }
+  printf("axis reductions on the GPU: %d (kernel, shape, way) compared with "
+         "the CPU's\n",
+         ran);
+  CHECK_INT_EQ(ran, want);
 }
 
 static void test_stdlib(void) {
@@ -1167,6 +1341,7 @@ static void test_stdlib(void) {
   }
   test_rows_gpu(ctx);
   test_arrays_gpu(ctx);
+  test_reduce_rows_gpu(ctx);
   hk_context_destroy(ctx);
 }
 
@@ -1283,6 +1458,14 @@ static void test_plugins(int have_nvrtc) {
     with_cuda += (hk_kernel_info(l.k[i])->targets & HK_TARGET_CUDA) != 0;
   CHECK_INT_EQ(ran, with_cuda);
   CHECK(ran >= (int)COUNT(gpu) - 1);
+
+  /* an inout result read by the finalize (dbias += the row's sum), each
+   * way axis reductions' rows run */
+  int ways = rows_ways(ctx, "bias_grad_f32", 300, 64, 0) +
+             rows_ways(ctx, "bias_grad_f32", 70000, 3, 0) +
+             rows_ways(ctx, "bias_grad_f64", 7, 1000, 0) +
+             rows_ways(ctx, "bias_grad_f64", 40, 31, 0);
+  CHECK_INT_EQ(ways, 4 * ROWS_WAYS);
 
   /* mixed host and device buffers: refused, naming both parameters */
   hk_kernel_t *k = find(ctx, "huber_loss_f32");

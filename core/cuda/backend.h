@@ -21,7 +21,7 @@
 #include "cuda.h"
 
 /* Kernel arguments a launch passes on the stack: parameters and the
- * launcher's own (partials, count, n). */
+ * launcher's own (partials, count, n; n, rows). */
 #define HK_CUDA_MAX_ARGS 64
 /* The launcher's arguments beyond the kernel's parameters, at most. */
 #define HK_CUDA_EXTRA_ARGS 4
@@ -40,11 +40,13 @@ typedef struct hk_cuda_strided {
 } hk_cuda_strided_t;
 
 /* Runs reduction entry e over rows rows of m contiguous elements on the
- * default stream (part blocks per row by m, one merge block per row;
- * results at args[result] + row) and waits for it. (launch.c) */
+ * default stream (results at args[result] + row) and waits for it: by
+ * how (HK_ROWS_*, registry.h), a warp per row (e->wrow) or part blocks
+ * per row by m and one merge block per row. HK_EUNSUPPORTED where how is
+ * HK_ROWS_BY_WARP and e has no wrow. (launch.c) */
 HK_INTERNAL int hk__cuda_launch_reduce_rows(const hk_cuda_entry_t *e,
                                             size_t rows, size_t m,
-                                            void *const *args);
+                                            void *const *args, int how);
 
 /* Whether mutex m is locked, for asserting "m held" (HK_ASSERT only: a
  * free mutex is left locked, and the assertion then fails). For the

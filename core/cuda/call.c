@@ -246,7 +246,7 @@ int hk__call_rows_cuda(const hk_kernel_t *k, hk_stream_t *s, size_t rows,
 }
 
 int hk__call_reduce_rows_cuda(const hk_kernel_t *k, size_t rows, size_t m,
-                              void *const *args) {
+                              void *const *args, int how) {
   hk_mem_t side;
   int rc = hk__cuda_ready();
   if (rc) return rc;
@@ -256,7 +256,7 @@ int hk__call_reduce_rows_cuda(const hk_kernel_t *k, size_t rows, size_t m,
   if ((rc = buffers_side(k, args, HK_MEM_DEVICE, &side))) return rc;
   const hk_cuda_entry_t *e;
   if ((rc = cuda_entry(k, &e))) return rc;
-  return hk__cuda_launch_reduce_rows(e, rows, m, args);
+  return hk__cuda_launch_reduce_rows(e, rows, m, args, how);
 }
 
 int hk__call_auto(const hk_kernel_t *k, size_t n, void *const *args) {

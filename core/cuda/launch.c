@@ -62,6 +62,12 @@ int hk__cuda_entry_make(CUmodule mod, const hk_kernel_info_t *info,
   HK_ASSERT(e->out_index >= 0); /* a reduction has a result parameter */
   int rc = entry_function(mod, HK_ABI_CUDA_PART, info, &e->fn, d);
   if (!rc) rc = entry_function(mod, HK_ABI_CUDA_MERGE, info, &e->merge, d);
+  /* optional: GPU code without it (generated before it was) runs every
+   * axis reduction by part and merge */
+  char fname[200];
+  snprintf(fname, sizeof fname, "%s%s", HK_ABI_CUDA_ROWS_WARP, info->name);
+  if (!rc && hk__cuda.api.cuModuleGetFunction(&e->wrow, mod, fname))
+    e->wrow = NULL;
   return rc;
 }
 
@@ -222,22 +228,57 @@ int hk__cuda_launch(const hk_cuda_entry_t *e, struct hk_stream *st, size_t n,
 #define ROW_PART_ELEMS ((size_t)HK_ABI_CUDA_BLOCK * 16)
 /* Rows per launch: the y extent of the part kernel's grid. */
 #define ROWS_PER_LAUNCH ((size_t)65535)
+/* The longest rows a warp per row may take: 128 elements a lane. */
+#define ROW_WARP_ELEMS ((size_t)4096)
 
-int hk__cuda_launch_reduce_rows(const hk_cuda_entry_t *e, size_t rows,
-                                size_t m, void *const *args) {
-  HK_ASSERT(atomic_load(&hk__cuda_started) && e->kind == HK_KIND_REDUCTION);
-  if (rows == 0) return HK_OK;
-  const hk_cuda_api_t *a = &hk__cuda.api;
+/* 1 when rows rows of m elements run a warp per row (the wrow kernel), 0
+ * when part blocks and a merge block per row.
+ *
+ * A lane of a row's warp takes m / 32 elements, m / 128 rounds of four
+ * loads one after the other; part and merge take m / 1024 rounds a thread
+ * but pay, for each row, a tree of 256 threads in each of two launches,
+ * and the second launch and the partials (on an H200, sums over rows of 64
+ * took 21x the time of the whole-array sum of the same 16M floats, rows of
+ * 1024 1.9x). The warp is the faster where its longer chain of loads is
+ * hidden: where rows are short (a few rounds against that fixed cost of
+ * several memory latencies), or many (an H100 or H200 holds 132 x 64
+ * warps, and needs about 7K of them with four 128-byte loads in flight to
+ * cover a memory latency at full bandwidth). rows >= m asks for both
+ * together: rows of 4096 (32 rounds) need 4096 rows, half the warps the
+ * GPU holds, where the two ways come out about even; rows of 1024 (8
+ * rounds, about part and merge's fixed cost) 1024 rows; rows of 64 (one
+ * round) 64. It looks at the shape only, not at the device: the two ways
+ * round differently, and a shape's results are the same on every GPU. */
+static int rows_by_warp(size_t rows, size_t m) {
+  return m <= ROW_WARP_ELEMS && rows >= m;
+}
+
+/* Queues the warp-per-row kernel over rows rows of m elements: every
+ * parameter (args as hk_call's, the rows' first elements), m, rows. One
+ * launch takes any number of rows: the warps stride over them. */
+static CUresult launch_rows_warps(const hk_cuda_entry_t *e, CUstream s,
+                                  size_t rows, size_t m, void *const *args) {
+  void *kp[HK_CUDA_MAX_ARGS];
+  int np = 0;
+  put_params(e->info, args, 0, kp, &np);
+  kp[np++] = &m;
+  kp[np++] = &rows;
+  const size_t per_block = HK_ABI_CUDA_BLOCK / HK_ABI_CUDA_WARP;
+  const unsigned grid_cap = (unsigned)hk__cuda.info.sm_count * 16u;
+  size_t blocks = (rows + per_block - 1) / per_block;
+  if (blocks > grid_cap) blocks = grid_cap;
+  return hk__cuda.api.cuLaunchKernel(e->wrow, (unsigned)blocks, 1, 1,
+                                     HK_ABI_CUDA_BLOCK, 1, 1, 0, s, kp, NULL);
+}
+
+/* Queues rows rows of m elements as part and merge launches of at most
+ * chunk rows each, parts part blocks a row; partials holds chunk * parts
+ * accumulators. */
+static CUresult launch_rows_blocks(const hk_cuda_entry_t *e, CUstream s,
+                                   size_t rows, size_t m, size_t parts,
+                                   size_t chunk, void *const *args,
+                                   CUdeviceptr partials) {
   const hk_kernel_info_t *in = e->info;
-  struct hk_stream *st = hk__stream(NULL);
-  size_t parts = (m + ROW_PART_ELEMS - 1) / ROW_PART_ELEMS;
-  if (parts < 1) parts = 1;
-  if (parts > HK_CUDA_MAX_PARTS) parts = HK_CUDA_MAX_PARTS;
-  size_t chunk = rows < ROWS_PER_LAUNCH ? rows : ROWS_PER_LAUNCH;
-  void *partials = NULL;
-  int rc = hk_device_alloc(&partials, chunk * parts * HK_REDUCE_ACC_MAX);
-  if (rc) return rc;
-  CUdeviceptr pd = (CUdeviceptr)(uintptr_t)partials;
   CUresult r = HK_CUDA_SUCCESS;
   for (size_t r0 = 0; r0 < rows && !r; r0 += chunk) {
     unsigned nr = (unsigned)(rows - r0 < chunk ? rows - r0 : chunk);
@@ -250,11 +291,44 @@ int hk__cuda_launch_reduce_rows(const hk_cuda_entry_t *e, size_t rows,
       size_t es = hk_dtype_size(in->params[i].dtype);
       at[i] = (char *)args[i] + (is_result(in, i) ? r0 : r0 * m) * es;
     }
-    r = launch_part_merge(e, st->s, parts, nr, m, at, &pd);
+    r = launch_part_merge(e, s, parts, nr, m, at, &partials);
   }
-  rc = launch_result(e, r);
-  /* the partials go back to the pool once the launches queued have run */
-  CUresult sr = a->cuStreamSynchronize(st->s);
+  return r;
+}
+
+int hk__cuda_launch_reduce_rows(const hk_cuda_entry_t *e, size_t rows,
+                                size_t m, void *const *args, int how) {
+  HK_ASSERT(atomic_load(&hk__cuda_started) && e->kind == HK_KIND_REDUCTION);
+  HK_ASSERT(how == HK_ROWS_BY_SHAPE || how == HK_ROWS_BY_WARP ||
+            how == HK_ROWS_BY_BLOCKS);
+  const hk_kernel_info_t *in = e->info;
+  if (how == HK_ROWS_BY_WARP && !e->wrow)
+    return hk__fail(HK_EUNSUPPORTED,
+                    "kernel %s: its GPU code has no " HK_ABI_CUDA_ROWS_WARP
+                    "%s (a warp per row)",
+                    in->name, in->name);
+  if (rows == 0) return HK_OK;
+  struct hk_stream *st = hk__stream(NULL);
+  int by_warp = e->wrow && (how == HK_ROWS_BY_WARP ||
+                            (how == HK_ROWS_BY_SHAPE && rows_by_warp(rows, m)));
+  void *partials = NULL;
+  CUresult r;
+  if (by_warp) {
+    r = launch_rows_warps(e, st->s, rows, m, args);
+  } else {
+    size_t parts = (m + ROW_PART_ELEMS - 1) / ROW_PART_ELEMS;
+    if (parts < 1) parts = 1;
+    if (parts > HK_CUDA_MAX_PARTS) parts = HK_CUDA_MAX_PARTS;
+    size_t chunk = rows < ROWS_PER_LAUNCH ? rows : ROWS_PER_LAUNCH;
+    int rc = hk_device_alloc(&partials, chunk * parts * HK_REDUCE_ACC_MAX);
+    if (rc) return rc;
+    r = launch_rows_blocks(e, st->s, rows, m, parts, chunk, args,
+                           (CUdeviceptr)(uintptr_t)partials);
+  }
+  int rc = launch_result(e, r);
+  /* the call returns with its results in place (hk_call_arrays waits);
+   * the partials go back to the pool once the launches queued have run */
+  CUresult sr = hk__cuda.api.cuStreamSynchronize(st->s);
   hk_device_free(partials);
   if (!rc && sr) {
     char b[HK_CUDA_ERRLEN];
