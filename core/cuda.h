@@ -35,6 +35,8 @@ typedef struct hk_cuda_entry {
   hk_kind_t kind;
   CUfunction fn;    /* elementwise, raw; a reduction's per-block part */
   CUfunction merge; /* reductions: combines the parts, finalizes */
+  CUfunction nd;    /* elementwise: the N-D entry (abi.h), NULL when the
+                       GPU code has none */
   const hk_kernel_info_t *info; /* parameters, for the launch */
   int out_index;                /* reductions: the out parameter */
   unsigned vec_lanes;           /* elementwise: elements per thread step */
@@ -99,7 +101,8 @@ HK_INTERNAL int hk__nvrtc_load(const hk_nvrtc_api_t **api, int *version,
 HK_INTERNAL unsigned hk__cuda_lanes(const hk_kernel_info_t *info);
 /* Fills *e with the entry of info's instance in mod (its functions
  * HK_ABI_CUDA_PART and HK_ABI_CUDA_MERGE for a reduction, else
- * HK_ABI_CUDA_KERNEL, followed by the instance's name). HK_OK, or
+ * HK_ABI_CUDA_KERNEL, followed by the instance's name; for an elementwise
+ * one also HK_ABI_CUDA_ND where mod has it, else e->nd NULL). HK_OK, or
  * HK_EUNSUPPORTED with the reason in d: too many parameters for a launch,
  * or mod lacks a function. The backend must be ready. (launch.c) */
 HK_INTERNAL int hk__cuda_entry_make(CUmodule mod,
