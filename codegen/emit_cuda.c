@@ -5,6 +5,9 @@
  *   elementwise  hk_cuda__NAME(params..., n): grid-stride loops running the
  *                same body as the C version (hk_body__NAME), with 128-bit
  *                vector loads and stores when the buffers are aligned;
+ *                and hk_cuda_nd__NAME(params..., g, n): the same body over
+ *                strided and broadcast arrays, each buffer reached through
+ *                the strides in g (emit_nd below, abi.h);
  *   reduction    hk_cuda_part__NAME(ins and scalars..., partials, n): each
  *                block reduces a grid-stride share into partials[block]
  *                through shared memory; then hk_cuda_merge__NAME(partials,
@@ -89,10 +92,9 @@ static void put_write_locals(hku_buf *o, const hkc_instance *in, int ind,
   }
 }
 
-/* "hk_body__NAME(args..., AT, n);" with each in buffer's element, then the
- * stores of the written buffers' elements. */
-static void put_body_call(hku_buf *o, const hkc_instance *in, int ind,
-                          elem_ref e, const char *at) {
+/* "hk_body__NAME(args..., AT, n);" with each in buffer's element. */
+static void put_call(hku_buf *o, const hkc_instance *in, int ind, elem_ref e,
+                     const char *at) {
   const hkc_kernel *k = in->k;
   hku_buf_printf(o, "%*shk_body__%s(", ind, "", in->name);
   for (int i = 0; i < k->nparams; i++) {
@@ -105,6 +107,13 @@ static void put_body_call(hku_buf *o, const hkc_instance *in, int ind,
       hku_buf_printf(o, "%s, ", p->name);
   }
   hku_buf_printf(o, "%s, n);\n", at);
+}
+
+/* put_call, then the stores of the written buffers' elements. */
+static void put_body_call(hku_buf *o, const hkc_instance *in, int ind,
+                          elem_ref e, const char *at) {
+  const hkc_kernel *k = in->k;
+  put_call(o, in, ind, e, at);
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     hk_dtype_t t = hkc_param_type(in, p);
@@ -168,9 +177,150 @@ static void emit_vector_part(hku_buf *o, const hkc_instance *in, int L) {
                  L);
 }
 
+/* The buffer parameters of an instance. */
+static int nbuffers(const hkc_instance *in) {
+  int nb = 0;
+  for (int i = 0; i < in->k->nparams; i++) nb += is_buffer(&in->k->params[i]);
+  return nb;
+}
+
+/* The kernel's arguments, passed on: "hk_p_x, alpha, ". */
+static void put_args(hku_buf *o, const hkc_instance *in) {
+  const hkc_kernel *k = in->k;
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    hku_buf_printf(o, "%s%s, ", is_buffer(p) ? "hk_p_" : hkc_scalar_pre(in, p),
+                   p->name);
+  }
+}
+
+/* The N-D entry, hk_cuda_nd__NAME(params..., const hk_nd<NB> hk_g, n): the
+ * flat kernel's parameters, then the iteration (abi.h: hk_abi_cuda_nd_t,
+ * filled by core/cuda/launch.c), and the element count.
+ *
+ * Why this shape. Consecutive threads take consecutive flat indices of the
+ * C order, as in the flat kernel, so the innermost axis is walked by
+ * consecutive threads: coalesced wherever a buffer's inner stride is 0 or
+ * 1, whatever the shape (a short inner axis idles no thread, as a thread
+ * per column of a 2-D launch would). A thread finds its element's offsets
+ * by dividing the flat index by the axis lengths, innermost first, each
+ * division a multiply-high, an add and a shift by constants the host
+ * computed (hk_abi_cuda_divider): no hardware division, 64-bit or other,
+ * per element. The host has collapsed the shape (core/arrays.c), so most
+ * calls have 2 axes ((R, C) + (C,), x.T, a slice; a 1-D one gets a
+ * leading 1): one division. Three loops, by what the host found:
+ *   2 axes, n and every offset within 32 bits: 32-bit math, U elements a
+ *     thread a step (hk_abi_cuda_nd_unroll);
+ *   up to 8 axes, 32 bits: the axes beyond g.h.nd skipped, 2 elements;
+ *   anything else (n >= 2^31, offsets beyond an int): 64-bit math, 1.
+ * A thread's elements lie blockDim.x apart, so each of its accesses is
+ * coalesced across the warp, and all their loads are issued before the
+ * first body runs: the memory-level parallelism the flat kernel has from
+ * its 128-bit loads. (Each element of a loop's unroll is a copy of the
+ * body, and the rarer loops take fewer: with U in all three, nvcc took
+ * 5.4x as long over the stdlib as without N-D entries; so, 2.4x.) Loads
+ * before stores also make an out array that is an in array (the one
+ * overlap check_overlaps allows) safe: every element is read and written
+ * by one thread, at one flat index. The body gets the same values through
+ * the same conversions as in the flat kernel, and the flat kernel's i and
+ * n: the results are the flat kernel's bit for bit. */
+static void emit_nd(hku_buf *o, const hkc_instance *in) {
+  const hkc_kernel *k = in->k;
+  const char *nm = in->name;
+  const int nb = nbuffers(in);
+  const int U = (int)hk_abi_cuda_nd_unroll(nb);
+
+  hku_buf_printf(o,
+                 "/* hk_cuda_nd__%s's loop: ND axes (2; or 8: hk_g.h.nd of "
+                 "them), index type I, offset type O, U elements a thread a "
+                 "step */\n"
+                 "template <int ND, typename I, typename O, int U>\n"
+                 "static __device__ __forceinline__ void hk_nd_run__%s(",
+                 nm, nm);
+  hkc_put_params(o, in, "hk_p_", 1, 0);
+  hku_buf_printf(o, "const hk_nd<%d> &hk_g, const size_t n)\n{\n", nb);
+  hkc_put_scalar_locals(o, in, 4);
+  hku_buf_printf(
+      o,
+      "    const I hk_n = (I)n;\n"
+      "    const I hk_step = (I)gridDim.x * (blockDim.x * U);\n"
+      "    for (I hk_t = (I)blockIdx.x * (blockDim.x * U) + threadIdx.x; "
+      "hk_t < hk_n; hk_t += hk_step) {\n"
+      "        O hk_o[U][%d];\n",
+      nb);
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (p->role == HK_ROLE_IN || p->role == HK_ROLE_INOUT)
+      hku_buf_printf(o, "        %s hk_e_%s[U];\n", hkc_param_stype(in, p),
+                     p->name);
+  }
+  /* the loads of every element first */
+  hku_buf_put(o,
+              "#pragma unroll\n"
+              "        for (int hk_u = 0; hk_u < U; hk_u++) {\n"
+              "            const I i = hk_t + (I)hk_u * blockDim.x;\n"
+              "            if (i < hk_n) {\n"
+              "                hk_nd_offsets<ND>(hk_g, i, hk_o[hk_u]);\n");
+  for (int i = 0, b = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (!is_buffer(p)) continue;
+    if (p->role == HK_ROLE_IN || p->role == HK_ROLE_INOUT)
+      hku_buf_printf(o,
+                     "                hk_e_%s[hk_u] = hk_p_%s[hk_o[hk_u][%d]];\n",
+                     p->name, p->name, b);
+    b++;
+  }
+  /* then the bodies and stores */
+  hku_buf_put(o,
+              "            }\n"
+              "        }\n"
+              "#pragma unroll\n"
+              "        for (int hk_u = 0; hk_u < U; hk_u++) {\n"
+              "            const I i = hk_t + (I)hk_u * blockDim.x;\n"
+              "            if (i < hk_n) {\n");
+  const elem_ref held = {"hk_e_", "[hk_u]"};
+  put_write_locals(o, in, 16, held);
+  put_call(o, in, 16, held, "(size_t)i");
+  for (int i = 0, b = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    hk_dtype_t t = hkc_param_type(in, p);
+    if (!is_buffer(p)) continue;
+    if (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT)
+      hku_buf_printf(o, "                hk_p_%s[hk_o[hk_u][%d]] = %s%s%s;\n",
+                     p->name, b, hkc_store_pre(t), p->name, hkc_conv_post(t));
+    b++;
+  }
+  hku_buf_put(o,
+              "            }\n"
+              "        }\n"
+              "    }\n"
+              "}\n\n");
+
+  hku_buf_printf(o, "extern \"C\" __global__ void " HK_ABI_CUDA_ND "%s(", nm);
+  hkc_put_params(o, in, "hk_p_", 1, 0);
+  hku_buf_printf(o, "const hk_nd<%d> hk_g, size_t n)\n{\n", nb);
+  /* the loop of two axes, 32-bit, the common case, takes U elements a
+   * step; the others, which would double the entry's code (its compile
+   * time) at U, fewer */
+  const struct {
+    const char *when, *targs;
+    int unroll;
+  } paths[] = {{"if (!hk_g.h.wide && hk_g.h.nd == 2)", "2, unsigned, int", U},
+               {"else if (!hk_g.h.wide)", "8, unsigned, int", U < 2 ? U : 2},
+               {"else", "8, unsigned long long, long long", 1}};
+  for (int w = 0; w < 3; w++) {
+    hku_buf_printf(o, "    %s\n        hk_nd_run__%s<%s, %d>(", paths[w].when,
+                   nm, paths[w].targs, paths[w].unroll);
+    put_args(o, in);
+    hku_buf_put(o, "hk_g, n);\n");
+  }
+  hku_buf_put(o, "}\n\n");
+}
+
 /* Elementwise: the body function, then the kernel: the vector part, then
  * the rest (or everything, when a buffer is not aligned) one element per
- * thread, both as grid-stride loops. */
+ * thread, both as grid-stride loops; then the N-D entry (emit_nd), for
+ * instances with 1 to HK_ABI_CUDA_ND_BUFS buffers. */
 static void emit_elementwise(hku_buf *o, const hkc_instance *in,
                              hkc_emit_mode mode) {
   (void)mode; /* the same CUDA serves the stdlib and plugins */
@@ -193,6 +343,8 @@ static void emit_elementwise(hku_buf *o, const hkc_instance *in,
   put_write_locals(o, in, 8, elem);
   put_body_call(o, in, 8, elem, "i");
   hku_buf_put(o, "    }\n}\n\n");
+  const int nb = nbuffers(in);
+  if (nb >= 1 && nb <= HK_ABI_CUDA_ND_BUFS) emit_nd(o, in);
 }
 
 /* The tree over the block's hk_s[] (shared memory, one slot a thread),
@@ -533,11 +685,65 @@ static const char copy_kernels[] =
     "HK_CUDA_COPY(hk_cuda_copy_8, unsigned long long)\n"
     "#undef HK_CUDA_COPY\n\n";
 
-/* 1 when a kernel of the files with the cuda target is a grid kernel. */
-static int any_grid(hkc_file *const *files, int nfiles) {
+/* What the N-D entries of elementwise instances share (emit_nd): their
+ * iteration, laid out as common/abi.h's hk_abi_cuda_nd_t, the division by
+ * an axis length (abi.h: hk_abi_cuda_divider) and the offsets of a flat
+ * index. Everything is inlined into each entry, the struct read where the
+ * kernel parameter lies. */
+static const char nd_helpers[] =
+    "/* ---- N-D elementwise entries (hk_cuda_nd__*: common/abi.h) ---- */\n"
+    "struct hk_nd_head {\n"
+    "    int nd, wide;\n"
+    "    unsigned long long len[" HKC_STR(HK_MAX_DIMS) "];\n"
+    "    unsigned long long mul[" HKC_STR(HK_MAX_DIMS) "];\n"
+    "    unsigned int shift[" HKC_STR(HK_MAX_DIMS) "];\n"
+    "};\n"
+    "static_assert(sizeof(hk_nd_head) == " HKC_STR(HK_ABI_CUDA_ND_HEAD)
+    ", \"the head of hk_abi_cuda_nd_t\");\n"
+    "template <int NB> struct hk_nd {\n"
+    "    hk_nd_head h;\n"
+    "    long long st[NB][" HKC_STR(HK_MAX_DIMS) "]; /* per buffer, in elements */\n"
+    "};\n"
+    "/* x / d for x < 2^31 (2^63), by d's multiplier m and shift s */\n"
+    "static __device__ __forceinline__ __attribute__((unused)) unsigned\n"
+    "hk_nd_div(unsigned x, "
+    "unsigned long long m, unsigned s)\n"
+    "{\n"
+    "    return (__umulhi(x, (unsigned)m) + x) >> s;\n"
+    "}\n"
+    "static __device__ __forceinline__ __attribute__((unused)) unsigned long "
+    "long\nhk_nd_div(unsigned long long x, unsigned long long m, unsigned s)\n"
+    "{\n"
+    "    return (__umul64hi(x, m) + x) >> s;\n"
+    "}\n"
+    "/* off[b]: the offset of flat index i in buffer b, its index along each\n"
+    " * axis (innermost first; ND == 2: two axes, else g.h.nd) times the\n"
+    " * buffer's stride there */\n"
+    "template <int ND, typename I, typename O, int NB>\n"
+    "static __device__ __forceinline__ void hk_nd_offsets(const hk_nd<NB> &g, "
+    "I i, O (&off)[NB])\n"
+    "{\n"
+    "#pragma unroll\n"
+    "    for (int b = 0; b < NB; b++) off[b] = 0;\n"
+    "#pragma unroll\n"
+    "    for (int d = ND - 1; d > 0; d--) {\n"
+    "        if (ND == 2 || d < g.h.nd) {\n"
+    "            const I q = hk_nd_div(i, g.h.mul[d], g.h.shift[d]);\n"
+    "            const O x = (O)(i - q * (I)g.h.len[d]);\n"
+    "#pragma unroll\n"
+    "            for (int b = 0; b < NB; b++) off[b] += x * (O)g.st[b][d];\n"
+    "            i = q;\n"
+    "        }\n"
+    "    }\n"
+    "#pragma unroll\n"
+    "    for (int b = 0; b < NB; b++) off[b] += (O)i * (O)g.st[b][0];\n"
+    "}\n\n";
+
+/* 1 when a kernel of the files with the cuda target is of kind kind. */
+static int any_kind(hkc_file *const *files, int nfiles, hk_kind_t kind) {
   for (int f = 0; f < nfiles; f++)
     for (int i = 0; i < files[f]->nkernels; i++)
-      if (files[f]->kernels[i].kind == HK_KIND_GRID &&
+      if (files[f]->kernels[i].kind == kind &&
           (files[f]->kernels[i].targets & HK_TARGET_CUDA))
         return 1;
   return 0;
@@ -551,8 +757,9 @@ int hkc_emit_cuda(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
                  "again.\n * Launch with 1-D blocks of %d threads. */\n\n",
                  HK_ABI_CUDA_BLOCK);
   hkc_emit_cuda_prelude(o);
-  if (any_grid(files, nfiles)) /* grid extents are checked len arithmetic */
-    hkc_emit_len_helpers_cuda(o);
+  /* grid extents are checked len arithmetic */
+  if (any_kind(files, nfiles, HK_KIND_GRID)) hkc_emit_len_helpers_cuda(o);
+  if (any_kind(files, nfiles, HK_KIND_ELEMENTWISE)) hku_buf_put(o, nd_helpers);
   if (mode == HKC_EMIT_STDLIB) hku_buf_put(o, copy_kernels);
   hkc_emit_instances(files, nfiles, mode, &cuda_emitter, o);
   return o->oom ? HK_ENOMEM : HK_OK;

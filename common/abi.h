@@ -63,6 +63,10 @@
 /* a grid kernel without loops, for calls whose written buffers overlap no
  * other buffer: its pointers restrict, its index loop unrolled */
 #define HK_ABI_CUDA_NOALIAS "hk_cuda_na__"
+/* An elementwise instance's entry over strided and broadcast arrays (see
+ * HK_ABI_CUDA_ND_BUFS below); optional: a module without it stages such
+ * arrays through copies. */
+#define HK_ABI_CUDA_ND "hk_cuda_nd__"
 /* What a prebuilt plugin (hk build) exports besides its entry points: its
  * ABI version (an unsigned int) and its kernel file's text. */
 #define HK_ABI_PLUGIN_VERSION_SYMBOL "hk_plugin_abi_version"
@@ -95,6 +99,69 @@ static inline unsigned hk_abi_cuda_lanes(size_t widest) {
 /* Threads per warp: a reduction's HK_ABI_CUDA_ROWS_WARP kernel reduces a row
  * by one warp, HK_ABI_CUDA_BLOCK / HK_ABI_CUDA_WARP rows a block. */
 #define HK_ABI_CUDA_WARP 32
+
+/* ---- The N-D entry of an elementwise instance ----------------------------
+ * hk_cuda_nd__NAME(params..., const hk_nd<NB> g, size_t n) runs the body
+ * over n elements in C order of a (collapsed) shape, each buffer reached
+ * through its own strides, so strided, reversed and broadcast arrays need
+ * no copies. NB is the instance's buffer count; g is the prefix of
+ * hk_abi_cuda_nd_t that holds NB stride rows (the generated prelude's
+ * struct hk_nd has this layout). The element of flat index i is found by
+ * dividing i by the axis lengths, innermost first, with the multipliers
+ * and shifts of hk_abi_cuda_divider (32-bit math unless wide); a body sees
+ * i and n as in the flat kernel. Instances with more than
+ * HK_ABI_CUDA_ND_BUFS buffers have no N-D entry (their calls go through
+ * copies): a launch's parameters must fit 4 KB, and g takes at most
+ * 168 + 32 * 64 = 2216 bytes, beside at most 60 parameters of 8 bytes
+ * (HK_CUDA_MAX_ARGS) and n: 2704 in all. */
+#define HK_ABI_CUDA_ND_BUFS 32
+/* The layout's head in bytes (offsetof(hk_abi_cuda_nd_t, st)); both sides
+ * assert it. */
+#define HK_ABI_CUDA_ND_HEAD 168
+typedef struct hk_abi_cuda_nd {
+  int32_t nd;   /* axes, 2 to HK_MAX_DIMS (a 1-D call gets a leading 1) */
+  int32_t wide; /* 1: 64-bit index math (see hk__cuda_launch_nd) */
+  uint64_t len[HK_MAX_DIMS];   /* the shape, innermost axis last */
+  uint64_t mul[HK_MAX_DIMS];   /* axes 1..nd-1: len's divider multiplier */
+  uint32_t shift[HK_MAX_DIMS]; /* ... and shift */
+  int64_t st[HK_ABI_CUDA_ND_BUFS][HK_MAX_DIMS]; /* per buffer parameter,
+                                                   in order: elements */
+} hk_abi_cuda_nd_t;
+
+/* Elements per thread per grid step of an N-D entry with nbuf buffers
+ * (its loop over two axes; codegen/emit_cuda.c, emit_nd): their loads are
+ * all issued before the first body runs (memory-level parallelism the flat
+ * kernel gets from 128-bit loads), fewer when many buffers would take too
+ * many registers. The launcher sizes grids by it. */
+static inline unsigned hk_abi_cuda_nd_unroll(int nbuf) {
+  return nbuf <= 4 ? 4u : nbuf <= 8 ? 2u : 1u;
+}
+
+/* Division by d (1 <= d <= 2^(bits-1); bits 32 or 64) as a multiply and a
+ * shift: returns m and stores s such that for every 0 <= x < 2^(bits-1),
+ * x / d == (mulhi(x, m) + x) >> s, mulhi the high bits-bit half of the
+ * product (no overflow: mulhi(x, m) <= x). With s = ceil(log2 d) and
+ * m = floor(2^bits (2^s - d) / d) + 1 < 2^bits, the multiplier 2^bits + m
+ * is floor(2^(bits+s) / d) + 1, within 2^s of 2^(bits+s) / d once times
+ * d, which makes the quotient exact for x < 2^bits (Granlund and
+ * Montgomery 1994, theorem 4.2); x < 2^(bits-1) keeps the sum within bits.
+ * The long division below needs no 128-bit type. */
+static inline uint64_t hk_abi_cuda_divider(uint64_t d, int bits,
+                                           unsigned *s) {
+  unsigned sh = 0;
+  while (((uint64_t)1 << sh) < d) sh++;
+  uint64_t r = ((uint64_t)1 << sh) - d, q = 0; /* r < d <= 2^63 */
+  for (int b = 0; b < bits; b++) {
+    r <<= 1; /* < 2d <= 2^64 */
+    q <<= 1;
+    if (r >= d) {
+      r -= d;
+      q |= 1;
+    }
+  }
+  *s = sh;
+  return q + 1;
+}
 
 /* A reduction of at most this many elements is one block. */
 #define HK_REDUCE_BLOCK 32768u

@@ -1170,11 +1170,15 @@ static int on_gpu(const call *c, const hk_call_opts_t *o) {
 }
 
 /* ---- the GPU: strided, broadcast and axis calls ---------------------------
- * The kernels' GPU code takes contiguous runs (a reduction: rows of m
- * elements, one result per row). An array whose view is such a run is used
- * in place; any other gets a temporary run in device memory, filled by the
- * stdlib's strided copy kernel when the kernel reads it and copied back
- * into the array when it writes it. */
+ * An elementwise kernel's GPU code has an N-D entry (common/abi.h) that
+ * reaches every array through its strides: a call whose arrays are not all
+ * one dense run goes through it over the collapsed shape, no copies.
+ * Otherwise (reductions, whose GPU code takes rows of m contiguous
+ * elements; elementwise GPU code without the N-D entry) an array whose
+ * view is a contiguous run is used in place, and any other gets a
+ * temporary run in device memory, filled by the stdlib's strided copy
+ * kernel when the kernel reads it and copied back into the array when it
+ * writes it. */
 
 /* 1 when strides st over shape (nd axes) make one C-order run (axes of
  * length 1 aside). */
@@ -1249,13 +1253,14 @@ static int gpu_finish(const call *c, gpu_view *v, int rc) {
   return rc;
 }
 
-/* An elementwise call over the broadcast shape (nd axes), n elements. */
-static int gpu_elementwise(const call *c, int nd, const int64_t *shape,
-                           size_t n) {
+/* gpu_elementwise through temporary runs: for GPU code without the N-D
+ * entry. */
+static int gpu_elementwise_staged(const call *c, int nd, const int64_t *shape,
+                                  size_t n) {
   gpu_view v[ARR_MAX_ARGS];
   void *ptrs[ARR_MAX_ARGS];
   memset(v, 0, sizeof(gpu_view) * (size_t)c->nargs);
-  int rc = gpu_sides(c);
+  int rc = HK_OK;
   for (int i = 0; i < c->nargs && !rc; i++) {
     ptrs[i] = c->a[i].data;
     if (!is_buffer(c, i)) continue;
@@ -1267,6 +1272,41 @@ static int gpu_elementwise(const call *c, int nd, const int64_t *shape,
   }
   if (!rc) rc = hk_call_on(c->k, HK_BACKEND_CUDA, n, ptrs);
   return gpu_finish(c, v, rc);
+}
+
+/* An elementwise call over the broadcast shape (nd axes), n > 0 elements
+ * (its arrays checked, overlaps too): every array one dense run, the flat
+ * kernel; else the N-D entry over the shape collapsed as the CPU's runs
+ * are (merge_axes: typically 1 or 2 axes), reading and writing the arrays
+ * where they are. A strided out array is written in place, element by
+ * element, so what lies between its elements is never touched; an out
+ * array that is an in array (the one overlap allowed) is read and written
+ * at one index by one thread, read first. Without the N-D entry (GPU code
+ * made before it, a kernel of many buffers): the temporary runs. */
+static int gpu_elementwise(const call *c, int nd, const int64_t *shape,
+                           size_t n) {
+  int rc = gpu_sides(c);
+  if (rc) return rc;
+  void *ptrs[ARR_MAX_ARGS];
+  op ops[ARR_MAX_ARGS];
+  const int64_t *st[ARR_MAX_ARGS];
+  int all_dense = 1;
+  for (int i = 0; i < c->nargs; i++) {
+    ptrs[i] = c->a[i].data;
+    st[i] = NULL;
+    if (!is_buffer(c, i)) continue;
+    strides_over(&c->a[i], nd, shape, ops[i].st);
+    all_dense &= dense(nd, shape, ops[i].st);
+    st[i] = ops[i].st;
+  }
+  if (all_dense) return hk_call_on(c->k, HK_BACKEND_CUDA, n, ptrs);
+  int64_t cshape[HK_MAX_DIMS];
+  memcpy(cshape, shape, sizeof(int64_t) * (size_t)nd);
+  const uint64_t bufs =
+      role_mask(c, BIT(HK_ROLE_IN) | BIT(HK_ROLE_OUT) | BIT(HK_ROLE_INOUT));
+  const int cnd = merge_axes(nd, cshape, ops, c->nargs, bufs);
+  rc = hk__call_nd_cuda(c->k, cnd, cshape, st, n, ptrs, 0);
+  return rc == HK__ND_NONE ? gpu_elementwise_staged(c, nd, shape, n) : rc;
 }
 
 /* A reduction over the axes in rmask of the inputs' broadcast shape

@@ -39,6 +39,8 @@ typedef struct hk_cuda_entry {
   CUfunction noalias; /* grid kernels without loops: HK_ABI_CUDA_NOALIAS, for
                          calls whose written buffers overlap no other; NULL
                          when the code has none */
+  CUfunction nd;    /* elementwise: the N-D entry (abi.h), NULL when the
+                       GPU code has none */
   const hk_kernel_info_t *info; /* parameters, for the launch */
   int out_index;                /* reductions: the out parameter */
   unsigned vec_lanes;           /* elementwise: elements per thread step */
@@ -104,7 +106,9 @@ HK_INTERNAL unsigned hk__cuda_lanes(const hk_kernel_info_t *info);
 /* Fills *e with the entry of info's instance in mod: its functions
  * HK_ABI_CUDA_PART and HK_ABI_CUDA_MERGE for a reduction (and
  * HK_ABI_CUDA_ROWS_WARP where mod has it: e->wrow NULL where not), else
- * HK_ABI_CUDA_KERNEL, followed by the instance's name. HK_OK, or
+ * HK_ABI_CUDA_KERNEL, followed by the instance's name; for an elementwise
+ * one also HK_ABI_CUDA_ND where mod has it (else e->nd NULL), for a grid
+ * kernel HK_ABI_CUDA_NOALIAS (else e->noalias NULL). HK_OK, or
  * HK_EUNSUPPORTED with the reason in d: too many parameters for a launch,
  * or mod lacks a function. The backend must be ready. (launch.c) */
 HK_INTERNAL int hk__cuda_entry_make(CUmodule mod,

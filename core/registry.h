@@ -243,6 +243,28 @@ HK_INTERNAL int hk__call_rows_cuda(const hk_kernel_t *k, hk_stream_t *s,
 HK_INTERNAL int hk__call_reduce_rows_cuda(const hk_kernel_t *k, size_t rows,
                                           size_t m, void *const *args,
                                           int how);
+/* What hk__call_nd_cuda returns when k's GPU code has no N-D entry (made
+ * before it existed, or more buffers than HK_ABI_CUDA_ND_BUFS) or the call
+ * is beyond it (n >= 2^63): nothing ran and no error is set. Positive, so
+ * never an HK_E* code. */
+#define HK__ND_NONE 1
+/* hk__call_nd_cuda's flags: 64-bit index math even where 32 bits do (the
+ * path of n >= 2^31 or offsets beyond an int, for tests of it). */
+#define HK__ND_WIDE 1u
+/* Runs elementwise kernel k on the GPU over the n elements of shape
+ * (nd axes, 1 to HK_MAX_DIMS, innermost last), C order, through its N-D
+ * entry (common/abi.h): st[i] holds parameter i's strides along those axes
+ * in elements (any sign; 0 where it is broadcast), NULL for scalars, and
+ * args[i] the element at index 0 (device memory) or the scalar's value.
+ * On the default stream, waiting for it. HK_OK; HK__ND_NONE; HK_EINVAL
+ * (not elementwise, a buffer in host memory), or the GPU call's errors.
+ * Written arrays must not overlap other arrays but an in array with the
+ * same strides (in place), as check_overlaps in arrays.c ensures: each
+ * element is read, then written, by one thread. */
+HK_INTERNAL int hk__call_nd_cuda(const hk_kernel_t *k, int nd,
+                                 const int64_t *shape,
+                                 const int64_t *const *st, size_t n,
+                                 void *const *args, unsigned flags);
 /* Copies n elements of es bytes (1, 2, 4, 8) on the GPU, on the default
  * stream, without waiting: scatter 0, element i of dst (contiguous) from
  * the element of src at index i of shape[0..nd) (C order), offset by

@@ -614,19 +614,23 @@ typedef struct hk_call_opts {
  * the wrong shape, an array reaching outside its bounds, an out array
  * overlapping another), or as hk_call(). On the GPU (device arrays, or
  * opts->backend HK_BACKEND_CUDA) every array must be device memory, and
- * everything above works as on the CPU: an array that is not one
- * contiguous run of the call's layout (strided, negative strides,
- * broadcast, or a reduction whose reduced axes are not the last ones) is
- * first copied into a temporary run in device memory by the stdlib's GPU
- * copy kernels (so libhk must have been built with nvcc: else
- * HK_EUNSUPPORTED), and written outputs are copied back. Axis reductions
- * run one warp (32 GPU threads) per row when rows are short and many
- * (rows of m <= 4096 elements, at least m rows), else one block per row
- * for rows up to 4096 elements, several per row beyond, and a merge block
- * per row; rows kernels one GPU thread per row. Results equal the CPU's
- * where the operation is exact (elementwise bodies, min, max, argmax,
- * integer sums); floating-point reductions may differ by rounding (another
- * tree), the same on every GPU (the way is chosen by the shape only). */
+ * everything above works as on the CPU. Elementwise kernels read and
+ * write strided, reversed and broadcast arrays where they are, through
+ * their GPU code's N-D entry (no copies; an out array is written element
+ * by element, what lies between its elements untouched). Other kinds
+ * (and elementwise GPU code made without the N-D entry) take contiguous
+ * runs: an array that is not one in the call's layout (strided, broadcast,
+ * or reduced over axes that are not the last ones) is first copied into a
+ * temporary run in device memory by the stdlib's GPU copy kernels (so
+ * libhk must have been built with nvcc: else HK_EUNSUPPORTED), and
+ * written outputs are copied back. Axis reductions run one warp (32 GPU
+ * threads) per row when rows are short and many (rows of m <= 4096
+ * elements, at least m rows), else one block per row for rows up to 4096
+ * elements, several per row beyond, and a merge block per row; rows
+ * kernels one GPU thread per row. Results equal the CPU's where the
+ * operation is exact (elementwise bodies, min, max, argmax, integer sums);
+ * floating-point reductions may differ by rounding (another tree), the
+ * same on every GPU (the way is chosen by the shape only). */
 HK_API int hk_call_arrays(const hk_kernel_t *k, const hk_array_t *args,
                           const hk_call_opts_t *opts);
 /* The shape parameter `param` (an out or inout) must have for a call of k

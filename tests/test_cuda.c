@@ -9,7 +9,9 @@
  *     streams, pool statistics, device buffers, hk_call_on CUDA,
  *     hk_kernel_prepare CUDA) is HK_EUNSUPPORTED, hk_kernel_backends says
  *     CPU only, and the test ends with "SKIPPED: no CUDA device: REASON"
- *     (exit 77) once the CPU checks passed.
+ *     (exit 77) once the CPU checks passed. The division the N-D entries
+ *     of elementwise kernels compute (a multiply-high, an add and a
+ *     shift: common/abi.h), emulated on the host, equals x / d.
  * With a device:
  *  1. every stdlib kernel with the cuda target, at n = 0, 1, 3, 255, 256,
  *     257, 1000, 4099, 65536+3, 2^20+5 (raw kernels: rows x cols about n),
@@ -71,6 +73,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "abi.h" /* hk_abi_cuda_divider */
 #include "check.h"
 #include "hk.h"
 
@@ -827,6 +830,71 @@ static void test_no_device(void) {
   hk_context_destroy(ctx);
 }
 
+/* ---- 0b. The N-D entries' division, on the host ------------------------------ */
+
+/* The high half of the bits-bit product of a and b (__umulhi, __umul64hi). */
+static uint64_t mulhi(uint64_t a, uint64_t b, int bits) {
+  if (bits == 32) return (a * b) >> 32;
+  uint64_t al = a & 0xffffffffu, ah = a >> 32, bl = b & 0xffffffffu,
+           bh = b >> 32;
+  uint64_t lh = al * bh, hl = ah * bl;
+  uint64_t mid = (al * bl >> 32) + (lh & 0xffffffffu) + (hl & 0xffffffffu);
+  return ah * bh + (lh >> 32) + (hl >> 32) + (mid >> 32);
+}
+
+/* x / d as the N-D entries compute it (hk_nd_div in the generated CUDA:
+ * the sum wraps at bits bits, as on the GPU) with hk_abi_cuda_divider's
+ * constants, for divisors at the edges (powers of two and their
+ * neighbours up to 2^(bits-1), the bound) and random ones, and dividends
+ * at the edges (0, around multiples of d, up to 2^(bits-1) - 1) and
+ * random ones. */
+static void test_nd_divider(void) {
+  uint64_t rng = 0x243F6A8885A308D3ull;
+  long checked = 0, bad = 0;
+  for (int bits = 32; bits <= 64; bits += 32) {
+    const uint64_t top = (uint64_t)1 << (bits - 1); /* d <= top, x < top */
+    const uint64_t wrap = bits == 32 ? 0xffffffffu : ~(uint64_t)0;
+    uint64_t ds[256];
+    int nd = 0;
+    for (int e = 0; e < bits; e++) {
+      uint64_t p = (uint64_t)1 << e;
+      ds[nd++] = p;
+      if (p > 2) ds[nd++] = p - 1;
+      if (p < top) ds[nd++] = p + 1;
+    }
+    ds[nd++] = 3 * 4096;
+    ds[nd++] = 70001;
+    ds[nd++] = top / 3;
+    for (int r = 0; r < 40; r++) ds[nd++] = splitmix(&rng) % top + 1;
+    for (int a = 0; a < nd; a++) {
+      const uint64_t d = ds[a];
+      unsigned s;
+      const uint64_t m = hk_abi_cuda_divider(d, bits, &s);
+      CHECK_MSG(m <= wrap, "divider of %" PRIu64 " (%d bits): %" PRIu64, d,
+                bits, m);
+      uint64_t xs[64];
+      int nx = 0;
+      const uint64_t last = (top - 1) / d * d;
+      const uint64_t near[] = {0,     1,        d - 1,   d,       d + 1,
+                               2 * d - 1, 2 * d, last - 1, last,   top - 2,
+                               top - 1};
+      for (size_t q = 0; q < COUNT(near); q++) xs[nx++] = near[q];
+      for (int r = 0; r < 40; r++) xs[nx++] = splitmix(&rng) % top;
+      for (int b = 0; b < nx; b++) {
+        const uint64_t x = xs[b];
+        if (x >= top) continue; /* d + 1 past the bound, and the like */
+        const uint64_t q = ((mulhi(x, m, bits) + x) & wrap) >> s;
+        checked++;
+        if (q != x / d && bad++ < 5)
+          CHECK_MSG(0, "%" PRIu64 " / %" PRIu64 " (%d bits): %" PRIu64
+                    ", not %" PRIu64, x, d, bits, q, x / d);
+      }
+    }
+  }
+  CHECK_MSG(bad == 0, "the N-D division is wrong %ld times in %ld", bad,
+            checked);
+}
+
 /* ---- 1. The stdlib on the GPU -------------------------------------------------- */
 
 /* The core's rows calls (libhk internals, which the array call uses):
@@ -888,8 +956,9 @@ static void test_rows_gpu(hk_context_t *ctx) {
 /* ---- 1b. Arrays on the GPU: strided, broadcast, axes --------------------- */
 
 /* One parameter's array: a view (offset off, nd axes of shape, strides st
- * in elements) into a base of base elements. nd -1: a contiguous array of
- * shape (strides computed). */
+ * in elements) into a base of base elements. nd -(d + 1): a contiguous
+ * array of d axes of shape (strides computed). A scalar's vspec is
+ * ignored (its value is random). */
 typedef struct vspec {
   int64_t base, off;
   int nd;
@@ -914,18 +983,36 @@ static void arr_fill(hk_dtype_t t, unsigned char *p, int64_t n) {
     case HK_BF16: ((uint16_t *)p)[j] = hk_bf16_from_double(v); break;
     case HK_F16: ((uint16_t *)p)[j] = hk_f16_from_double(v); break;
     case HK_I8: ((int8_t *)p)[j] = (int8_t)(arr_rand() % 200 - 100); break;
+    case HK_I32: ((int32_t *)p)[j] = (int32_t)(arr_rand() % 2000) - 1000; break;
     case HK_I64: ((int64_t *)p)[j] = (int64_t)(arr_rand() % 2000) - 1000; break;
+    case HK_BOOL: p[j] = (unsigned char)(arr_rand() & 1); break;
     default: memset(p + j * (int64_t)hk_dtype_size(t), 0x11, hk_dtype_size(t));
     }
   }
 }
 
-/* Runs kernel kname over the views in vs (one per parameter; scalars
- * none) on the CPU (host bases) and on the GPU (device bases with the same
- * bytes), and compares every base after: exactly when tol is 0, else
- * floats within tol * (1 + |cpu|). Returns 1 when both ran. */
-static int arrays_both(hk_context_t *ctx, const char *kname, const vspec *vs,
-                       const hk_call_opts_t *o, double tol) {
+/* The N-D entry of an elementwise kernel called directly (core/cuda/
+ * call.c; as core/registry.h declares it, with its flag HK__ND_WIDE). */
+int hk__call_nd_cuda(const hk_kernel_t *k, int nd, const int64_t *shape,
+                     const int64_t *const *st, size_t n, void *const *args,
+                     unsigned flags);
+#define ND_WIDE 1u
+
+/* How arrays_run calls the GPU: hk_call_arrays; or the N-D entry directly
+ * over the views as they are (same rank and shape for all; broadcast by
+ * strides of 0), with 32-bit index math where it fits, or 64-bit. With
+ * IN_PLACE, the last parameter's view lies in the first one's base (an
+ * out array that is an in array). */
+enum { VIA_ARRAYS, VIA_ND, VIA_ND_WIDE, VIA_MASK = 3, IN_PLACE = 4 };
+
+/* Runs kernel kname over the views in vs (one per parameter) on the CPU
+ * (host bases, hk_call_arrays) and on the GPU (device bases with the same
+ * bytes, as via says), and compares every base after: exactly when tol is
+ * 0, else floats within tol * (1 + |cpu|); an out array's base starts as
+ * 0x5A bytes, so what lies between its elements must stay so. Returns 1
+ * when both ran. */
+static int arrays_run(hk_context_t *ctx, const char *kname, const vspec *vs,
+                      const hk_call_opts_t *o, double tol, int via) {
   hk_kernel_t *k = find(ctx, kname);
   if (!k) return 0;
   const hk_kernel_info_t *in = hk_kernel_info(k);
@@ -939,6 +1026,13 @@ static int arrays_both(hk_context_t *ctx, const char *kname, const vspec *vs,
     hk_dtype_t t = in->params[i].dtype;
     size_t es = hk_dtype_size(t);
     vspec v = vs[i];
+    if (in->params[i].role == HK_ROLE_SCALAR) { /* a value on the host */
+      cpu[i] = malloc(es);
+      arr_fill(t, cpu[i], 1);
+      hk_array_init(&ha[i], cpu[i], t, 0, NULL);
+      da[i] = ha[i];
+      continue;
+    }
     if (v.nd < 0) { /* contiguous */
       v.nd = -v.nd - 1;
       v.base = 1;
@@ -948,16 +1042,23 @@ static int arrays_both(hk_context_t *ctx, const char *kname, const vspec *vs,
       }
       v.off = 0;
     }
-    size_t bytes = (size_t)v.base * es;
-    cpu[i] = malloc(bytes + 1);
-    gpu_back[i] = malloc(bytes + 1);
-    if (in->params[i].role == HK_ROLE_OUT)
-      memset(cpu[i], 0x5A, bytes);
-    else
-      arr_fill(t, cpu[i], v.base);
-    CHECK_OK(hk_device_alloc(&dev[i], bytes));
-    if (!dev[i]) { ok = 0; break; }
-    CHECK_OK(hk_memcpy_to_device(dev[i], cpu[i], bytes, NULL));
+    /* the parameter whose base this is, or -1 */
+    int j = (via & IN_PLACE) && i == np - 1 ? 0 : -1;
+    size_t bytes = (size_t)(j >= 0 ? nbase[j] : v.base) * es;
+    if (j < 0) {
+      cpu[i] = malloc(bytes + 1);
+      gpu_back[i] = malloc(bytes + 1);
+      if (in->params[i].role == HK_ROLE_OUT)
+        memset(cpu[i], 0x5A, bytes);
+      else
+        arr_fill(t, cpu[i], v.base);
+      CHECK_OK(hk_device_alloc(&dev[i], bytes));
+      if (!dev[i]) { ok = 0; break; }
+      CHECK_OK(hk_memcpy_to_device(dev[i], cpu[i], bytes, NULL));
+      nbase[i] = v.base;
+    }
+    unsigned char *hb = j >= 0 ? cpu[j] : cpu[i];
+    unsigned char *db = j >= 0 ? dev[j] : dev[i];
     hk_array_t a;
     memset(&a, 0, sizeof a);
     a.dtype = t;
@@ -968,11 +1069,10 @@ static int arrays_both(hk_context_t *ctx, const char *kname, const vspec *vs,
     }
     a.nbytes = bytes;
     ha[i] = da[i] = a;
-    ha[i].base = cpu[i];
-    ha[i].data = cpu[i] + v.off * (int64_t)es;
-    da[i].base = dev[i];
-    da[i].data = (unsigned char *)dev[i] + v.off * (int64_t)es;
-    nbase[i] = v.base;
+    ha[i].base = hb;
+    ha[i].data = hb + v.off * (int64_t)es;
+    da[i].base = db;
+    da[i].data = db + v.off * (int64_t)es;
   }
   if (ok) {
     hk_call_opts_t oc = o ? *o : (hk_call_opts_t){0};
@@ -980,14 +1080,31 @@ static int arrays_both(hk_context_t *ctx, const char *kname, const vspec *vs,
     int rc = hk_call_arrays(k, ha, &oc);
     CHECK_MSG(rc == HK_OK, "%s on the CPU: %d (%s)", kname, rc, hk_last_error());
     oc.backend = HK_BACKEND_AUTO;
-    rc = hk_call_arrays(k, da, &oc);
-    CHECK_MSG(rc == HK_OK, "%s on the GPU: %d (%s)", kname, rc, hk_last_error());
+    if ((via & VIA_MASK) == VIA_ARRAYS) {
+      rc = hk_call_arrays(k, da, &oc);
+    } else { /* every view of the last one's rank and shape */
+      const hk_array_t *last = &da[np - 1];
+      const int64_t *st[8];
+      void *ptrs[8];
+      size_t n = 1;
+      for (int d = 0; d < last->ndim; d++) n *= (size_t)last->shape[d];
+      for (int i = 0; i < np; i++) {
+        int scalar = in->params[i].role == HK_ROLE_SCALAR;
+        st[i] = scalar ? NULL : da[i].strides;
+        ptrs[i] = da[i].data;
+      }
+      rc = hk__call_nd_cuda(k, last->ndim, last->shape, st, n, ptrs,
+                            (via & VIA_MASK) == VIA_ND_WIDE ? ND_WIDE : 0);
+    }
+    CHECK_MSG(rc == HK_OK, "%s on the GPU (via %d): %d (%s)", kname, via, rc,
+              hk_last_error());
     ok = rc == HK_OK;
   }
   for (int i = 0; i < np && ok; i++) {
     hk_dtype_t t = in->params[i].dtype;
     size_t es = hk_dtype_size(t);
     int64_t n = nbase[i];
+    if (!dev[i]) continue; /* a scalar, or another parameter's base */
     CHECK_OK(hk_memcpy_to_host(gpu_back[i], dev[i], (size_t)n * es, NULL));
     int64_t bad = 0, first = -1;
     for (int64_t j = 0; j < n; j++) {
@@ -1014,12 +1131,21 @@ static int arrays_both(hk_context_t *ctx, const char *kname, const vspec *vs,
   return ok;
 }
 
+static int arrays_both(hk_context_t *ctx, const char *kname, const vspec *vs,
+                       const hk_call_opts_t *o, double tol) {
+  return arrays_run(ctx, kname, vs, o, tol, VIA_ARRAYS);
+}
+
 #define C1(a) -2, {a}, {0}
 #define C2(a, b) -3, {a, b}, {0}
 #define C3(a, b, c) -4, {a, b, c}, {0}
+#define C4(a, b, c, d) -5, {a, b, c, d}, {0}
 
 static void test_arrays_gpu(hk_context_t *ctx) {
   int ran = 0;
+  /* Elementwise calls run the kernel's N-D entry over the arrays as they
+   * are (the shape collapsed first), no copies: each case below is one
+   * of its layouts. */
   /* broadcast: (6, 5) + (5,) */
   ran += arrays_both(ctx, "add_f32",
                      (vspec[]){{0, 0, C2(6, 5)}, {0, 0, C1(5)}, {0, 0, C2(6, 5)}},
@@ -1046,6 +1172,103 @@ static void test_arrays_gpu(hk_context_t *ctx) {
                      (vspec[]){{0, 0, C2(33, 70)}, {0, 0, C1(70)},
                                {33 * 140, 0, 2, {33, 70}, {140, 1}}},
                      NULL, 0);
+  /* (N, 1) - (1, M) */
+  ran += arrays_both(ctx, "sub_f32",
+                     (vspec[]){{0, 0, C2(37, 1)}, {0, 0, C2(1, 41)},
+                               {0, 0, C2(37, 41)}},
+                     NULL, 0);
+  /* a (1,) operand: one value for every element */
+  ran += arrays_both(ctx, "mul_f32",
+                     (vspec[]){{0, 0, C2(33, 17)}, {0, 0, C1(1)},
+                               {0, 0, C2(33, 17)}},
+                     NULL, 0);
+  /* an out view of every other column of a bigger array: the columns
+   * between stay as they were (0x5A) */
+  ran += arrays_both(ctx, "add_f32",
+                     (vspec[]){{0, 0, C2(40, 33)}, {0, 0, C1(33)},
+                               {40 * 66, 1, 2, {40, 33}, {66, 2}}},
+                     NULL, 0);
+  /* in place: out is x, contiguous and transposed */
+  ran += arrays_run(ctx, "add_f32",
+                    (vspec[]){{0, 0, C2(40, 33)}, {0, 0, C1(33)},
+                              {0, 0, C2(40, 33)}},
+                    NULL, 0, VIA_ARRAYS | IN_PLACE);
+  ran += arrays_run(ctx, "add_f32",
+                    (vspec[]){{30, 0, 2, {6, 5}, {1, 6}}, {0, 0, C1(5)},
+                              {30, 0, 2, {6, 5}, {1, 6}}},
+                    NULL, 0, VIA_ARRAYS | IN_PLACE);
+  /* a slice x[::2, 1::3] minus rows reversed (f64) */
+  ran += arrays_both(ctx, "sub_f64",
+                     (vspec[]){{600, 1, 2, {10, 10}, {60, 3}},
+                               {100, 90, 2, {10, 10}, {-10, 1}},
+                               {0, 0, C2(10, 10)}},
+                     NULL, 0);
+  /* 4 axes that do not merge: x of (5, 4, 3, 2) seen transposed */
+  ran += arrays_both(ctx, "mul_f32",
+                     (vspec[]){{120, 0, 4, {2, 3, 4, 5}, {1, 2, 6, 24}},
+                               {0, 0, C4(2, 3, 4, 5)},
+                               {0, 0, C4(2, 3, 4, 5)}},
+                     NULL, 0);
+  /* f16 and bool, 4 buffers: a bool column, a transposed f16, an f16
+   * row, into every other column */
+  ran += arrays_both(ctx, "where_f16",
+                     (vspec[]){{0, 0, C2(37, 1)},
+                               {37 * 29, 0, 2, {37, 29}, {1, 37}},
+                               {0, 0, C1(29)},
+                               {37 * 58, 1, 2, {37, 29}, {58, 2}}},
+                     NULL, 0);
+  /* bools, reversed, against one, into every other byte */
+  ran += arrays_both(ctx, "logical_xor",
+                     (vspec[]){{50, 49, 1, {50}, {-1}}, {0, 0, C1(1)},
+                               {100, 0, 1, {50}, {2}}},
+                     NULL, 0);
+  /* axes of length 1 (strides that do not matter) and of length 0 */
+  ran += arrays_both(ctx, "add_f32",
+                     (vspec[]){{7, 6, 3, {1, 7, 1}, {99, -1, 5}},
+                               {0, 0, C1(1)}, {0, 0, C3(1, 7, 1)}},
+                     NULL, 0);
+  ran += arrays_both(ctx, "add_f32",
+                     (vspec[]){{10, 0, 2, {0, 5}, {5, 1}}, {0, 0, C1(5)},
+                               {10, 0, 2, {0, 5}, {5, 1}}},
+                     NULL, 0);
+  /* more rows than a grid's y extent (65535): a row broadcast; an f16
+   * column broadcast into a transposed out */
+  ran += arrays_both(ctx, "add_f32",
+                     (vspec[]){{0, 0, C2(70000, 3)}, {0, 0, C1(3)},
+                               {0, 0, C2(70000, 3)}},
+                     NULL, 0);
+  ran += arrays_both(ctx, "add_f16",
+                     (vspec[]){{0, 0, C2(70001, 1)}, {0, 0, C1(5)},
+                               {70001 * 5, 0, 2, {70001, 5}, {1, 70001}}},
+                     NULL, 0);
+  /* scalars, and the body's i: the C-order index over the shape */
+  ran += arrays_both(ctx, "arange_i32",
+                     (vspec[]){{0}, {0}, {84, 0, 2, {7, 12}, {1, 7}}}, NULL,
+                     0);
+  /* the N-D entry called directly, with 32-bit and with 64-bit index math
+   * (the path of n >= 2^31 or offsets beyond an int, which a cheap call
+   * through hk_call_arrays never takes): broadcast by strides of 0 */
+  for (int via = VIA_ND; via <= VIA_ND_WIDE; via++) {
+    ran += arrays_run(ctx, "add_f32",
+                      (vspec[]){{0, 0, C2(70, 33)},
+                                {33, 0, 2, {70, 33}, {0, 1}},
+                                {70 * 66, 1, 2, {70, 33}, {66, 2}}},
+                      NULL, 0, via);
+    ran += arrays_run(ctx, "mul_f64",
+                      (vspec[]){{0, 0, C3(4, 5, 3)},
+                                {5, 0, 3, {4, 5, 3}, {0, 1, 0}},
+                                {60, 59, 3, {4, 5, 3}, {-15, -3, -1}}},
+                      NULL, 0, via);
+    ran += arrays_run(ctx, "where_bf16",
+                      (vspec[]){{37, 0, 2, {37, 29}, {1, 0}},
+                                {37 * 29, 0, 2, {37, 29}, {1, 37}},
+                                {29, 0, 2, {37, 29}, {0, 1}},
+                                {37 * 58, 1, 2, {37, 29}, {58, 2}}},
+                      NULL, 0, via);
+    ran += arrays_run(ctx, "arange_i64",
+                      (vspec[]){{0}, {0}, {100, 99, 1, {100}, {-1}}}, NULL,
+                      0, via);
+  }
 
   /* axis reductions */
   hk_call_opts_t ax0 = {.axes = (int[]){0}, .naxes = 1};
@@ -1097,7 +1320,7 @@ static void test_arrays_gpu(hk_context_t *ctx) {
                                {50 * 40, 0, 2, {40, 50}, {1, 40}}},
                      NULL, 1e-6);
   printf("arrays on the GPU: %d calls compared with the CPU's\n", ran);
-  CHECK_INT_EQ(ran, 19);
+  CHECK_INT_EQ(ran, 41);
 
   /* a host array among device ones: refused, naming it */
   hk_kernel_t *k = find(ctx, "add_f32");
@@ -1458,6 +1681,13 @@ static void test_plugins(int have_nvrtc) {
     with_cuda += (hk_kernel_info(l.k[i])->targets & HK_TARGET_CUDA) != 0;
   CHECK_INT_EQ(ran, with_cuda);
   CHECK(ran >= (int)COUNT(gpu) - 1);
+  /* a plugin's N-D entry (NVRTC's code): saxpy's inout y every other
+   * column of a bigger array, x a row broadcast */
+  CHECK_INT_EQ(arrays_both(ctx, "saxpy_f32",
+                           (vspec[]){{0}, {0, 0, C1(29)},
+                                     {37 * 58, 1, 2, {37, 29}, {58, 2}}},
+                           NULL, 0),
+               1);
 
   /* an inout result read by the finalize (dbias += the row's sum), each
    * way axis reductions' rows run */
@@ -1998,6 +2228,7 @@ int main(int argc, char **argv) {
 
   test_host_buffers();
   test_cpu_backend(have_device);
+  test_nd_divider();
 
   if (!have_device) {
     test_no_device();

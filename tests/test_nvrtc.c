@@ -1,5 +1,6 @@
-/* test_nvrtc.c — the CUDA that hk emits compiles with NVRTC, and NVRTC's
- * errors are reported in the kernel file. Needs NVRTC (the CUDA toolkit),
+/* test_nvrtc.c — the CUDA that hk emits compiles with NVRTC (with the N-D
+ * entry of every elementwise instance), and NVRTC's errors are reported
+ * in the kernel file. Needs NVRTC (the CUDA toolkit),
  * not a GPU: compiles for sm_80 and sm_90. Skipped (77) without NVRTC.
  *
  * Usage: test_nvrtc SOURCE_DIR (the stdlib_kernels/ and plugins/ there). */
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h" /* HK_ABI_CUDA_ND */
 #include "build.h"
 #include "codegen.h"
 #include "compiler.h"
@@ -28,6 +30,31 @@ static int checks, failures;
   } while (0)
 
 static const char *const archs[] = {"sm_80", "sm_90"};
+
+/* 1 when the n bytes at p hold the string s (with its terminating 0, as
+ * in an ELF string table). */
+static int holds(const void *p, size_t n, const char *s) {
+  size_t m = strlen(s) + 1;
+  for (const char *c = p, *end = (const char *)p + n; c + m <= end; c++)
+    if (*c == *s && !memcmp(c, s, m)) return 1;
+  return 0;
+}
+
+/* Every elementwise instance of f with the cuda target has its N-D entry
+ * (codegen/emit_cuda.c, emit_nd) in cubin: the runtime looks it up as
+ * optional, so a generator that stopped emitting it would go unnoticed. */
+static void check_nd_entries(const hkc_file *f, const hk_object_t *cubin) {
+  for (int i = 0; i < hkc_file_ninstances(f); i++) {
+    const hkc_instance *in = hkc_file_instance(f, i);
+    if (hkc_instance_kind(in) != HK_KIND_ELEMENTWISE ||
+        !(hkc_instance_targets(in) & HK_TARGET_CUDA))
+      continue;
+    char name[256];
+    snprintf(name, sizeof name, HK_ABI_CUDA_ND "%s", hkc_instance_name(in));
+    CHECK(holds(cubin->image, cubin->size, name), "%s: no %s in the cubin",
+          hkc_file_path(f), name);
+  }
+}
 
 /* Compiles f's CUDA for every arch; returns the diagnostics of the last
  * failure (formatted, malloc'ed) or NULL when all compiled. */
@@ -50,6 +77,7 @@ static char *compile_all(const hk_nvrtc_api_t *nv, hkc_file *f) {
       /* a cubin is an ELF image */
       CHECK(cubin.size > 4 && !memcmp(cubin.image, "\x7f" "ELF", 4),
             "%s: no ELF cubin", hkc_file_path(f));
+      check_nd_entries(f, &cubin);
       hk__object_free(&cubin);
     }
     hku_diags_free(&d);

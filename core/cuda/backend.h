@@ -116,6 +116,16 @@ HK_INTERNAL int hk__cuda_launch(const hk_cuda_entry_t *e, struct hk_stream *st,
 HK_INTERNAL int hk__cuda_launch_rows(const hk_cuda_entry_t *e,
                                      struct hk_stream *st, size_t rows,
                                      size_t n, void *const *args);
+/* Queues e's N-D entry (e->nd; hk__call_nd_cuda says what nd, shape,
+ * strides, args and flags are) on stream st over n elements. HK_OK;
+ * HK__ND_NONE when the call is beyond the entry (more than
+ * HK_ABI_CUDA_ND_BUFS buffers, n >= 2^63): nothing queued; HK_EDEVICE when
+ * the driver refused the launch, with the thread's last error set. */
+HK_INTERNAL int hk__cuda_launch_nd(const hk_cuda_entry_t *e,
+                                   struct hk_stream *st, int nd,
+                                   const int64_t *shape,
+                                   const int64_t *const *strides, size_t n,
+                                   void *const *args, unsigned flags);
 
 /* ---- fatbin.c ---- */
 

@@ -140,10 +140,6 @@ static int buffers_side(const hk_kernel_t *k, void *const *args, int want,
 /* cuda_call_rows's rows for a flat call (hk_call's n elements). */
 #define FLAT SIZE_MAX
 
-/* Runs k on the GPU on stream s (NULL: the default): rows rows of n (a
- * rows kernel), or a flat call (rows FLAT), waiting for it when
- * sync. HK_OK; prepare_cuda's errors; HK_EDEVICE when the launch or (sync)
- * the kernel failed. The last error is set. The backend must be ready. */
 /* k's GPU entry into *e, made on first use (prepare_cuda), once k can
  * run (check_state). HK_OK or their errors. */
 static int cuda_entry(const hk_kernel_t *k, const hk_cuda_entry_t **e) {
@@ -199,6 +195,25 @@ static int grid_plan(const hk_kernel_t *k, size_t n, void *const *args,
   return HK_OK;
 }
 
+/* Waits for what k queued on st: HK_OK, or HK_EDEVICE with the last error
+ * set. */
+static int wait_kernel(const hk_kernel_t *k, struct hk_stream *st) {
+  CUresult r = hk__cuda.api.cuStreamSynchronize(st->s);
+  if (r) {
+    char b[HK_CUDA_ERRLEN];
+    return hk__fail(HK_EDEVICE,
+                    "kernel %s failed on the GPU: %s (the CUDA context may "
+                    "be unusable now)",
+                    atomic_load(&k->info)->name,
+                    hk__cuda_strerror(r, b, sizeof b));
+  }
+  return HK_OK;
+}
+
+/* Runs k on the GPU on stream s (NULL: the default): rows rows of n (a
+ * rows kernel), or a flat call (rows FLAT), waiting for it when
+ * sync. HK_OK; prepare_cuda's errors; HK_EDEVICE when the launch or (sync)
+ * the kernel failed. The last error is set. The backend must be ready. */
 static int cuda_call_rows(const hk_kernel_t *k, hk_stream_t *s, size_t rows,
                           size_t n, void *const *args, int sync) {
   const hk_cuda_entry_t *e;
@@ -213,18 +228,7 @@ static int cuda_call_rows(const hk_kernel_t *k, hk_stream_t *s, size_t rows,
   rc = rows == FLAT ? hk__cuda_launch(e, st, n, args, count, noalias)
                     : hk__cuda_launch_rows(e, st, rows, n, args);
   if (rc) return rc;
-  if (sync) {
-    CUresult r = hk__cuda.api.cuStreamSynchronize(st->s);
-    if (r) {
-      char b[HK_CUDA_ERRLEN];
-      return hk__fail(HK_EDEVICE,
-                      "kernel %s failed on the GPU: %s (the CUDA context may "
-                      "be unusable now)",
-                      atomic_load(&k->info)->name,
-                      hk__cuda_strerror(r, b, sizeof b));
-    }
-  }
-  return HK_OK;
+  return sync ? wait_kernel(k, st) : HK_OK;
 }
 
 /* A flat call on the GPU (as hk_call). */
@@ -257,6 +261,24 @@ int hk__call_reduce_rows_cuda(const hk_kernel_t *k, size_t rows, size_t m,
   const hk_cuda_entry_t *e;
   if ((rc = cuda_entry(k, &e))) return rc;
   return hk__cuda_launch_reduce_rows(e, rows, m, args, how);
+}
+
+int hk__call_nd_cuda(const hk_kernel_t *k, int nd, const int64_t *shape,
+                     const int64_t *const *st, size_t n, void *const *args,
+                     unsigned flags) {
+  hk_mem_t side;
+  int rc = hk__cuda_ready();
+  if (rc) return rc;
+  const hk_kernel_info_t *info = atomic_load(&k->info);
+  if (info->kind != HK_KIND_ELEMENTWISE)
+    return hk__fail(HK_EINVAL, "kernel %s is not elementwise", info->name);
+  if ((rc = buffers_side(k, args, HK_MEM_DEVICE, &side))) return rc;
+  const hk_cuda_entry_t *e;
+  if ((rc = cuda_entry(k, &e))) return rc;
+  if (!e->nd) return HK__ND_NONE;
+  struct hk_stream *s = hk__stream(NULL);
+  rc = hk__cuda_launch_nd(e, s, nd, shape, st, n, args, flags);
+  return rc ? rc : wait_kernel(k, s);
 }
 
 int hk__call_auto(const hk_kernel_t *k, size_t n, void *const *args) {

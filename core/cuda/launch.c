@@ -1,5 +1,7 @@
 /* launch.c — GPU entries of kernel instances (their functions in a CUDA
- * module) and their launches; freeing a plugin module's GPU code. */
+ * module) and their launches (flat, rows, axis reductions, elementwise
+ * over strided arrays); freeing a plugin module's GPU code. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +55,11 @@ int hk__cuda_entry_make(CUmodule mod, const hk_kernel_info_t *info,
   if (info->kind == HK_KIND_GRID && /* the restrict variant is optional */
       entry_function(mod, HK_ABI_CUDA_NOALIAS, info, &e->noalias, NULL))
     e->noalias = NULL;
+  if (info->kind == HK_KIND_ELEMENTWISE && /* the N-D entry is optional:
+      GPU code made before it existed, or of an instance with too many
+      buffers, has none (arrays are then staged through copies, arrays.c) */
+      entry_function(mod, HK_ABI_CUDA_ND, info, &e->nd, NULL))
+    e->nd = NULL;
   if (info->kind != HK_KIND_REDUCTION)
     return entry_function(mod, HK_ABI_CUDA_KERNEL, info, &e->fn, d);
   for (int i = 0; i < info->nparams && e->out_index < 0; i++)
@@ -219,6 +226,74 @@ int hk__cuda_launch(const hk_cuda_entry_t *e, struct hk_stream *st, size_t n,
                     e->info->name, hk__cuda_strerror(r, b, sizeof b));
   }
   return HK_OK;
+}
+
+/* ---- elementwise over strided arrays: the N-D entry ---------------------- */
+
+_Static_assert(offsetof(hk_abi_cuda_nd_t, st) == HK_ABI_CUDA_ND_HEAD,
+               "the N-D entry's head (the generated struct hk_nd_head)");
+
+/* 1 when every offset of a buffer with strides st along nd axes of len
+ * fits an int: the sum of (len - 1) * |st| is at most INT32_MAX. */
+static int offsets_fit_int(int nd, const uint64_t *len, const int64_t *st) {
+  uint64_t reach = 0;
+  for (int d = 0; d < nd; d++) {
+    uint64_t a = st[d] < 0 ? 0 - (uint64_t)st[d] : (uint64_t)st[d];
+    if (len[d] <= 1 || a == 0) continue;
+    if (a > INT32_MAX || len[d] - 1 > INT32_MAX) return 0;
+    reach += (len[d] - 1) * a; /* < 2^62 + INT32_MAX: no overflow */
+    if (reach > INT32_MAX) return 0;
+  }
+  return 1;
+}
+
+int hk__cuda_launch_nd(const hk_cuda_entry_t *e, struct hk_stream *st, int nd,
+                       const int64_t *shape, const int64_t *const *strides,
+                       size_t n, void *const *args, unsigned flags) {
+  HK_ASSERT(atomic_load(&hk__cuda_started) &&
+            e->kind == HK_KIND_ELEMENTWISE && e->nd);
+  HK_ASSERT(nd >= 1 && nd <= HK_MAX_DIMS);
+  const hk_kernel_info_t *in = e->info;
+  if (n == 0) return HK_OK;
+  if (n > (size_t)INT64_MAX) return HK__ND_NONE; /* the divider's bound */
+  /* A 1-D call gets a leading axis of 1: the kernel's 2-axis loop, whose
+   * one division (by n) costs less than the general loop's checks. */
+  hk_abi_cuda_nd_t g;
+  memset(&g, 0, sizeof g);
+  const int pad = nd < 2;
+  g.nd = nd + pad;
+  g.len[0] = 1;
+  for (int d = 0; d < nd; d++) {
+    HK_ASSERT(shape[d] >= 1);
+    g.len[pad + d] = (uint64_t)shape[d];
+  }
+  int nb = 0;
+  for (int i = 0; i < in->nparams; i++) {
+    if (in->params[i].role == HK_ROLE_SCALAR) continue;
+    if (nb == HK_ABI_CUDA_ND_BUFS) return HK__ND_NONE;
+    for (int d = 0; d < nd; d++) g.st[nb][pad + d] = strides[i][d];
+    nb++;
+  }
+  /* 32-bit index math when every flat index, and every axis index, is
+   * under 2^31 (the divider's bound) and every offset fits an int */
+  int wide = n > (size_t)INT32_MAX || (flags & HK__ND_WIDE);
+  for (int b = 0; b < nb && !wide; b++)
+    wide = !offsets_fit_int(g.nd, g.len, g.st[b]);
+  g.wide = wide;
+  for (int d = 1; d < g.nd; d++) /* len <= n: within the divider's bound */
+    g.mul[d] = hk_abi_cuda_divider(g.len[d], wide ? 64 : 32, &g.shift[d]);
+  void *kp[HK_CUDA_MAX_ARGS];
+  int np = 0;
+  put_params(in, args, 0, kp, &np);
+  kp[np++] = &g; /* the kernel reads its hk_nd<nb>: g's first bytes */
+  kp[np++] = &n;
+  const unsigned unroll = hk_abi_cuda_nd_unroll(nb);
+  const unsigned grid_cap = (unsigned)hk__cuda.info.sm_count * 16u;
+  return launch_result(
+      e, hk__cuda.api.cuLaunchKernel(e->nd, blocks_for((n - 1) / unroll + 1,
+                                                       grid_cap),
+                                     1, 1, HK_ABI_CUDA_BLOCK, 1, 1, 0, st->s,
+                                     kp, NULL));
 }
 
 /* ---- axis reductions: rows of m contiguous elements ---------------------- */
