@@ -1173,8 +1173,9 @@ static int on_gpu(const call *c, const hk_call_opts_t *o) {
  * The kernels' GPU code takes contiguous runs (a reduction: rows of m
  * elements, one result per row). An array whose view is such a run is used
  * in place; any other gets a temporary run in device memory, filled by the
- * stdlib's strided copy kernel when the kernel reads it and copied back
- * into the array when it writes it. */
+ * stdlib's strided copy kernels (hk__cuda_copy_strided: tiled for
+ * transposes) when the kernel reads it and copied back into the array when
+ * it writes it. */
 
 /* 1 when strides st over shape (nd axes) make one C-order run (axes of
  * length 1 aside). */

@@ -619,7 +619,10 @@ typedef struct hk_call_opts {
  * broadcast, or a reduction whose reduced axes are not the last ones) is
  * first copied into a temporary run in device memory by the stdlib's GPU
  * copy kernels (so libhk must have been built with nvcc: else
- * HK_EUNSUPPORTED), and written outputs are copied back. Axis reductions
+ * HK_EUNSUPPORTED), and written outputs are copied back; a copy merges
+ * the axes that continue each other first, and moves a transposed view
+ * (unit stride on another axis than the last) in tiles through shared
+ * memory, so that it reads and writes whole runs. Axis reductions
  * run one block per row for rows up to 4096 elements, several per row
  * beyond; rows kernels one GPU thread per row. Results equal the CPU's
  * where the operation is exact (elementwise bodies, min, max, argmax,
