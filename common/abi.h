@@ -163,6 +163,14 @@ static inline uint64_t hk_abi_cuda_divider(uint64_t d, int bits,
   return q + 1;
 }
 
+/* The stdlib's tiled strided copy (emit_cuda.c, copy_kernels): tiles of
+ * HK_ABI_CUDA_TILE x HK_ABI_CUDA_TILE elements, blocks of HK_ABI_CUDA_TILE x
+ * HK_ABI_CUDA_TILE_ROWS threads, so each thread moves HK_ABI_CUDA_TILE /
+ * HK_ABI_CUDA_TILE_ROWS elements of a tile. The generator writes the kernel
+ * by them and the launcher (core/cuda/launch.c) sizes its grid by them. */
+#define HK_ABI_CUDA_TILE 32
+#define HK_ABI_CUDA_TILE_ROWS 8
+
 /* A reduction of at most this many elements is one block. */
 #define HK_REDUCE_BLOCK 32768u
 /* Blocks grow (doubling) so that no reduction has more than this many. */

@@ -1177,8 +1177,8 @@ static int on_gpu(const call *c, const hk_call_opts_t *o) {
  * elements; elementwise GPU code without the N-D entry) an array whose
  * view is a contiguous run is used in place, and any other gets a
  * temporary run in device memory, filled by the stdlib's strided copy
- * kernel when the kernel reads it and copied back into the array when it
- * writes it. */
+ * kernels (hk__cuda_copy_strided: tiled for transposes) when the kernel
+ * reads it and copied back into the array when it writes it. */
 
 /* 1 when strides st over shape (nd axes) make one C-order run (axes of
  * length 1 aside). */

@@ -72,6 +72,8 @@ typedef struct hk_cuda_state {
                                libhk was built without nvcc */
   CUfunction copy[4];       /* the stdlib's strided copies, elements of
                                1, 2, 4, 8 bytes (NULL without it) */
+  CUfunction copy32[4];     /* ... of at most INT32_MAX elements, and */
+  CUfunction copyt[4];      /* ... transposing (NULL: copy[] serves) */
   struct hk_stream dflt;    /* hk's default stream */
 } hk_cuda_state_t;
 

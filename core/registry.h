@@ -268,9 +268,12 @@ HK_INTERNAL int hk__call_nd_cuda(const hk_kernel_t *k, int nd,
 /* Copies n elements of es bytes (1, 2, 4, 8) on the GPU, on the default
  * stream, without waiting: scatter 0, element i of dst (contiguous) from
  * the element of src at index i of shape[0..nd) (C order), offset by
- * st[] (in elements, any sign); scatter 1, the other way. HK_OK, or
- * HK_EUNSUPPORTED when the stdlib has no GPU code (the copy kernels are
- * in it), HK_EDEVICE when the launch failed. */
+ * st[] (in elements, any sign); scatter 1, the other way. n must be the
+ * product of shape[]. The view is collapsed first (length-1 axes dropped,
+ * axes that continue each other merged); a transpose goes through
+ * shared-memory tiles (launch.c). HK_OK, or HK_EUNSUPPORTED when the
+ * stdlib has no GPU code (the copy kernels are in it), HK_EDEVICE when the
+ * launch failed. */
 HK_INTERNAL int hk__cuda_copy_strided(void *dst, const void *src, size_t es,
                                       int nd, const int64_t *shape,
                                       const int64_t *st, int scatter,

@@ -623,7 +623,10 @@ typedef struct hk_call_opts {
  * or reduced over axes that are not the last ones) is first copied into a
  * temporary run in device memory by the stdlib's GPU copy kernels (so
  * libhk must have been built with nvcc: else HK_EUNSUPPORTED), and
- * written outputs are copied back. Axis reductions run one warp (32 GPU
+ * written outputs are copied back; a copy merges the axes that continue
+ * each other first, and moves a transposed view (unit stride on another
+ * axis than the last) in tiles through shared memory, so that it reads
+ * and writes whole runs. Axis reductions run one warp (32 GPU
  * threads) per row when rows are short and many (rows of m <= 4096
  * elements, at least m rows), else one block per row for rows up to 4096
  * elements, several per row beyond, and a merge block per row; rows

@@ -35,6 +35,10 @@
  *     argmax, var, mean, minmax, an i8 sum) over rows of 0 to 4097
  *     elements, up to 70000 rows, each way the core runs rows (a warp per
  *     row, part and merge blocks, and as the shape picks).
+ *  1b. the strided copies (every element size, gather and scatter: tiled
+ *     transposes, collapsing and plain views) bit for bit against the
+ *     CPU's, and hk_call_arrays on strided, broadcast and transposed device
+ *     arrays (elementwise, axis reductions, rows) against the CPU's call.
  *  2. the example plugins (plugins/, tier jit, a fresh cache folder): every
  *     kernel with the cuda target as in 1; cumsum (cpu only) refuses CUDA;
  *     bias_grad (an inout result) over rows each way. A grid kernel
@@ -1136,6 +1140,153 @@ static int arrays_both(hk_context_t *ctx, const char *kname, const vspec *vs,
   return arrays_run(ctx, kname, vs, o, tol, VIA_ARRAYS);
 }
 
+/* The GPU's strided copies (libhk internals, which the array calls use):
+ * declared here, as test_cuda sees only hk.h. */
+int hk__cuda_copy_strided(void *dst, const void *src, size_t es, int nd,
+                          const int64_t *shape, const int64_t *st,
+                          int scatter, size_t n);
+
+/* Gathers view v (into a base of v->base elements of es bytes) into a
+ * run with hk__cuda_copy_strided, and scatters another run into it,
+ * against the same copies on the CPU: bit for bit, the whole base after
+ * the scatter (elements outside the view must stay). gather_only: a view
+ * whose elements repeat (a broadcast), which a scatter would race on.
+ * Returns 1 when it ran. */
+static int copy_both(const char *what, size_t es, const vspec *v,
+                     int gather_only) {
+  int64_t n = 1;
+  for (int d = 0; d < v->nd; d++) n *= v->shape[d];
+  size_t bbytes = (size_t)v->base * es, rbytes = (size_t)n * es;
+  unsigned char *base = malloc(bbytes), *want = malloc(bbytes);
+  unsigned char *run = malloc(rbytes + 1), *ref = malloc(rbytes + 1);
+  unsigned char *back = malloc(bbytes > rbytes ? bbytes : rbytes + 1);
+  int64_t *offs = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  void *dbase = NULL, *drun = NULL;
+  int ok = base && want && run && ref && back && offs;
+  for (size_t j = 0; ok && j < bbytes; j++) base[j] = (unsigned char)arr_rand();
+  /* the view's offsets in C order, and the CPU's gather */
+  int64_t idx[HK_MAX_DIMS] = {0};
+  for (int64_t k = 0; ok && k < n; k++) {
+    int64_t off = v->off;
+    for (int d = 0; d < v->nd; d++) off += idx[d] * v->st[d];
+    ok &= off >= 0 && off < v->base;
+    offs[k] = off;
+    if (ok) memcpy(ref + k * (int64_t)es, base + off * (int64_t)es, es);
+    for (int d = v->nd - 1; d >= 0; d--) {
+      if (++idx[d] < v->shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  CHECK_MSG(ok, "copy %s: the view leaves its base", what);
+  ok = ok && hk_device_alloc(&dbase, bbytes) == HK_OK &&
+       hk_device_alloc(&drun, rbytes ? rbytes : 1) == HK_OK &&
+       hk_memcpy_to_device(dbase, base, bbytes, NULL) == HK_OK;
+  CHECK_MSG(ok, "copy %s: buffers: %s", what, hk_last_error());
+  unsigned char *dview = (unsigned char *)dbase + v->off * (int64_t)es;
+  if (ok) { /* gather */
+    int rc = hk__cuda_copy_strided(drun, dview, es, v->nd, v->shape, v->st,
+                                   0, (size_t)n);
+    CHECK_MSG(rc == HK_OK, "copy %s (%zu-byte): gather: %d (%s)", what, es,
+              rc, hk_last_error());
+    CHECK_OK(hk_stream_sync(NULL));
+    CHECK_OK(hk_memcpy_to_host(back, drun, rbytes, NULL));
+    int64_t bad = 0, first = -1;
+    for (int64_t k = 0; k < n; k++)
+      if (memcmp(back + k * (int64_t)es, ref + k * (int64_t)es, es) &&
+          bad++ == 0)
+        first = k;
+    CHECK_MSG(bad == 0, "copy %s (%zu-byte): gather: %lld of %lld elements "
+              "wrong, first run[%lld]", what, es, (long long)bad,
+              (long long)n, (long long)first);
+  }
+  if (ok && !gather_only) { /* scatter another run */
+    for (size_t j = 0; j < rbytes; j++) run[j] = (unsigned char)arr_rand();
+    memcpy(want, base, bbytes);
+    for (int64_t k = 0; k < n; k++)
+      memcpy(want + offs[k] * (int64_t)es, run + k * (int64_t)es, es);
+    CHECK_OK(hk_memcpy_to_device(drun, run, rbytes, NULL));
+    int rc = hk__cuda_copy_strided(dview, drun, es, v->nd, v->shape, v->st,
+                                   1, (size_t)n);
+    CHECK_MSG(rc == HK_OK, "copy %s (%zu-byte): scatter: %d (%s)", what, es,
+              rc, hk_last_error());
+    CHECK_OK(hk_stream_sync(NULL));
+    CHECK_OK(hk_memcpy_to_host(back, dbase, bbytes, NULL));
+    int64_t bad = 0, first = -1;
+    for (int64_t j = 0; j < v->base; j++)
+      if (memcmp(back + j * (int64_t)es, want + j * (int64_t)es, es) &&
+          bad++ == 0)
+        first = j;
+    CHECK_MSG(bad == 0, "copy %s (%zu-byte): scatter: %lld of %lld base "
+              "elements wrong, first [%lld]", what, es, (long long)bad,
+              (long long)v->base, (long long)first);
+  }
+  if (dbase) hk_device_free(dbase);
+  if (drun) hk_device_free(drun);
+  free(base);
+  free(want);
+  free(run);
+  free(ref);
+  free(back);
+  free(offs);
+  return ok;
+}
+
+/* x.T for x of shape (c, r), contiguous: shape (r, c), strides (1, r). */
+#define TRANSPOSED(r, c) r * c, 0, 2, {r, c}, {1, r}
+
+/* The strided copies on their own, every element size both ways: views
+ * that take the tiled kernel (transposes of sizes that are not multiples
+ * of its 32 x 32 tiles, reversed, batched), views that collapse to a
+ * contiguous run or fewer axes, and views that take the one-thread-per-
+ * element kernel (thin transposes, a 4-D permutation, strides of 2). */
+static void test_copies_gpu(void) {
+  static const struct {
+    const char *what;
+    vspec v;
+    int gather_only;
+  } cases[] = {
+      {"33x65 transposed", {TRANSPOSED(33, 65)}, 0},
+      {"300x517 transposed", {TRANSPOSED(300, 517)}, 0},
+      {"17x40 transposed", {TRANSPOSED(17, 40)}, 0},
+      {"32x64 transposed", {TRANSPOSED(32, 64)}, 0},
+      {"1x1000 transposed", {TRANSPOSED(1, 1000)}, 0},
+      {"1000x1 transposed", {TRANSPOSED(1000, 1)}, 0},
+      {"5x300 transposed (thin)", {TRANSPOSED(5, 300)}, 0},
+      {"300x5 transposed (thin)", {TRANSPOSED(300, 5)}, 0},
+      /* x[::-1, ::-1].T and x[::-1].T */
+      {"33x65 transposed, reversed",
+       {33 * 65, 33 * 65 - 1, 2, {33, 65}, {-1, -33}}, 0},
+      {"40x50 transposed, rows reversed",
+       {40 * 50, 40 * 49, 2, {40, 50}, {1, -40}}, 0},
+      /* rows 5..24 of (3, 40, 30): collapses to (3, 600) */
+      {"a slice of rows", {3 * 40 * 30, 5 * 30, 3, {3, 20, 30}, {1200, 30, 1}},
+       0},
+      /* (1, 45, 1, 70) with strides (., 1, ., 45): a 45x70 transpose */
+      {"transposed, length-1 axes",
+       {45 * 70, 0, 4, {1, 45, 1, 70}, {999, 1, 7, 45}}, 0},
+      {"4 transposes", {4 * 33 * 65, 0, 3, {4, 33, 65}, {33 * 65, 1, 33}}, 0},
+      /* 5 of (20, 100) strides (1, 21), the batch reversed, 2200 apart */
+      {"5 transposes, padded, reversed",
+       {5 * 2200, 4 * 2200, 3, {5, 20, 100}, {-2200, 1, 21}}, 0},
+      {"a transpose broadcast 3 times",
+       {33 * 65, 0, 3, {3, 33, 65}, {0, 1, 33}}, 1},
+      {"a 4-D permutation",
+       {2 * 3 * 20 * 40, 0, 4, {20, 2, 40, 3}, {1, 2400, 20, 800}}, 0},
+      {"every other element", {2 * 40 * 140, 0, 2, {40, 70}, {280, 2}}, 0},
+      {"1-D reversed", {100, 99, 1, {100}, {-1}}, 0},
+      {"one element", {5, 3, 0, {0}, {0}}, 0},
+  };
+  static const size_t sizes_es[] = {1, 2, 4, 8};
+  int ran = 0;
+  for (size_t c = 0; c < COUNT(cases); c++)
+    for (size_t e = 0; e < COUNT(sizes_es); e++)
+      ran += copy_both(cases[c].what, sizes_es[e], &cases[c].v,
+                       cases[c].gather_only);
+  printf("strided copies on the GPU: %d views x sizes compared with the "
+         "CPU's\n", ran);
+  CHECK_INT_EQ(ran, (int)(COUNT(cases) * COUNT(sizes_es)));
+}
+
 #define C1(a) -2, {a}, {0}
 #define C2(a, b) -3, {a, b}, {0}
 #define C3(a, b, c) -4, {a, b, c}, {0}
@@ -1319,8 +1470,41 @@ static void test_arrays_gpu(hk_context_t *ctx) {
                      (vspec[]){{50 * 40, 0, 2, {40, 50}, {1, 40}},
                                {50 * 40, 0, 2, {40, 50}, {1, 40}}},
                      NULL, 1e-6);
+  /* the tiled copy through the array calls: reductions of transposed
+   * views of every element size (exact ones, so the copy shows bit for
+   * bit), a reversed one, a slice of rows (a 3-D view that collapses), a
+   * rows kernel and an elementwise one into transposed outs */
+  ran += arrays_both(ctx, "max_f32",
+                     (vspec[]){{TRANSPOSED(300, 517)}, {0, 0, C1(300)}},
+                     &axl, 0);
+  ran += arrays_both(ctx, "max_bf16",
+                     (vspec[]){{TRANSPOSED(33, 65)}, {0, 0, C1(33)}}, &axl,
+                     0);
+  ran += arrays_both(ctx, "sum_i8",
+                     (vspec[]){{TRANSPOSED(65, 33)}, {0, 0, C1(65)}}, &axl,
+                     0);
+  ran += arrays_both(ctx, "sum_i64",
+                     (vspec[]){{TRANSPOSED(33, 65)}, {0, 0, C1(33)}}, &axl,
+                     0);
+  ran += arrays_both(ctx, "max_f64",
+                     (vspec[]){{33 * 65, 33 * 65 - 1, 2, {33, 65}, {-1, -33}},
+                               {0, 0, C1(33)}},
+                     &axl, 0);
+  ran += arrays_both(ctx, "max_f32",
+                     (vspec[]){{3 * 40 * 30, 5 * 30, 3, {3, 20, 30},
+                                {1200, 30, 1}},
+                               {0, 0, C2(3, 20)}},
+                     &axl, 0);
+  ran += arrays_both(ctx, "softmax_f32",
+                     (vspec[]){{0, 0, C2(33, 65)}, {TRANSPOSED(33, 65)}}, NULL,
+                     1e-6);
+  ran += arrays_both(ctx, "add_f32",
+                     (vspec[]){{TRANSPOSED(300, 517)},
+                               {0, 0, C2(300, 517)},
+                               {TRANSPOSED(300, 517)}},
+                     NULL, 0);
   printf("arrays on the GPU: %d calls compared with the CPU's\n", ran);
-  CHECK_INT_EQ(ran, 41);
+  CHECK_INT_EQ(ran, 49);
 
   /* a host array among device ones: refused, naming it */
   hk_kernel_t *k = find(ctx, "add_f32");
@@ -1563,6 +1747,7 @@ static void test_stdlib(void) {
     free(hx);
   }
   test_rows_gpu(ctx);
+  test_copies_gpu();
   test_arrays_gpu(ctx);
   test_reduce_rows_gpu(ctx);
   hk_context_destroy(ctx);

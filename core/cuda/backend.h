@@ -32,11 +32,14 @@
 #define HK_CUDA_SCRATCH_BYTES ((size_t)HK_CUDA_MAX_PARTS * HK_REDUCE_ACC_MAX)
 
 /* A strided view for the stdlib's copy kernels (struct hk_cuda_strided in
- * the generated CUDA, codegen/emit_cuda.c: the same layout). */
+ * the generated CUDA, codegen/emit_cuda.c: the same layout). magic and
+ * shift divide by shape[d] in the 32-bit kernels (launch.c, divider). */
 typedef struct hk_cuda_strided {
   long long nd;
   long long shape[HK_MAX_DIMS];
   long long st[HK_MAX_DIMS]; /* in elements */
+  unsigned int magic[HK_MAX_DIMS];
+  unsigned int shift[HK_MAX_DIMS];
 } hk_cuda_strided_t;
 
 /* Runs reduction entry e over rows rows of m contiguous elements on the

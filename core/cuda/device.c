@@ -82,6 +82,18 @@ static int device_open(hk_cuda_state_t *c, hku_diags *d) {
   return HK_OK;
 }
 
+/* The stdlib's kernel named prefix + suffix, NULL when c has no stdlib
+ * code or the code no such kernel. */
+static CUfunction stdlib_fn(hk_cuda_state_t *c, const char *prefix,
+                            const char *suffix) {
+  char name[64];
+  CUfunction f;
+  snprintf(name, sizeof name, "%s%s", prefix, suffix);
+  if (!c->stdlib || c->api.cuModuleGetFunction(&f, c->stdlib, name))
+    return NULL;
+  return f;
+}
+
 /* Loads the embedded stdlib fatbin into c->stdlib, or leaves it NULL
  * with the driver's refusal in c->stdlib_rc (0: there is no fatbin); the
  * stdlib then runs on the CPU only, which is no failure of the start. */
@@ -90,12 +102,12 @@ static void stdlib_open(hk_cuda_state_t *c) {
       (c->stdlib_rc = c->api.cuModuleLoadData(&c->stdlib,
                                               hk__cuda_stdlib_fatbin)))
     c->stdlib = NULL;
-  static const char *const copies[4] = {"hk_cuda_copy_1", "hk_cuda_copy_2",
-                                        "hk_cuda_copy_4", "hk_cuda_copy_8"};
-  for (int i = 0; i < 4; i++)
-    if (!c->stdlib ||
-        c->api.cuModuleGetFunction(&c->copy[i], c->stdlib, copies[i]))
-      c->copy[i] = NULL;
+  static const char *const sizes[4] = {"1", "2", "4", "8"};
+  for (int i = 0; i < 4; i++) {
+    c->copy[i] = stdlib_fn(c, "hk_cuda_copy_", sizes[i]);
+    c->copy32[i] = stdlib_fn(c, "hk_cuda_copy32_", sizes[i]);
+    c->copyt[i] = stdlib_fn(c, "hk_cuda_copyt_", sizes[i]);
+  }
 }
 
 int hk__cuda_stdlib_missing(const char *name) {

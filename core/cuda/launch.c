@@ -415,7 +415,75 @@ int hk__cuda_launch_reduce_rows(const hk_cuda_entry_t *e, size_t rows,
   return rc;
 }
 
-/* ---- strided copies ---------------------------------------------------------- */
+/* ---- strided copies ----------------------------------------------------------
+ * A view reaches the kernels (codegen/emit_cuda.c, copy_kernels) collapsed
+ * to the fewest axes that give the same offsets in the same order, and
+ * takes the tiled kernel when it is a batch of transposes, else the 32-bit
+ * one when it is small enough, else the 64-bit one. */
+
+/* Both axes of a transpose must be at least this long for the tiled
+ * kernel: a thinner tile leaves most of its block's threads idle and its
+ * work too small for the block's start and two barriers; the plain kernel
+ * serves such views (with a short last axis, its warps still read or
+ * write runs of 32 / len elements of the view). A heuristic, not
+ * measured. */
+#define TILE_MIN 16
+
+/* The view shape[0..nd), st[0..nd) as the fewest axes cs[], cst[] with the
+ * same offsets in the same (C) order: axes of length 1 dropped, and axis d
+ * merged into the one before it where that one's stride is st[d] *
+ * shape[d] (the merged axis's index i * shape[d] + j has offset
+ * i * st[d - 1] + j * st[d]). The run's side is unchanged: it is C order
+ * over either shape. Returns the axes left (0: a single element). */
+static int collapse(int nd, const int64_t *shape, const int64_t *st,
+                    int64_t *cs, int64_t *cst) {
+  int k = 0;
+  for (int d = 0; d < nd; d++) {
+    int64_t span;
+    if (shape[d] == 1) continue;
+    if (k > 0 && !__builtin_mul_overflow(st[d], shape[d], &span) &&
+        cst[k - 1] == span) {
+      cs[k - 1] *= shape[d];
+      cst[k - 1] = st[d];
+      continue;
+    }
+    cs[k] = shape[d];
+    cst[k] = st[d];
+    k++;
+  }
+  return k;
+}
+
+/* The magic number and shift that divide by d (1 <= d <= INT32_MAX) any
+ * n <= INT32_MAX: n / d == (umulhi(n, magic) + n) >> shift, where shift =
+ * ceil(log2 d) and magic = floor(2^32 (2^shift - d) / d) + 1, which fits in
+ * 32 bits (Granlund and Montgomery's round-up method, as PyTorch's
+ * IntDivider; umulhi(n, magic) <= n, so the sum stays below 2^32). */
+static void divider(uint32_t d, unsigned *magic, unsigned *shift) {
+  HK_ASSERT(d >= 1 && d <= INT32_MAX);
+  unsigned s = 0;
+  while (((uint64_t)1 << s) < d) s++;
+  uint64_t m = ((uint64_t)1 << 32) * (((uint64_t)1 << s) - d) / d + 1;
+  HK_ASSERT(m <= UINT32_MAX);
+  *magic = (unsigned)m;
+  *shift = s;
+}
+
+/* 1 when the collapsed view (nd axes of cs, cst) is a batch of transposes
+ * that the tiled kernel moves faster: two or three axes, unit stride (either
+ * sign) on the next-to-last, another stride on the last (not 0: a
+ * broadcast row is read once a warp by the plain kernel). */
+static int transposes(int nd, const int64_t *cs, const int64_t *cst) {
+  if (nd != 2 && nd != 3) return 0;
+  int64_t sr = cst[nd - 2], sc = cst[nd - 1];
+  return (sr == 1 || sr == -1) && sc != 0 && sc != 1 && sc != -1 &&
+         cs[nd - 2] >= TILE_MIN && cs[nd - 1] >= TILE_MIN;
+}
+
+/* want blocks along a grid axis that takes at most cap. */
+static unsigned grid_dim(int64_t want, int64_t cap) {
+  return (unsigned)(want < cap ? want : cap);
+}
 
 int hk__cuda_copy_strided(void *dst, const void *src, size_t es, int nd,
                           const int64_t *shape, const int64_t *stv,
@@ -432,19 +500,60 @@ int hk__cuda_copy_strided(void *dst, const void *src, size_t es, int nd,
                     hk__cuda.stdlib ? "lacks the copy kernels"
                                     : "this libhk has not or cannot load");
   if (n == 0) return HK_OK;
+  int64_t cs[HK_MAX_DIMS], cst[HK_MAX_DIMS];
+  int cn = collapse(nd, shape, stv, cs, cst);
+#ifndef NDEBUG
+  uint64_t count = 1; /* the callers' n is the view's size */
+  for (int d = 0; d < cn; d++) count *= (uint64_t)cs[d];
+  HK_ASSERT(count == n);
+#endif
+
+  const int scat = scatter;
+  CUfunction f;
+  unsigned grid[3] = {1, 1, 1}, block[3] = {HK_ABI_CUDA_BLOCK, 1, 1};
+  void *kp[9];
+  /* the kernels' arguments, alive until the launch below */
+  int64_t B, R, C, sb, sr, sc;
   hk_cuda_strided_t g;
-  memset(&g, 0, sizeof g);
-  g.nd = nd;
-  for (int d = 0; d < nd; d++) {
-    g.shape[d] = shape[d];
-    g.st[d] = stv[d];
+  unsigned n32 = (unsigned)n;
+  if (transposes(cn, cs, cst) && hk__cuda.copyt[which]) {
+    B = cn == 3 ? cs[0] : 1;
+    sb = cn == 3 ? cst[0] : 0;
+    R = cs[cn - 2];
+    sr = cst[cn - 2];
+    C = cs[cn - 1];
+    sc = cst[cn - 1];
+    f = hk__cuda.copyt[which];
+    /* grid limits: x 2^31 - 1, y and z 65535 (the kernel loops past) */
+    grid[0] = grid_dim((C + HK_ABI_CUDA_TILE - 1) / HK_ABI_CUDA_TILE,
+                       INT32_MAX);
+    grid[1] = grid_dim((R + HK_ABI_CUDA_TILE - 1) / HK_ABI_CUDA_TILE, 65535);
+    grid[2] = grid_dim(B, 65535);
+    block[0] = HK_ABI_CUDA_TILE;
+    block[1] = HK_ABI_CUDA_TILE_ROWS;
+    void *a[] = {(void *)&src, &dst, &B, &R, &C, &sb, &sr, &sc,
+                 (void *)&scat};
+    memcpy(kp, a, sizeof a);
+  } else {
+    memset(&g, 0, sizeof g);
+    g.nd = cn;
+    for (int d = 0; d < cn; d++) {
+      g.shape[d] = cs[d];
+      g.st[d] = cst[d];
+    }
+    int small = n <= INT32_MAX && hk__cuda.copy32[which];
+    if (small)
+      for (int d = 0; d < cn; d++)
+        divider((uint32_t)cs[d], &g.magic[d], &g.shift[d]);
+    f = small ? hk__cuda.copy32[which] : hk__cuda.copy[which];
+    grid[0] = blocks_for(n, (unsigned)hk__cuda.info.sm_count * 16u);
+    void *a[] = {(void *)&src, &dst, &g, (void *)&scat,
+                 small ? (void *)&n32 : (void *)&n};
+    memcpy(kp, a, sizeof a);
   }
-  int sc = scatter;
-  void *kp[] = {(void *)&src, &dst, &g, &sc, &n};
-  const unsigned grid_cap = (unsigned)hk__cuda.info.sm_count * 16u;
   CUresult r = hk__cuda.api.cuLaunchKernel(
-      hk__cuda.copy[which], blocks_for(n, grid_cap), 1, 1, HK_ABI_CUDA_BLOCK,
-      1, 1, 0, hk__stream(NULL)->s, kp, NULL);
+      f, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0,
+      hk__stream(NULL)->s, kp, NULL);
   if (r) {
     char b[HK_CUDA_ERRLEN];
     return hk__fail(HK_EDEVICE, "a strided copy on the GPU failed to launch: %s",
