@@ -208,17 +208,18 @@ static void put_args(hku_buf *o, const hkc_instance *in) {
  * computed (hk_abi_cuda_divider): no hardware division, 64-bit or other,
  * per element. The host has collapsed the shape (core/arrays.c), so most
  * calls have 2 axes ((R, C) + (C,), x.T, a slice; a 1-D one gets a
- * leading 1): one division. Three loops, by what the host found:
+ * leading 1): one division. Two loops, by what the host found:
  *   2 axes, n and every offset within 32 bits: 32-bit math, U elements a
  *     thread a step (hk_abi_cuda_nd_unroll);
- *   up to 8 axes, 32 bits: the axes beyond g.h.nd skipped, 2 elements;
- *   anything else (n >= 2^31, offsets beyond an int): 64-bit math, 1.
+ *   anything else (more axes, n >= 2^31, offsets beyond an int): 64-bit
+ *     math, the axes beyond g.h.nd skipped, 1 element.
  * A thread's elements lie blockDim.x apart, so each of its accesses is
  * coalesced across the warp, and all their loads are issued before the
  * first body runs: the memory-level parallelism the flat kernel has from
  * its 128-bit loads. (Each element of a loop's unroll is a copy of the
- * body, and the rarer loops take fewer: with U in all three, nvcc took
- * 5.4x as long over the stdlib as without N-D entries; so, 2.4x.) Loads
+ * body, and the rarer loop takes one: with U in three loops, nvcc took
+ * 5.4x as long over the stdlib as without N-D entries; with U, 2 and 1,
+ * 2.4x.) Loads
  * before stores also make an out array that is an in array (the one
  * overlap check_overlaps allows) safe: every element is read and written
  * by one thread, at one flat index. The body gets the same values through
@@ -300,15 +301,14 @@ static void emit_nd(hku_buf *o, const hkc_instance *in) {
   hkc_put_params(o, in, "hk_p_", 1, 0);
   hku_buf_printf(o, "const hk_nd<%d> hk_g, size_t n)\n{\n", nb);
   /* the loop of two axes, 32-bit, the common case, takes U elements a
-   * step; the others, which would double the entry's code (its compile
-   * time) at U, fewer */
+   * step; every other call (more axes, 64 bits) one: each element of a
+   * step is another copy of the body to compile */
   const struct {
     const char *when, *targs;
     int unroll;
   } paths[] = {{"if (!hk_g.h.wide && hk_g.h.nd == 2)", "2, unsigned, int", U},
-               {"else if (!hk_g.h.wide)", "8, unsigned, int", U < 2 ? U : 2},
                {"else", "8, unsigned long long, long long", 1}};
-  for (int w = 0; w < 3; w++) {
+  for (int w = 0; w < 2; w++) {
     hku_buf_printf(o, "    %s\n        hk_nd_run__%s<%s, %d>(", paths[w].when,
                    nm, paths[w].targs, paths[w].unroll);
     put_args(o, in);
@@ -319,11 +319,10 @@ static void emit_nd(hku_buf *o, const hkc_instance *in) {
 
 /* Elementwise: the body function, then the kernel: the vector part, then
  * the rest (or everything, when a buffer is not aligned) one element per
- * thread, both as grid-stride loops; then the N-D entry (emit_nd), for
- * instances with 1 to HK_ABI_CUDA_ND_BUFS buffers. */
+ * thread, both as grid-stride loops; then, in the stdlib, the N-D entry
+ * (emit_nd), for instances with 1 to HK_ABI_CUDA_ND_BUFS buffers. */
 static void emit_elementwise(hku_buf *o, const hkc_instance *in,
                              hkc_emit_mode mode) {
-  (void)mode; /* the same CUDA serves the stdlib and plugins */
   emit_body_fn(o, in);
   hku_buf_printf(o, "extern \"C\" __global__ void " HK_ABI_CUDA_KERNEL "%s(",
                  in->name);
@@ -343,8 +342,13 @@ static void emit_elementwise(hku_buf *o, const hkc_instance *in,
   put_write_locals(o, in, 8, elem);
   put_body_call(o, in, 8, elem, "i");
   hku_buf_put(o, "    }\n}\n\n");
+  /* The N-D entry in the stdlib only (nvcc, at build time): in a plugin's
+   * code NVRTC would compile the body five more times at its first GPU
+   * call (a cold hk_kernel_prepare on an H200 went from 50-75 to 151 ms);
+   * a plugin's strided calls take the copies (core/arrays.c). */
   const int nb = nbuffers(in);
-  if (nb >= 1 && nb <= HK_ABI_CUDA_ND_BUFS) emit_nd(o, in);
+  if (mode == HKC_EMIT_STDLIB && nb >= 1 && nb <= HK_ABI_CUDA_ND_BUFS)
+    emit_nd(o, in);
 }
 
 /* The tree over the block's hk_s[] (shared memory, one slot a thread),
@@ -906,8 +910,11 @@ int hkc_emit_cuda(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
   hkc_emit_cuda_prelude(o);
   /* grid extents are checked len arithmetic */
   if (any_kind(files, nfiles, HK_KIND_GRID)) hkc_emit_len_helpers_cuda(o);
-  if (any_kind(files, nfiles, HK_KIND_ELEMENTWISE)) hku_buf_put(o, nd_helpers);
-  if (mode == HKC_EMIT_STDLIB) hku_buf_put(o, copy_kernels);
+  if (mode == HKC_EMIT_STDLIB) { /* N-D entries: the stdlib's only */
+    if (any_kind(files, nfiles, HK_KIND_ELEMENTWISE))
+      hku_buf_put(o, nd_helpers);
+    hku_buf_put(o, copy_kernels);
+  }
   hkc_emit_instances(files, nfiles, mode, &cuda_emitter, o);
   return o->oom ? HK_ENOMEM : HK_OK;
 }

@@ -1866,8 +1866,9 @@ static void test_plugins(int have_nvrtc) {
     with_cuda += (hk_kernel_info(l.k[i])->targets & HK_TARGET_CUDA) != 0;
   CHECK_INT_EQ(ran, with_cuda);
   CHECK(ran >= (int)COUNT(gpu) - 1);
-  /* a plugin's N-D entry (NVRTC's code): saxpy's inout y every other
-   * column of a bigger array, x a row broadcast */
+  /* a plugin kernel (NVRTC's code, which has no N-D entry: its arrays go
+   * through the copies): saxpy's inout y every other column of a bigger
+   * array, x a row broadcast */
   CHECK_INT_EQ(arrays_both(ctx, "saxpy_f32",
                            (vspec[]){{0}, {0, 0, C1(29)},
                                      {37 * 58, 1, 2, {37, 29}, {58, 2}}},

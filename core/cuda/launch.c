@@ -274,9 +274,12 @@ int hk__cuda_launch_nd(const hk_cuda_entry_t *e, struct hk_stream *st, int nd,
     for (int d = 0; d < nd; d++) g.st[nb][pad + d] = strides[i][d];
     nb++;
   }
-  /* 32-bit index math when every flat index, and every axis index, is
-   * under 2^31 (the divider's bound) and every offset fits an int */
-  int wide = n > (size_t)INT32_MAX || (flags & HK__ND_WIDE);
+  /* 32-bit index math (the kernel's loop of 2 axes) when there are 2
+   * axes, every flat index and every axis index is under 2^31 (the
+   * divider's bound) and every offset fits an int; else the general loop,
+   * 64-bit (emit_cuda.c: a 32-bit loop of more axes would be another copy
+   * of the body to compile for the rarer calls) */
+  int wide = n > (size_t)INT32_MAX || g.nd > 2 || (flags & HK__ND_WIDE);
   for (int b = 0; b < nb && !wide; b++)
     wide = !offsets_fit_int(g.nd, g.len, g.st[b]);
   g.wide = wide;
