@@ -342,12 +342,17 @@ static void emit_elementwise(hku_buf *o, const hkc_instance *in,
   put_write_locals(o, in, 8, elem);
   put_body_call(o, in, 8, elem, "i");
   hku_buf_put(o, "    }\n}\n\n");
-  /* The N-D entry in the stdlib only (nvcc, at build time): in a plugin's
-   * code NVRTC would compile the body five more times at its first GPU
-   * call (a cold hk_kernel_prepare on an H200 went from 50-75 to 151 ms);
-   * a plugin's strided calls take the copies (core/arrays.c). */
+  /* The N-D entry in the stdlib only (nvcc, at build time), and there
+   * for bodies that call no math function: it compiles the body five more
+   * times. In a plugin's code NVRTC would do so at its first GPU call (a
+   * cold hk_kernel_prepare on an H200 went from 50-75 to 151 ms); in the
+   * stdlib, the math bodies' copies took nvcc 18 -> 45 s and libhk's GPU
+   * code 3.4 -> 8.5 MB, for calls that are compute-bound on the GPU (an
+   * extra pass through the copies costs them least). Those calls, and a
+   * plugin's, take the copies (core/arrays.c). */
   const int nb = nbuffers(in);
-  if (mode == HKC_EMIT_STDLIB && nb >= 1 && nb <= HK_ABI_CUDA_ND_BUFS)
+  if (mode == HKC_EMIT_STDLIB && !hkc_is_heavy(in->k) && nb >= 1 &&
+      nb <= HK_ABI_CUDA_ND_BUFS)
     emit_nd(o, in);
 }
 

@@ -1170,11 +1170,11 @@ static int on_gpu(const call *c, const hk_call_opts_t *o) {
 }
 
 /* ---- the GPU: strided, broadcast and axis calls ---------------------------
- * An elementwise kernel's GPU code has an N-D entry (common/abi.h) that
- * reaches every array through its strides: a call whose arrays are not all
- * one dense run goes through it over the collapsed shape, no copies.
- * Otherwise (reductions, whose GPU code takes rows of m contiguous
- * elements; elementwise GPU code without the N-D entry) an array whose
+ * A stdlib elementwise kernel's GPU code has an N-D entry (common/abi.h)
+ * that reaches every array through its strides: a call whose arrays are
+ * not all one dense run goes through it over the collapsed shape, no
+ * copies. Otherwise (reductions, whose GPU code takes rows of m contiguous
+ * elements; plugin kernels, whose NVRTC code has no N-D entry) an array whose
  * view is a contiguous run is used in place, and any other gets a
  * temporary run in device memory, filled by the stdlib's strided copy
  * kernels (hk__cuda_copy_strided: tiled for transposes) when the kernel
@@ -1281,8 +1281,8 @@ static int gpu_elementwise_staged(const call *c, int nd, const int64_t *shape,
  * where they are. A strided out array is written in place, element by
  * element, so what lies between its elements is never touched; an out
  * array that is an in array (the one overlap allowed) is read and written
- * at one index by one thread, read first. Without the N-D entry (GPU code
- * made before it, a kernel of many buffers): the temporary runs. */
+ * at one index by one thread, read first. Without the N-D entry (a plugin
+ * kernel, a kernel of many buffers): the temporary runs. */
 static int gpu_elementwise(const call *c, int nd, const int64_t *shape,
                            size_t n) {
   int rc = gpu_sides(c);

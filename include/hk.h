@@ -615,11 +615,12 @@ typedef struct hk_call_opts {
  * overlapping another), or as hk_call(). On the GPU (device arrays, or
  * opts->backend HK_BACKEND_CUDA) every array must be device memory, and
  * everything above works as on the CPU. The stdlib's elementwise kernels
- * read and write strided, reversed and broadcast arrays where they are,
- * through their GPU code's N-D entry (no copies; an out array is written
- * element by element, what lies between its elements untouched). Other
- * kinds, and plugin kernels (their NVRTC code has no N-D entry: it would
- * multiply their compile time at the first GPU call), take contiguous
+ * that call no math function (arithmetic, comparisons, where, casts,
+ * relu ...) read and write strided, reversed and broadcast arrays where
+ * they are, through their GPU code's N-D entry (no copies; an out array is
+ * written element by element, what lies between its elements untouched).
+ * Other kernels (math bodies, plugin kernels: an N-D entry compiles the
+ * body five more times), and other kinds, take contiguous
  * runs: an array that is not one in the call's layout (strided, broadcast,
  * or reduced over axes that are not the last ones) is first copied into a
  * temporary run in device memory by the stdlib's GPU copy kernels (so
