@@ -71,9 +71,7 @@ int hk__cuda_entry_make(CUmodule mod, const hk_kernel_info_t *info,
   if (!rc) rc = entry_function(mod, HK_ABI_CUDA_MERGE, info, &e->merge, d);
   /* optional: GPU code without it (generated before it was) runs every
    * axis reduction by part and merge */
-  char fname[200];
-  snprintf(fname, sizeof fname, "%s%s", HK_ABI_CUDA_ROWS_WARP, info->name);
-  if (!rc && hk__cuda.api.cuModuleGetFunction(&e->wrow, mod, fname))
+  if (!rc && entry_function(mod, HK_ABI_CUDA_ROWS_WARP, info, &e->wrow, NULL))
     e->wrow = NULL;
   return rc;
 }
