@@ -1172,8 +1172,9 @@ static int on_gpu(const call *c, const hk_call_opts_t *o) {
 /* ---- the GPU: strided, broadcast and axis calls ---------------------------
  * A stdlib elementwise kernel's GPU code has an N-D entry (common/abi.h)
  * that reaches every array through its strides: a call whose arrays are
- * not all one dense run goes through it over the collapsed shape, no
- * copies. Otherwise (reductions, whose GPU code takes rows of m contiguous
+ * not all one dense run goes through it over the collapsed shape, copying
+ * only the in arrays it would read across their rows (transposes, through
+ * the tiled copy). Otherwise (reductions, whose GPU code takes rows of m contiguous
  * elements; plugin kernels, whose NVRTC code has no N-D entry) an array whose
  * view is a contiguous run is used in place, and any other gets a
  * temporary run in device memory, filled by the stdlib's strided copy
@@ -1274,15 +1275,47 @@ static int gpu_elementwise_staged(const call *c, int nd, const int64_t *shape,
   return gpu_finish(c, v, rc);
 }
 
+/* Stages the in arrays that the N-D entry would read across their rows
+ * (x.T: a unit stride on an outer axis of the collapsed view, a longer one
+ * on the last): each warp of the entry would read a 32-byte sector per
+ * element of such an array, while the tiled copy reads and writes it
+ * coalesced, so it gets a dense run (v[i].tmp, filled on the stream before
+ * the call), ptrs[i] and its strides ops[i].st then the run's. Arrays the
+ * call writes are left in place (a copy back would double their traffic).
+ * On an H200, x.T + y at 4096 x 4096 f32 took 2.44 times the contiguous
+ * add read in place. */
+static int gpu_stage_transposed(const call *c, int nd, const int64_t *shape,
+                                size_t n, op *ops, gpu_view *v, void **ptrs) {
+  for (int i = 0; i < c->nargs; i++) {
+    if (!is_buffer(c, i) || c->info->params[i].role != HK_ROLE_IN ||
+        !hk__cuda_copy_tiled(hk_dtype_size(c->a[i].dtype), nd, shape,
+                             ops[i].st))
+      continue;
+    v[i].nd = nd;
+    memcpy(v[i].shape, shape, sizeof(int64_t) * (size_t)nd);
+    memcpy(v[i].st, ops[i].st, sizeof(int64_t) * (size_t)nd);
+    v[i].count = n;
+    int rc = gpu_stage(c, i, &v[i], &ptrs[i]);
+    if (rc) return rc;
+    int64_t want = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+      ops[i].st[d] = want;
+      want *= shape[d];
+    }
+  }
+  return HK_OK;
+}
+
 /* An elementwise call over the broadcast shape (nd axes), n > 0 elements
  * (its arrays checked, overlaps too): every array one dense run, the flat
  * kernel; else the N-D entry over the shape collapsed as the CPU's runs
  * are (merge_axes: typically 1 or 2 axes), reading and writing the arrays
- * where they are. A strided out array is written in place, element by
- * element, so what lies between its elements is never touched; an out
- * array that is an in array (the one overlap allowed) is read and written
- * at one index by one thread, read first. Without the N-D entry (a plugin
- * kernel, a kernel of many buffers): the temporary runs. */
+ * where they are, but for transposed in arrays (gpu_stage_transposed). A
+ * strided out array is written in place, element by element, so what lies
+ * between its elements is never touched; an out array that is an in array
+ * (the one overlap allowed) is read and written at one index by one
+ * thread, read first. Without the N-D entry (a plugin kernel, a kernel of
+ * many buffers): the temporary runs. */
 static int gpu_elementwise(const call *c, int nd, const int64_t *shape,
                            size_t n) {
   int rc = gpu_sides(c);
@@ -1300,13 +1333,27 @@ static int gpu_elementwise(const call *c, int nd, const int64_t *shape,
     st[i] = ops[i].st;
   }
   if (all_dense) return hk_call_on(c->k, HK_BACKEND_CUDA, n, ptrs);
+  if ((rc = hk__cuda_has_nd(c->k)) < 0) return rc;
+  if (rc == 0) return gpu_elementwise_staged(c, nd, shape, n);
   int64_t cshape[HK_MAX_DIMS];
   memcpy(cshape, shape, sizeof(int64_t) * (size_t)nd);
   const uint64_t bufs =
       role_mask(c, BIT(HK_ROLE_IN) | BIT(HK_ROLE_OUT) | BIT(HK_ROLE_INOUT));
   const int cnd = merge_axes(nd, cshape, ops, c->nargs, bufs);
-  rc = hk__call_nd_cuda(c->k, cnd, cshape, st, n, ptrs, 0);
-  return rc == HK__ND_NONE ? gpu_elementwise_staged(c, nd, shape, n) : rc;
+  gpu_view v[ARR_MAX_ARGS];
+  memset(v, 0, sizeof(gpu_view) * (size_t)c->nargs);
+  rc = gpu_stage_transposed(c, cnd, cshape, n, ops, v, ptrs);
+  if (!rc) {
+    all_dense = 1;
+    for (int i = 0; i < c->nargs; i++)
+      if (is_buffer(c, i)) all_dense &= dense(cnd, cshape, ops[i].st);
+    rc = all_dense ? hk_call_on(c->k, HK_BACKEND_CUDA, n, ptrs)
+                   : hk__call_nd_cuda(c->k, cnd, cshape, st, n, ptrs, 0);
+  }
+  if (rc != HK__ND_NONE) return gpu_finish(c, v, rc);
+  /* beyond the entry (n >= 2^63): the temporary runs */
+  if ((rc = gpu_finish(c, v, HK_OK))) return rc;
+  return gpu_elementwise_staged(c, nd, shape, n);
 }
 
 /* A reduction over the axes in rmask of the inputs' broadcast shape

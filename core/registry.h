@@ -278,6 +278,15 @@ HK_INTERNAL int hk__cuda_copy_strided(void *dst, const void *src, size_t es,
                                       int nd, const int64_t *shape,
                                       const int64_t *st, int scatter,
                                       size_t n);
+/* 1 when hk__cuda_copy_strided moves the view of es-byte elements (nd
+ * axes of shape, strides st in elements) through its shared-memory tiles
+ * (a batch of transposes), else 0. */
+HK_INTERNAL int hk__cuda_copy_tiled(size_t es, int nd, const int64_t *shape,
+                                    const int64_t *st);
+/* 1 when elementwise k's GPU code has an N-D entry (hk__call_nd_cuda), 0
+ * when not, or the error of making its GPU entry (negative, the last error
+ * set). The backend must be ready on this thread. */
+HK_INTERNAL int hk__cuda_has_nd(const hk_kernel_t *k);
 /* Waits for the default stream: HK_OK, or HK_EDEVICE naming what. */
 HK_INTERNAL int hk__cuda_sync_default(const char *what);
 /* Frees a module's GPU code (hk__module_free). */

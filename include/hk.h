@@ -617,8 +617,10 @@ typedef struct hk_call_opts {
  * everything above works as on the CPU. The stdlib's elementwise kernels
  * that call no math function (arithmetic, comparisons, where, casts,
  * relu ...) read and write strided, reversed and broadcast arrays where
- * they are, through their GPU code's N-D entry (no copies; an out array is
- * written element by element, what lies between its elements untouched).
+ * they are, through their GPU code's N-D entry (an out array is written
+ * element by element, what lies between its elements untouched; an in
+ * array read across its rows, a transpose, is first copied into a
+ * temporary run by the tiled copy below, which reads it coalesced).
  * Other kernels (math bodies, plugin kernels: an N-D entry compiles the
  * body five more times), and other kinds, take contiguous
  * runs: an array that is not one in the call's layout (strided, broadcast,

@@ -1503,8 +1503,31 @@ static void test_arrays_gpu(hk_context_t *ctx) {
                                {0, 0, C2(300, 517)},
                                {TRANSPOSED(300, 517)}},
                      NULL, 0);
+  /* transposed in arrays are staged through the tiled copy first
+   * (gpu_stage_transposed): then every array dense (the flat kernel), a
+   * strided out (the N-D entry), a batch of transposes (f64), in place */
+  ran += arrays_both(ctx, "add_f32",
+                     (vspec[]){{TRANSPOSED(300, 517)},
+                               {0, 0, C2(300, 517)},
+                               {0, 0, C2(300, 517)}},
+                     NULL, 0);
+  ran += arrays_both(ctx, "mul_f64",
+                     (vspec[]){{0, 0, C2(33, 65)},
+                               {TRANSPOSED(33, 65)},
+                               {33 * 130, 1, 2, {33, 65}, {130, 2}}},
+                     NULL, 0);
+  ran += arrays_both(ctx, "sub_f64",
+                     (vspec[]){{4 * 33 * 65, 0, 3, {4, 33, 65},
+                                {33 * 65, 1, 33}},
+                               {0, 0, C3(4, 33, 65)},
+                               {0, 0, C3(4, 33, 65)}},
+                     NULL, 0);
+  ran += arrays_run(ctx, "add_f32",
+                    (vspec[]){{TRANSPOSED(64, 100)}, {0, 0, C1(100)},
+                              {TRANSPOSED(64, 100)}},
+                    NULL, 0, VIA_ARRAYS | IN_PLACE);
   printf("arrays on the GPU: %d calls compared with the CPU's\n", ran);
-  CHECK_INT_EQ(ran, 49);
+  CHECK_INT_EQ(ran, 53);
 
   /* a host array among device ones: refused, naming it */
   hk_kernel_t *k = find(ctx, "add_f32");

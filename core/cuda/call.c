@@ -237,48 +237,53 @@ static int cuda_call(const hk_kernel_t *k, hk_stream_t *s, size_t n,
   return cuda_call_rows(k, s, FLAT, n, args, sync);
 }
 
-int hk__call_rows_cuda(const hk_kernel_t *k, hk_stream_t *s, size_t rows,
-                       size_t n, void *const *args) {
+/* The opening of the array paths' GPU calls (rows, axis reductions, N-D):
+ * the backend ready on this thread, k of kind kind ("is not WHAT"
+ * otherwise), every buffer in device memory, k's GPU entry into *e. HK_OK
+ * or the error, with the last error set. */
+static int cuda_array_entry(const hk_kernel_t *k, hk_kind_t kind,
+                            const char *what, void *const *args,
+                            const hk_cuda_entry_t **e) {
   hk_mem_t side;
   int rc = hk__cuda_ready();
   if (rc) return rc;
   const hk_kernel_info_t *info = atomic_load(&k->info);
-  if (info->kind != HK_KIND_ROWS)
-    return hk__fail(HK_EINVAL, "kernel %s is not a rows kernel", info->name);
+  if (info->kind != kind)
+    return hk__fail(HK_EINVAL, "kernel %s is not %s", info->name, what);
   if ((rc = buffers_side(k, args, HK_MEM_DEVICE, &side))) return rc;
-  return cuda_call_rows(k, s, rows, n, args, s == NULL);
+  return cuda_entry(k, e);
+}
+
+int hk__call_rows_cuda(const hk_kernel_t *k, hk_stream_t *s, size_t rows,
+                       size_t n, void *const *args) {
+  const hk_cuda_entry_t *e = NULL;
+  int rc = cuda_array_entry(k, HK_KIND_ROWS, "a rows kernel", args, &e);
+  return rc ? rc : cuda_call_rows(k, s, rows, n, args, s == NULL);
 }
 
 int hk__call_reduce_rows_cuda(const hk_kernel_t *k, size_t rows, size_t m,
                               void *const *args, int how) {
-  hk_mem_t side;
-  int rc = hk__cuda_ready();
-  if (rc) return rc;
-  const hk_kernel_info_t *info = atomic_load(&k->info);
-  if (info->kind != HK_KIND_REDUCTION)
-    return hk__fail(HK_EINVAL, "kernel %s is not a reduction", info->name);
-  if ((rc = buffers_side(k, args, HK_MEM_DEVICE, &side))) return rc;
-  const hk_cuda_entry_t *e;
-  if ((rc = cuda_entry(k, &e))) return rc;
-  return hk__cuda_launch_reduce_rows(e, rows, m, args, how);
+  const hk_cuda_entry_t *e = NULL;
+  int rc = cuda_array_entry(k, HK_KIND_REDUCTION, "a reduction", args, &e);
+  return rc ? rc : hk__cuda_launch_reduce_rows(e, rows, m, args, how);
 }
 
 int hk__call_nd_cuda(const hk_kernel_t *k, int nd, const int64_t *shape,
                      const int64_t *const *st, size_t n, void *const *args,
                      unsigned flags) {
-  hk_mem_t side;
-  int rc = hk__cuda_ready();
+  const hk_cuda_entry_t *e = NULL;
+  int rc = cuda_array_entry(k, HK_KIND_ELEMENTWISE, "elementwise", args, &e);
   if (rc) return rc;
-  const hk_kernel_info_t *info = atomic_load(&k->info);
-  if (info->kind != HK_KIND_ELEMENTWISE)
-    return hk__fail(HK_EINVAL, "kernel %s is not elementwise", info->name);
-  if ((rc = buffers_side(k, args, HK_MEM_DEVICE, &side))) return rc;
-  const hk_cuda_entry_t *e;
-  if ((rc = cuda_entry(k, &e))) return rc;
   if (!e->nd) return HK__ND_NONE;
   struct hk_stream *s = hk__stream(NULL);
   rc = hk__cuda_launch_nd(e, s, nd, shape, st, n, args, flags);
   return rc ? rc : wait_kernel(k, s);
+}
+
+int hk__cuda_has_nd(const hk_kernel_t *k) {
+  const hk_cuda_entry_t *e;
+  int rc = cuda_entry(k, &e);
+  return rc ? rc : e->nd != NULL;
 }
 
 int hk__call_auto(const hk_kernel_t *k, size_t n, void *const *args) {

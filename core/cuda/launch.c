@@ -486,6 +486,16 @@ static unsigned grid_dim(int64_t want, int64_t cap) {
   return (unsigned)(want < cap ? want : cap);
 }
 
+int hk__cuda_copy_tiled(size_t es, int nd, const int64_t *shape,
+                        const int64_t *st) {
+  int which = es == 1 ? 0 : es == 2 ? 1 : es == 4 ? 2 : es == 8 ? 3 : -1;
+  if (which < 0 || nd < 0 || nd > HK_MAX_DIMS || !hk__cuda.copyt[which])
+    return 0;
+  int64_t cs[HK_MAX_DIMS], cst[HK_MAX_DIMS];
+  int cn = collapse(nd, shape, st, cs, cst);
+  return transposes(cn, cs, cst);
+}
+
 int hk__cuda_copy_strided(void *dst, const void *src, size_t es, int nd,
                           const int64_t *shape, const int64_t *stv,
                           int scatter, size_t n) {
