@@ -372,12 +372,18 @@ static void put_block_tree(hku_buf *o, const char *nm) {
       nm);
 }
 
-/* "hk_map__NAME(hk_p_x[AT], alpha, AT, n)": a reduction's map at element
- * AT. */
-static void put_map_call(hku_buf *o, const hkc_instance *in, const char *at) {
+/* "hk_map__NAME(hk_p_x[BASE + AT], alpha, AT, n)": the map at element AT
+ * of the row that starts at element BASE. */
+static void put_row_map_call(hku_buf *o, const hkc_instance *in,
+                             const char *base, const char *at) {
   char post[64];
-  snprintf(post, sizeof post, "[hk_r0 + %s]", at);
+  snprintf(post, sizeof post, "[%s + %s]", base, at);
   hkc_put_map_call(o, in, "hk_p_", post, at);
+}
+
+/* The map at element AT of the row at hk_r0. */
+static void put_map_call(hku_buf *o, const hkc_instance *in, const char *at) {
+  put_row_map_call(o, in, "hk_r0", at);
 }
 
 /* hk_cuda_part__NAME: one partial per block. Each thread keeps four
@@ -532,16 +538,82 @@ static void emit_merge_kernel(hku_buf *o, const hkc_instance *in) {
   hku_buf_put(o, "}\n\n");
 }
 
+/* The loads of one step of a warp row (emit_rows_warp_kernel): row
+ * accumulators P0..P3 (P "hk_a" or "hk_b") from the row at BASE, the map of
+ * elements hk_i + 32 u, each into its accumulator; ind spaces. */
+static void put_wrow_step(hku_buf *o, const hkc_instance *in, const char *P,
+                          const char *base, int ind) {
+  const int W = HK_ABI_CUDA_WARP;
+  char cb[HKC_ACC_CTYPE_MAX];
+  const char *acc = hkc_acc_ctype(in, cb);
+  for (int u = 0; u < 4; u++) {
+    char at[32];
+    snprintf(at, sizeof at, "hk_i + %d", u * W);
+    hku_buf_printf(o, "%*sconst %s %s_v%d = ", ind, "", acc, P, u);
+    put_row_map_call(o, in, base, at);
+    hku_buf_put(o, ";\n");
+  }
+  for (int u = 0; u < 4; u++)
+    hku_buf_printf(o, "%*s%s%d = hk_combine__%s(%s%d, %s_v%d);\n", ind, "", P,
+                   u, in->name, P, u, P, u);
+}
+
+/* The rest of a warp row, at most three elements a lane, into the same
+ * accumulators: also independent loads, the only ones of rows up to 96
+ * elements. */
+static void put_wrow_rest(hku_buf *o, const hkc_instance *in, const char *P,
+                          const char *base, int ind) {
+  const int W = HK_ABI_CUDA_WARP;
+  for (int u = 0; u < 3; u++) {
+    char at[32];
+    snprintf(at, sizeof at, "hk_i + %d", u * W);
+    hku_buf_printf(o, "%*sif (%s < n)\n%*s%s%d = hk_combine__%s(%s%d, ", ind,
+                   "", at, ind + 4, "", P, u, in->name, P, u);
+    put_row_map_call(o, in, base, at);
+    hku_buf_put(o, ");\n");
+  }
+}
+
+/* A warp row's four accumulators P0..P3 combined in a fixed order, the 32
+ * lanes' values by a tree in the warp's slots, and lane 0's finalize into
+ * element ROW of each result. */
+static void put_wrow_finish(hku_buf *o, const hkc_instance *in, const char *P,
+                            const char *row, int ind) {
+  const char *nm = in->name;
+  char cb[HKC_ACC_CTYPE_MAX];
+  const char *acc = hkc_acc_ctype(in, cb);
+  hku_buf_printf(o,
+                 "%*shk_s[threadIdx.x] = hk_combine__%s(hk_combine__%s(%s0, "
+                 "%s1), hk_combine__%s(%s2, %s3));\n"
+                 "%*s__syncwarp();\n"
+                 "%*sfor (unsigned hk_w = %d; hk_w > 0; hk_w >>= 1) {\n"
+                 "%*sif (hk_lane < hk_w)\n"
+                 "%*shk_s[threadIdx.x] = hk_combine__%s(hk_s[threadIdx.x], "
+                 "hk_s[threadIdx.x + hk_w]);\n"
+                 "%*s__syncwarp();\n"
+                 "%*s}\n",
+                 ind, "", nm, nm, P, P, nm, P, P, ind, "", ind, "",
+                 HK_ABI_CUDA_WARP / 2, ind + 4, "", ind + 8, "", nm, ind + 4,
+                 "", ind, "");
+  /* lane 0's slot is the warp's first; the next row's stores into the
+   * slots come after the last step's __syncwarp, so no lane overwrites a
+   * slot the tree still reads, and lane 0 reads its own slot only */
+  put_merge_final(o, in, acc, (row_final){"hk_lane == 0", "hk_s[threadIdx.x]", row, ind});
+}
+
 /* hk_cuda_wrow__NAME: an axis reduction of short rows, a warp per row:
  * its parameters are the instance's, in order, then n (the rows' length)
- * and hk_rows. Warps take rows grid-stride. Lane l combines the map of
- * elements l, l + 32, l + 64, ... of the row into four accumulators in
- * turn (element l + 32 t into accumulator t % 4: four loads in flight),
- * then the four in a fixed order; the warp's 32 lane values are combined
- * by a tree in its 32 slots of shared memory (not by shuffles: the
- * accumulator may be a struct), and lane 0 finalizes into the row's
- * results. What a row's result is depends on n only, never on which warp
- * takes it. */
+ * and hk_rows. Warps take rows grid-stride, two at a time (the row and the
+ * one a stride on, whose loads are issued before either row's tree: rows
+ * of 64 elements are two loads a lane, too few in flight to keep the
+ * memory busy). Lane l combines the map of elements l, l + 32, l + 64,
+ * ... of a row into four accumulators in turn (element l + 32 t into
+ * accumulator t % 4: four loads in flight), then the four in a fixed
+ * order; the warp's 32 lane values are combined by a tree in its 32 slots
+ * of shared memory (not by shuffles: the accumulator may be a struct),
+ * and lane 0 finalizes into the row's results. What a row's result is
+ * depends on n only, never on which warp takes it, nor with which other
+ * row. */
 static void emit_rows_warp_kernel(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
@@ -568,54 +640,30 @@ static void emit_rows_warp_kernel(hku_buf *o, const hkc_instance *in) {
       "    const size_t hk_wstride = (size_t)gridDim.x * (blockDim.x / %d);\n"
       "    for (size_t hk_row = ((size_t)blockIdx.x * blockDim.x + "
       "threadIdx.x) / %d;\n"
-      "         hk_row < hk_rows; hk_row += hk_wstride) {\n"
+      "         hk_row < hk_rows; hk_row += 2 * hk_wstride) {\n"
+      "        /* the second row; when there is none (the same for the\n"
+      "         * warp), the first read again, not branched around: then the\n"
+      "         * compiler issues both rows' loads before their combines */\n"
+      "        const size_t hk_row1 = hk_row + hk_wstride;\n"
+      "        const bool hk_two = hk_row1 < hk_rows;\n"
       "        const size_t hk_r0 = hk_row * n;\n"
+      "        const size_t hk_r1 = hk_two ? hk_row1 * n : hk_r0;\n"
       "        %s hk_a0 = hk_id, hk_a1 = hk_id, hk_a2 = hk_id, hk_a3 = "
+      "hk_id;\n"
+      "        %s hk_b0 = hk_id, hk_b1 = hk_id, hk_b2 = hk_id, hk_b3 = "
       "hk_id;\n"
       "        size_t hk_i = hk_lane;\n"
       "        for (; hk_i + %d < n; hk_i += %d) {\n",
-      W, W, W, W, acc, 3 * W, 4 * W);
-  for (int u = 0; u < 4; u++) {
-    char at[32];
-    snprintf(at, sizeof at, "hk_i + %d", u * W);
-    hku_buf_printf(o, "            const %s hk_v%d = ", acc, u);
-    put_map_call(o, in, at);
-    hku_buf_put(o, ";\n");
-  }
-  for (int u = 0; u < 4; u++)
-    hku_buf_printf(o, "            hk_a%d = hk_combine__%s(hk_a%d, hk_v%d);\n",
-                   u, nm, u, u);
+      W, W, W, W, acc, acc, 3 * W, 4 * W);
+  put_wrow_step(o, in, "hk_a", "hk_r0", 12);
+  put_wrow_step(o, in, "hk_b", "hk_r1", 12);
   hku_buf_put(o, "        }\n");
-  /* the rest, at most three elements, into the same accumulators: also
-   * independent loads, the only ones of rows up to 96 elements */
-  for (int u = 0; u < 3; u++) {
-    char at[32];
-    snprintf(at, sizeof at, "hk_i + %d", u * W);
-    hku_buf_printf(o,
-                   "        if (%s < n)\n"
-                   "            hk_a%d = hk_combine__%s(hk_a%d, ",
-                   at, u, nm, u);
-    put_map_call(o, in, at);
-    hku_buf_put(o, ");\n");
-  }
-  hku_buf_printf(
-      o,
-      "        hk_s[threadIdx.x] = hk_combine__%s(hk_combine__%s(hk_a0, "
-      "hk_a1), hk_combine__%s(hk_a2, hk_a3));\n"
-      "        __syncwarp();\n"
-      "        for (unsigned hk_w = %d; hk_w > 0; hk_w >>= 1) {\n"
-      "            if (hk_lane < hk_w)\n"
-      "                hk_s[threadIdx.x] = hk_combine__%s(hk_s[threadIdx.x], "
-      "hk_s[threadIdx.x + hk_w]);\n"
-      "            __syncwarp();\n"
-      "        }\n",
-      nm, nm, nm, W / 2, nm);
-  /* lane 0's slot is the warp's first; the next row's stores into the
-   * slots come after the last step's __syncwarp, so no lane overwrites a
-   * slot the tree still reads, and lane 0 reads its own slot only */
-  put_merge_final(o, in, acc,
-                  (row_final){"hk_lane == 0", "hk_s[threadIdx.x]", "hk_row", 8});
-  hku_buf_put(o, "    }\n}\n\n");
+  put_wrow_rest(o, in, "hk_a", "hk_r0", 8);
+  put_wrow_rest(o, in, "hk_b", "hk_r1", 8);
+  put_wrow_finish(o, in, "hk_a", "hk_row", 8);
+  hku_buf_put(o, "        if (hk_two) {\n");
+  put_wrow_finish(o, in, "hk_b", "hk_row1", 12);
+  hku_buf_put(o, "        }\n    }\n}\n\n");
 }
 
 /* Reduction: (a struct accumulator's type and identity), combine, map,
