@@ -632,7 +632,7 @@ typedef struct hk_call_opts {
  * axis than the last) in tiles through shared memory, so that it reads
  * and writes whole runs. Axis reductions run one warp (32 GPU
  * threads) per row when rows are short and many (rows of m <= 4096
- * elements, at least m rows), else one block per row for rows up to 4096
+ * elements, at least m rows), else one block per row for rows up to 16384
  * elements, several per row beyond, and a merge block per row; rows
  * kernels one GPU thread per row. Results equal the CPU's where the
  * operation is exact (elementwise bodies, min, max, argmax, integer sums);

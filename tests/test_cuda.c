@@ -32,7 +32,7 @@
  *     bit); mixed host and device buffers and buffers on the wrong side of
  *     hk_call_on are HK_EINVAL. Arrays on the GPU (strided, broadcast,
  *     axes) against hk_call_arrays on the CPU; axis reductions (sum,
- *     argmax, var, mean, minmax, an i8 sum) over rows of 0 to 4097
+ *     argmax, var, mean, minmax, an i8 sum) over rows of 0 to 70001
  *     elements, up to 70000 rows, each way the core runs rows (a warp per
  *     row, part and merge blocks, and as the shape picks).
  *  1b. the strided copies (every element size, gather and scatter: tiled
@@ -1444,7 +1444,7 @@ static void test_arrays_gpu(hk_context_t *ctx) {
                      1e-10);
   /* rows longer than one part block (several per row), a strided out */
   ran += arrays_both(ctx, "logsumexp_f32",
-                     (vspec[]){{0, 0, C2(64, 9000)}, {128, 1, 1, {64}, {2}}},
+                     (vspec[]){{0, 0, C2(64, 40000)}, {128, 1, 1, {64}, {2}}},
                      &axl, 1e-5);
   /* more rows than one launch's grid takes */
   ran += arrays_both(ctx, "sum_f32",
@@ -1680,7 +1680,8 @@ static void test_reduce_rows_gpu(hk_context_t *ctx) {
   static const size_t shapes[][2] = {{5, 1},     {40, 31},  {7, 33},
                                      {300, 64},  {20, 64},  {1000, 1000},
                                      {3, 1000},  {70000, 3}, {4, 0},
-                                     {33, 4096}, {2, 4097}, {66000, 1}};
+                                     {33, 4096}, {2, 4097}, {66000, 1},
+                                     {3, 16385}, {2, 70001}};
   int ran = 0, want = 0;
   for (size_t s = 0; s < COUNT(shapes); s++) {
     size_t rows = shapes[s][0], m = shapes[s][1];

@@ -300,8 +300,12 @@ int hk__cuda_launch_nd(const hk_cuda_entry_t *e, struct hk_stream *st, int nd,
 /* ---- axis reductions: rows of m contiguous elements ---------------------- */
 
 /* Elements per part block of an axis reduction's row: a row this long or
- * shorter is one block, a longer one several (up to HK_CUDA_MAX_PARTS). */
-#define ROW_PART_ELEMS ((size_t)HK_ABI_CUDA_BLOCK * 16)
+ * shorter is one block, a longer one several (up to HK_CUDA_MAX_PARTS).
+ * 64 a thread, as a whole-array sum of 16M elements takes (its 1024 part
+ * blocks): with 16, sums over 16 rows of 2^20 floats ran 4096 blocks and
+ * took 1.12x the whole sum on an H200, each block's tree and partial a
+ * cost paid four times as often. */
+#define ROW_PART_ELEMS ((size_t)HK_ABI_CUDA_BLOCK * 64)
 /* Rows per launch: the y extent of the part kernel's grid. */
 #define ROWS_PER_LAUNCH ((size_t)65535)
 /* The longest rows a warp per row may take: 128 elements a lane. */
