@@ -574,14 +574,46 @@ static void put_wrow_rest(hku_buf *o, const hkc_instance *in, const char *P,
   }
 }
 
+/* 1 when a warp row's lane values combine by shuffles: a scalar
+ * accumulator of a type __shfl_down_sync takes (else through the warp's
+ * slots of shared memory). */
+static int wrow_shuffles(const hkc_instance *in) {
+  if (in->k->acc_form == HKC_ACC_STRUCT) return 0;
+  switch (hkc_acc_type(in)) {
+    case HK_F32: case HK_F64: case HK_I32: case HK_U32: case HK_I64:
+    case HK_U64:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
 /* A warp row's four accumulators P0..P3 combined in a fixed order, the 32
- * lanes' values by a tree in the warp's slots, and lane 0's finalize into
- * element ROW of each result. */
+ * lanes' values by a tree, and lane 0's finalize into element ROW of each
+ * result. The tree: at step w = 16, 8, 4, 2, 1 lane l < w combines its
+ * value with lane l + w's, in shared memory (the warp's slots), or, for
+ * scalar accumulators, by __shfl_down_sync, which gives lane 0 the same
+ * value (lanes >= w combine values no lane below w reads later) without
+ * the slots' stores, loads and __syncwarp of each step. */
 static void put_wrow_finish(hku_buf *o, const hkc_instance *in, const char *P,
                             const char *row, int ind) {
   const char *nm = in->name;
   char cb[HKC_ACC_CTYPE_MAX];
   const char *acc = hkc_acc_ctype(in, cb);
+  if (wrow_shuffles(in)) {
+    char t[32];
+    snprintf(t, sizeof t, "%s_t", P);
+    hku_buf_printf(o,
+                   "%*s%s %s = hk_combine__%s(hk_combine__%s(%s0, %s1), "
+                   "hk_combine__%s(%s2, %s3));\n"
+                   "%*sfor (unsigned hk_w = %d; hk_w > 0; hk_w >>= 1)\n"
+                   "%*s%s = hk_combine__%s(%s, __shfl_down_sync("
+                   "0xffffffffu, %s, hk_w));\n",
+                   ind, "", acc, t, nm, nm, P, P, nm, P, P, ind, "",
+                   HK_ABI_CUDA_WARP / 2, ind + 4, "", t, nm, t, t);
+    put_merge_final(o, in, acc, (row_final){"hk_lane == 0", t, row, ind});
+    return;
+  }
   hku_buf_printf(o,
                  "%*shk_s[threadIdx.x] = hk_combine__%s(hk_combine__%s(%s0, "
                  "%s1), hk_combine__%s(%s2, %s3));\n"
@@ -662,13 +694,16 @@ static void emit_rows_warp_kernel(hku_buf *o, const hkc_instance *in) {
   hku_buf_put(o, "size_t n, size_t hk_rows)\n{\n");
   hkc_put_holders(o, in, srcs, 2, 4);
   hkc_put_scalar_locals(o, in, 4);
-  hku_buf_printf(o, "    __shared__ %s hk_s[%d];\n    const %s hk_id = ", acc,
-                 HK_ABI_CUDA_BLOCK, acc);
+  if (!wrow_shuffles(in))
+    hku_buf_printf(o,
+                   "    /* warp w's slots: hk_s[%d w] on, one a lane */\n"
+                   "    __shared__ %s hk_s[%d];\n",
+                   W, acc, HK_ABI_CUDA_BLOCK);
+  hku_buf_printf(o, "    const %s hk_id = ", acc);
   hkc_put_identity_call(o, in);
   hku_buf_printf(
       o,
       ";\n"
-      "    /* warp w's slots: hk_s[%d w] on, one a lane */\n"
       "    const unsigned hk_lane = threadIdx.x %% %d;\n"
       "    const size_t hk_wstride = (size_t)gridDim.x * (blockDim.x / %d);\n"
       "    size_t hk_row = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / "
@@ -676,7 +711,7 @@ static void emit_rows_warp_kernel(hku_buf *o, const hkc_instance *in) {
       "    /* two rows a step while the warp has two (the same for the warp) */\n"
       "    for (; hk_row + hk_wstride < hk_rows; hk_row += 2 * hk_wstride) {\n"
       "        const size_t hk_row1 = hk_row + hk_wstride;\n",
-      W, W, W, W);
+      W, W, W);
   put_wrow_rows(o, in, 1);
   hku_buf_put(o, "    }\n    /* its last row, alone */\n    if (hk_row < hk_rows) {\n");
   put_wrow_rows(o, in, 0);
