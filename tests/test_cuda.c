@@ -1705,6 +1705,102 @@ static void test_reduce_rows_gpu(hk_context_t *ctx) {
   CHECK_INT_EQ(ran, want);
 }
 
+/* A row's sum as the warp-per-row kernel computes it (codegen/emit_cuda.c,
+ * emit_rows_warp_kernel): lane l adds elements l + 32 t into accumulator
+ * t % 4, four a step while a whole step fits and then up to three more,
+ * combines them as (a0 + a1) + (a2 + a3), and the 32 lane values go
+ * through the tree that gives lane l < w lane l + w's value at w = 16, 8,
+ * 4, 2, 1. T float or double, by es. */
+#define WROW_SUM(T)                                                          \
+  static T wrow_sum_##T(const T *x, size_t m) {                              \
+    T v[32];                                                                 \
+    for (size_t l = 0; l < 32; l++) {                                        \
+      T a0 = 0, a1 = 0, a2 = 0, a3 = 0;                                      \
+      size_t i = l;                                                          \
+      for (; i + 96 < m; i += 128) {                                         \
+        a0 += x[i];                                                          \
+        a1 += x[i + 32];                                                     \
+        a2 += x[i + 64];                                                     \
+        a3 += x[i + 96];                                                     \
+      }                                                                      \
+      if (i < m) a0 += x[i];                                                 \
+      if (i + 32 < m) a1 += x[i + 32];                                       \
+      if (i + 64 < m) a2 += x[i + 64];                                       \
+      v[l] = (a0 + a1) + (a2 + a3);                                          \
+    }                                                                        \
+    for (size_t w = 16; w > 0; w >>= 1)                                      \
+      for (size_t l = 0; l < w; l++) v[l] = v[l] + v[l + w];                 \
+    return v[0];                                                             \
+  }
+WROW_SUM(float)
+WROW_SUM(double)
+
+/* The warp-per-row sums of random floats (where order shows in the bits)
+ * against wrow_sum: the tree is fixed by the row's length, whichever warp
+ * takes a row, alone or with a second one (more rows than the grid's
+ * warps), by shuffles or shared memory. */
+static void test_wrow_tree_gpu(hk_context_t *ctx) {
+  static const size_t shapes[][2] = {{300, 64}, {40, 31},   {7, 33},
+                                     {33, 4096}, {20000, 100}, {70000, 3},
+                                     {17000, 129}};
+  int ran = 0;
+  for (int f64 = 0; f64 < 2; f64++) {
+    hk_kernel_t *k = find(ctx, f64 ? "sum_f64" : "sum_f32");
+    if (!k) continue;
+    const size_t es = f64 ? 8 : 4;
+    for (size_t s = 0; s < COUNT(shapes); s++) {
+      const size_t rows = shapes[s][0], m = shapes[s][1];
+      unsigned char *x = malloc(rows * m * es), *got = malloc(rows * es);
+      void *dev[2] = {NULL, NULL};
+      if (!x || !got) break;
+      for (size_t j = 0; j < rows * m; j++) {
+        /* values over many binades, both signs: sums round at every step */
+        double v = ((double)(arr_rand() % 2000001) - 1e6) *
+                   ldexp(1.0, (int)(arr_rand() % 40) - 30);
+        if (f64)
+          ((double *)x)[j] = v;
+        else
+          ((float *)x)[j] = (float)v;
+      }
+      CHECK_OK(hk_device_alloc(&dev[0], rows * m * es));
+      CHECK_OK(hk_device_alloc(&dev[1], rows * es));
+      int rc = HK_EINVAL;
+      if (dev[0] && dev[1]) {
+        CHECK_OK(hk_memcpy_to_device(dev[0], x, rows * m * es, NULL));
+        rc = hk__call_reduce_rows_cuda(k, rows, m, dev, ROWS_BY_WARP);
+        CHECK_MSG(rc == HK_OK, "sum (%zu, %zu) a warp per row: %d (%s)", rows,
+                  m, rc, hk_last_error());
+      }
+      if (rc == HK_OK) {
+        CHECK_OK(hk_memcpy_to_host(got, dev[1], rows * es, NULL));
+        size_t bad = 0, first = 0;
+        for (size_t r = 0; r < rows; r++) {
+          int same;
+          if (f64) {
+            double w = wrow_sum_double((const double *)x + r * m, m);
+            same = !memcmp(&w, got + r * es, es);
+          } else {
+            float w = wrow_sum_float((const float *)x + r * m, m);
+            same = !memcmp(&w, got + r * es, es);
+          }
+          if (!same && bad++ == 0) first = r;
+        }
+        CHECK_MSG(bad == 0,
+                  "sum_%s (%zu, %zu) a warp per row: %zu rows differ from "
+                  "the warp tree's bits, first %zu",
+                  f64 ? "f64" : "f32", rows, m, bad, first);
+        ran++;
+      }
+      hk_device_free(dev[0]);
+      hk_device_free(dev[1]);
+      free(x);
+      free(got);
+    }
+  }
+  printf("warp-per-row sums: %d shapes equal the warp tree's bits\n", ran);
+  CHECK_INT_EQ(ran, 2 * (int)COUNT(shapes));
+}
+
 static void test_stdlib(void) {
   hk_context_t *ctx = mkctx(NULL, NULL, 0, 0);
   if (!ctx) return;
@@ -1774,6 +1870,7 @@ static void test_stdlib(void) {
   test_copies_gpu();
   test_arrays_gpu(ctx);
   test_reduce_rows_gpu(ctx);
+  test_wrow_tree_gpu(ctx);
   hk_context_destroy(ctx);
 }
 
