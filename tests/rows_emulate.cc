@@ -76,13 +76,21 @@ template <typename To, typename From> static To emu_bits(From f) {
   memcpy(&t, &f, sizeof t);
   return t;
 }
-static inline __attribute__((unused)) unsigned __float_as_uint(float f) { return emu_bits<unsigned>(f); }
-static inline __attribute__((unused)) float __uint_as_float(unsigned u) { return emu_bits<float>(u); }
-static inline __attribute__((unused)) float __int_as_float(int i) { return emu_bits<float>(i); }
+static inline __attribute__((unused)) unsigned __float_as_uint(float f) {
+  return emu_bits<unsigned>(f);
+}
+static inline __attribute__((unused)) float __uint_as_float(unsigned u) {
+  return emu_bits<float>(u);
+}
+static inline __attribute__((unused)) float __int_as_float(int i) {
+  return emu_bits<float>(i);
+}
 static inline __attribute__((unused)) long long __double_as_longlong(double d) {
   return emu_bits<long long>(d);
 }
-static inline __attribute__((unused)) double __longlong_as_double(long long l) { return emu_bits<double>(l); }
+static inline __attribute__((unused)) double __longlong_as_double(long long l) {
+  return emu_bits<double>(l);
+}
 
 /* the f16 conversions' PTX (never called here): nothing for the host's
  * compiler to read */
@@ -95,7 +103,8 @@ static inline __attribute__((unused)) double __longlong_as_double(long long l) {
 
 #include EMU_CU
 
-/* ---- The checks ------------------------------------------------------------ */
+/* ---- The checks ------------------------------------------------------------
+ */
 
 #ifndef EMU_XY
 #define EMU_XY(X)
@@ -147,16 +156,21 @@ template <typename F> static int launch(unsigned blocks, unsigned lanes, F f) {
     }
     for (;;) {
       for (unsigned t = 0; t < lanes; t++) {
-        if (emu_done[t]) continue;
+        if (emu_done[t])
+          continue;
         threadIdx = {t, 0, 0};
         swapcontext(&emu_main, &emu_fiber[t]);
       }
       unsigned all = 0;
-      for (unsigned t = 0; t < lanes; t++) all += emu_done[t];
-      if (all == lanes) break;
+      for (unsigned t = 0; t < lanes; t++)
+        all += emu_done[t];
+      if (all == lanes)
+        break;
       if (all) { /* some ended while others wait at a barrier */
-        fprintf(stderr, "FAIL: %u of %u threads ended while the others wait "
-                        "at a barrier\n", all, lanes);
+        fprintf(stderr,
+                "FAIL: %u of %u threads ended while the others wait "
+                "at a barrier\n",
+                all, lanes);
         emu_stuck = 1;
         return -1;
       }
@@ -168,35 +182,48 @@ template <typename F> static int launch(unsigned blocks, unsigned lanes, F f) {
 /* rows rows of n: row r by pattern r % PATTERNS; then the guard */
 template <typename T> static std::vector<T> rows_data(size_t rows, size_t n) {
   std::vector<T> x(rows * n + GUARD);
-  for (size_t i = 0; i < rows * n; i++) x[i] = (T)uniform(-8, 8);
+  for (size_t i = 0; i < rows * n; i++)
+    x[i] = (T)uniform(-8, 8);
   for (size_t r = 0; r < rows && n; r++) {
     T *row = &x[r * n];
     size_t a = (size_t)uniform(0, (double)n), b = (size_t)uniform(0, (double)n);
     switch (r % PATTERNS) {
-      case 1: row[a] = (T)NAN; break;
-      case 2: row[a] = (T)INFINITY; break;
-      case 3: row[a] = (T)-INFINITY; break;
-      case 4:
-        for (size_t c = 0; c < n; c++) row[c] = (T)-INFINITY;
-        break;
-      case 5: row[a] = (T)INFINITY, row[b] = (T)-INFINITY; break;
-      default: break;
+    case 1:
+      row[a] = (T)NAN;
+      break;
+    case 2:
+      row[a] = (T)INFINITY;
+      break;
+    case 3:
+      row[a] = (T)-INFINITY;
+      break;
+    case 4:
+      for (size_t c = 0; c < n; c++)
+        row[c] = (T)-INFINITY;
+      break;
+    case 5:
+      row[a] = (T)INFINITY, row[b] = (T)-INFINITY;
+      break;
+    default:
+      break;
     }
   }
-  for (size_t g = 0; g < GUARD; g++) x[rows * n + g] = (T)(1000 + g);
+  for (size_t g = 0; g < GUARD; g++)
+    x[rows * n + g] = (T)(1000 + g);
   return x;
 }
 
 /* want and got: the same bits or both NaN, elements [0, count); got's guard
  * after count untouched (the value it was made with). */
 template <typename T>
-static void compare(const char *name, const char *what, size_t rows,
-                    size_t n, int inplace, const std::vector<T> &want,
+static void compare(const char *name, const char *what, size_t rows, size_t n,
+                    int inplace, const std::vector<T> &want,
                     const std::vector<T> &got, size_t count) {
   checks++;
   for (size_t i = 0; i < count + GUARD; i++) {
     T w = i < count ? want[i] : (T)(1000 + (i - count)), g = got[i];
-    if ((w != w && g != g) || !memcmp(&w, &g, sizeof w)) continue;
+    if ((w != w && g != g) || !memcmp(&w, &g, sizeof w))
+      continue;
     failures++;
     fprintf(stderr,
             "FAIL %s%s rows %zu n %zu: %s[%zu] is %.17g, the body gives "
@@ -210,49 +237,50 @@ static void compare(const char *name, const char *what, size_t rows,
 /* The guard that out buffers of count elements start with. */
 template <typename T> static std::vector<T> out_buf(size_t count) {
   std::vector<T> y(count + GUARD, (T)0.5);
-  for (size_t g = 0; g < GUARD; g++) y[count + g] = (T)(1000 + g);
+  for (size_t g = 0; g < GUARD; g++)
+    y[count + g] = (T)(1000 + g);
   return y;
 }
 
-static const size_t lengths[] = {0,  1,  15,  16,   17,   31,   32,  33,
+static const size_t lengths[] = {0,  1,   15,   16,   17,   31,   32,  33,
                                  64, 100, 1000, 1024, 1025, 2049, 4097};
 static const size_t nrows = 2 * PATTERNS;
 
-#define XY_CHECK(T, NAME)                                                     \
-  for (size_t n : lengths)                                                    \
-    for (int inplace = 0; inplace < 2; inplace++) {                           \
+#define XY_CHECK(T, NAME)                                                      \
+  for (size_t n : lengths)                                                     \
+    for (int inplace = 0; inplace < 2; inplace++) {                            \
       std::vector<T> x = rows_data<T>(nrows, n), want = out_buf<T>(nrows * n); \
-      std::vector<T> gx = x, got = out_buf<T>(nrows * n);                     \
-      T *wy = inplace ? x.data() : want.data();                               \
-      T *gy = inplace ? gx.data() : got.data();                               \
-      for (size_t r = 0; r < nrows; r++)                                      \
-        hk_body__##NAME(x.data() + r * n, wy + r * n, n, r);                  \
-      launch(2, hk_abi_rows_lanes(n),                                         \
-             [&] { hk_cuda_crow__##NAME(gx.data(), gy, n, nrows); });         \
-      compare(#NAME, "y", nrows, n, inplace, inplace ? x : want,              \
-              inplace ? gx : got, nrows * n);                                 \
+      std::vector<T> gx = x, got = out_buf<T>(nrows * n);                      \
+      T *wy = inplace ? x.data() : want.data();                                \
+      T *gy = inplace ? gx.data() : got.data();                                \
+      for (size_t r = 0; r < nrows; r++)                                       \
+        hk_body__##NAME(x.data() + r * n, wy + r * n, n, r);                   \
+      launch(2, hk_abi_rows_lanes(n),                                          \
+             [&] { hk_cuda_crow__##NAME(gx.data(), gy, n, nrows); });          \
+      compare(#NAME, "y", nrows, n, inplace, inplace ? x : want,               \
+              inplace ? gx : got, nrows *n);                                   \
     }
 
-#define LN_CHECK(T, NAME)                                                     \
-  for (size_t n : lengths) {                                                  \
-    std::vector<T> x = rows_data<T>(nrows, n), w(n), b(n);                    \
-    for (size_t c = 0; c < n; c++)                                            \
-      w[c] = (T)(1 + 0.01 * (double)c), b[c] = (T)(0.1 * (double)(c % 7));    \
-    std::vector<T> y[2] = {out_buf<T>(nrows * n), out_buf<T>(nrows * n)};     \
-    std::vector<T> m[2] = {out_buf<T>(nrows), out_buf<T>(nrows)};             \
-    std::vector<T> s[2] = {out_buf<T>(nrows), out_buf<T>(nrows)};             \
-    const T eps = (T)1e-5;                                                    \
-    for (size_t r = 0; r < nrows; r++)                                        \
-      hk_body__##NAME(x.data() + r * n, w.data(), b.data(),                   \
-                      y[0].data() + r * n, m[0].data() + r, s[0].data() + r,  \
-                      eps, n, r);                                             \
-    launch(2, hk_abi_rows_lanes(n), [&] {                                     \
-      hk_cuda_crow__##NAME(x.data(), w.data(), b.data(), y[1].data(),         \
-                           m[1].data(), s[1].data(), eps, n, nrows);          \
-    });                                                                       \
-    compare(#NAME, "y", nrows, n, 0, y[0], y[1], nrows * n);                  \
-    compare(#NAME, "mean", nrows, n, 0, m[0], m[1], nrows);                   \
-    compare(#NAME, "rstd", nrows, n, 0, s[0], s[1], nrows);                   \
+#define LN_CHECK(T, NAME)                                                      \
+  for (size_t n : lengths) {                                                   \
+    std::vector<T> x = rows_data<T>(nrows, n), w(n), b(n);                     \
+    for (size_t c = 0; c < n; c++)                                             \
+      w[c] = (T)(1 + 0.01 * (double)c), b[c] = (T)(0.1 * (double)(c % 7));     \
+    std::vector<T> y[2] = {out_buf<T>(nrows * n), out_buf<T>(nrows * n)};      \
+    std::vector<T> m[2] = {out_buf<T>(nrows), out_buf<T>(nrows)};              \
+    std::vector<T> s[2] = {out_buf<T>(nrows), out_buf<T>(nrows)};              \
+    const T eps = (T)1e-5;                                                     \
+    for (size_t r = 0; r < nrows; r++)                                         \
+      hk_body__##NAME(x.data() + r * n, w.data(), b.data(),                    \
+                      y[0].data() + r * n, m[0].data() + r, s[0].data() + r,   \
+                      eps, n, r);                                              \
+    launch(2, hk_abi_rows_lanes(n), [&] {                                      \
+      hk_cuda_crow__##NAME(x.data(), w.data(), b.data(), y[1].data(),          \
+                           m[1].data(), s[1].data(), eps, n, nrows);           \
+    });                                                                        \
+    compare(#NAME, "y", nrows, n, 0, y[0], y[1], nrows *n);                    \
+    compare(#NAME, "mean", nrows, n, 0, m[0], m[1], nrows);                    \
+    compare(#NAME, "rstd", nrows, n, 0, s[0], s[1], nrows);                    \
   }
 
 #define XY_BOTH(base) XY_CHECK(float, base##_f32) XY_CHECK(double, base##_f64)

@@ -963,7 +963,7 @@ static void test_rows_gpu(hk_context_t *ctx) {
   }
 }
 
-/* ---- 1d. Rows kernels a block per row: the CPU's bits --------------------- */
+/* ---- 1d. Rows kernels a block per row: the CPU's bits ------------------ */
 
 /* A rows kernel with a "cuda" body runs a block of threads per row
  * (hk_cuda_crow__NAME). The stdlib's softmax, log_softmax and layernorm
@@ -1023,7 +1023,8 @@ static void coop_fill_rows(hk_dtype_t t, void *x, size_t rows, size_t n,
   for (size_t i = 0; i < rows * n; i++)
     coop_put(t, x, i, coop_uniform(-8, 8));
   for (size_t r = 0; r < rows && n; r++) {
-    size_t a = (size_t)coop_uniform(0, (double)n), b = (size_t)coop_uniform(0, (double)n);
+    size_t a = (size_t)coop_uniform(0, (double)n);
+    size_t b = (size_t)coop_uniform(0, (double)n);
     switch ((r + (size_t)pat) % 6) {
       case 1: coop_put(t, x, r * n + a, NAN); break;
       case 2: coop_put(t, x, r * n + a, INFINITY); break;
@@ -1111,9 +1112,10 @@ static int coop_case(hk_kernel_t *k, size_t rows, size_t n, int pat,
   }
   for (int i = 0; ok && i < in->nparams; i++) {
     const hk_param_info_t *p = &in->params[i];
-    if (p->role == HK_ROLE_SCALAR || (p->role == HK_ROLE_IN && !(inplace && i == 0)))
+    /* the results: out buffers, and x in place (y, then, is x) */
+    if (p->role == HK_ROLE_SCALAR || (inplace && i == 1) ||
+        (p->role == HK_ROLE_IN && !(inplace && i == 0)))
       continue;
-    if (inplace && i == 1) continue; /* it is x */
     const size_t es = hk_dtype_size(p->dtype);
     const size_t bytes = (count[i] + COOP_GUARD) * es;
     CHECK_OK(hk_memcpy_to_host(host[i], dev[i], bytes, NULL));
