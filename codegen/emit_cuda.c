@@ -22,7 +22,8 @@
  *   raw          hk_cuda__NAME(params..., n): the author's CUDA body, which
  *                decides itself which elements each thread takes;
  *   rows         hk_cuda__NAME(params..., n, rows): emit_rows.c, one thread
- *                per row.
+ *                per row; with a "cuda" body also hk_cuda_crow__NAME (same
+ *                parameters), a block per row, which the launcher prefers.
  */
 #include <stdio.h>
 #include <stdlib.h>

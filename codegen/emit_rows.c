@@ -13,7 +13,15 @@
  * hk__par_rows (whole rows per task) for large ones, so both paths give the
  * same bits for any thread count.
  * CUDA: the same body as a __device__ function, and hk_cuda__NAME(params...,
- * n, rows): one thread per row, a grid-stride loop over the rows.
+ * n, rows): one thread per row, a grid-stride loop over the rows. A kernel
+ * with a "cuda" body also gets its cooperative entry hk_cuda_crow__NAME
+ * (same parameters): a thread block per row, the blocks grid-stride over
+ * the rows, the body as hk_cbody__NAME(row pointers, scalars, n, row,
+ * hk_lane, hk_lanes) run by every thread of the block (hk_lane is
+ * threadIdx.x, hk_lanes blockDim.x, which the launcher sets to
+ * hk_abi_rows_lanes(n)); the block's barrier ends each row, so a body may
+ * reuse its __shared__ memory from row to row. The launcher takes the
+ * cooperative entry where the code has one (core/cuda/launch.c).
  */
 #include "abi.h"
 #include "emit.h"
@@ -33,26 +41,36 @@ static const char *row_offset(const hkc_param *p) {
 }
 
 /* The body as a function of one row: QUAL void hk_body__NAME(const T *x,
- * T *y, const T eps, const size_t n, const size_t row). */
-static void put_body_fn(hku_buf *o, const hkc_instance *in, const char *qual) {
+ * T *y, const T eps, const size_t n, const size_t row); with coop, the
+ * "cuda" body as QUAL void hk_cbody__NAME(..., const size_t row, const
+ * unsigned hk_lane, const unsigned hk_lanes). */
+static void put_body_fn(hku_buf *o, const hkc_instance *in, const char *qual,
+                        int coop) {
   const hkc_kernel *k = in->k;
-  const hkc_src *srcs[] = {&k->body};
-  hku_buf_printf(o, "%svoid hk_body__%s(", qual, in->name);
+  const hkc_src *code = coop ? &k->cuda : &k->body;
+  const hkc_src *srcs[] = {code};
+  hku_buf_printf(o, "%svoid hk_%sbody__%s(", qual, coop ? "c" : "", in->name);
   hkc_put_params(o, in, "", 1, 0);
-  hku_buf_put(o, "const size_t n, const size_t row)\n{\n");
+  hku_buf_printf(o, "const size_t n, const size_t row%s)\n{\n",
+                 coop ? ", const unsigned hk_lane, const unsigned hk_lanes"
+                      : "");
   hkc_put_scalar_locals(o, in, 4);
   hkc_put_holders(o, in, srcs, 1, 4);
   hkc_put_voids(o, in, HKC_ROLES_ALL, 4);
-  hku_buf_put(o, "    (void)n;\n    (void)row;\n    {\n");
-  hkc_put_code(o, &k->body, 8);
+  hku_buf_put(o, "    (void)n;\n    (void)row;\n");
+  if (coop) hku_buf_put(o, "    (void)hk_lane;\n    (void)hk_lanes;\n");
+  hku_buf_put(o, "    {\n");
+  hkc_put_code(o, code, 8);
   hku_buf_put(o, "    }\n}\n\n");
 }
 
 /* "hk_body__NAME(hk_p_x + hk_r * n, ..., eps, n, hk_r);" indented by ind:
- * one row's call, buffers named PREFIX + name, scalars by name. */
-static void put_row_call(hku_buf *o, const hkc_instance *in, int ind) {
+ * one row's call, buffers named PREFIX + name, scalars by name; with coop,
+ * hk_cbody__NAME's, the lane and lanes last. */
+static void put_row_call(hku_buf *o, const hkc_instance *in, int ind,
+                         int coop) {
   const hkc_kernel *k = in->k;
-  hku_buf_printf(o, "%*shk_body__%s(", ind, "", in->name);
+  hku_buf_printf(o, "%*shk_%sbody__%s(", ind, "", coop ? "c" : "", in->name);
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     const char *off = row_offset(p);
@@ -63,7 +81,7 @@ static void put_row_call(hku_buf *o, const hkc_instance *in, int ind) {
     else
       hku_buf_printf(o, "hk_p_%s, ", p->name);
   }
-  hku_buf_put(o, "n, hk_r);\n");
+  hku_buf_put(o, coop ? "n, hk_r, threadIdx.x, blockDim.x);\n" : "n, hk_r);\n");
 }
 
 /* ---- C ----------------------------------------------------------------------- */
@@ -75,7 +93,7 @@ static void put_rows_fn(hku_buf *o, const hkc_instance *in) {
   hkc_put_params(o, in, "hk_p_", 1, 0);
   hku_buf_put(o, "size_t n, size_t hk_begin, size_t hk_end)\n{\n");
   hku_buf_put(o, "    for (size_t hk_r = hk_begin; hk_r < hk_end; ++hk_r)\n");
-  put_row_call(o, in, 8);
+  put_row_call(o, in, 8, 0);
   hku_buf_put(o, "}\n\n");
 }
 
@@ -84,7 +102,7 @@ void hkc_emit_rows_c(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
   const char *nm = in->name;
   unsigned fl = hkc_is_heavy(k) ? HK_ABI_HEAVY : 0u;
 
-  put_body_fn(o, in, "HK_INLINE ");
+  put_body_fn(o, in, "HK_INLINE ", 0);
   put_rows_fn(o, in);
 
   /* range(args, n, begin, end, partial): rows [begin, end) (abi.h) */
@@ -128,7 +146,7 @@ void hkc_emit_rows_c(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
 void hkc_emit_rows_cuda(hku_buf *o, const hkc_instance *in,
                         hkc_emit_mode mode) {
   (void)mode; /* the same CUDA serves the stdlib and plugins */
-  put_body_fn(o, in, "static __device__ __forceinline__ ");
+  put_body_fn(o, in, "static __device__ __forceinline__ ", 0);
   hku_buf_printf(o, "extern \"C\" __global__ void " HK_ABI_CUDA_KERNEL "%s(",
                  in->name);
   hkc_put_params(o, in, "hk_p_", 1, 0);
@@ -138,6 +156,26 @@ void hkc_emit_rows_cuda(hku_buf *o, const hkc_instance *in,
               "    for (size_t hk_r = (size_t)blockIdx.x * blockDim.x + "
               "threadIdx.x; hk_r < hk_rows;\n"
               "         hk_r += hk_stride)\n");
-  put_row_call(o, in, 8);
+  put_row_call(o, in, 8, 0);
   hku_buf_put(o, "}\n\n");
+  if (!in->k->cuda.text) return;
+
+  /* the cooperative entry: a block a row. __launch_bounds__ keeps the
+   * registers within what HK_ABI_ROWS_LANES_MAX threads may have, which
+   * the launch of long rows asks for. */
+  put_body_fn(o, in, "static __device__ __forceinline__ ", 1);
+  hku_buf_printf(o,
+                 "extern \"C\" __global__ void __launch_bounds__(%d) "
+                 HK_ABI_CUDA_ROWS_COOP "%s(",
+                 HK_ABI_ROWS_LANES_MAX, in->name);
+  hkc_put_params(o, in, "hk_p_", 1, 0);
+  hku_buf_put(o,
+              "size_t n, size_t hk_rows)\n{\n"
+              "    for (size_t hk_r = blockIdx.x; hk_r < hk_rows; hk_r += "
+              "gridDim.x) {\n");
+  put_row_call(o, in, 8, 1);
+  hku_buf_put(o,
+              "        __syncthreads(); /* the row's shared memory is free "
+              "again */\n"
+              "    }\n}\n\n");
 }

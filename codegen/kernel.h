@@ -243,8 +243,10 @@ typedef enum hkc_code_mode {
   HKC_CODE_RAW_CUDA, /* a raw kernel's CUDA __global__ body */
   HKC_CODE_EXPR,     /* a reduction expression or a len */
   HKC_CODE_STMTS,    /* a struct reduction's combine or finalize */
-  HKC_CODE_ROWS      /* a rows kernel's body: raw cpu rules, and shared with
+  HKC_CODE_ROWS,     /* a rows kernel's body: raw cpu rules, and shared with
                         CUDA when the kernel targets cuda */
+  HKC_CODE_ROWS_CUDA /* a rows kernel's "cuda" body: the rows body's rules,
+                        plus hk_lane, hk_lanes and the hk_row_* helpers */
 } hkc_code_mode;
 
 /* Checks src against the rules of its mode: no preprocessor lines, asm,

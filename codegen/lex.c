@@ -56,6 +56,13 @@ static const char *const conv_functions[] = {HKC_CONV_FUNCTIONS(NAME) NULL};
 #undef NAME
 #undef NAME2
 
+/* What a rows kernel's "cuda" body may name besides its parameters: its
+ * lane and the row's lanes (emit_rows.c), and the helpers of the CUDA
+ * prelude (prelude.c, put_cuda_row_helpers), which it may call. */
+static const char *const rows_cuda_names[] = {
+    "hk_lane",    "hk_lanes",   "hk_row_sync", "hk_row_sum",   "hk_row_max",
+    "hk_row_min", "hk_row_bcast", "hk_row_tree16", NULL};
+
 static int in_list(const char *const *list, const char *s, size_t n) {
   for (; *list; list++)
     if (strlen(*list) == n && memcmp(*list, s, n) == 0) return 1;
@@ -489,7 +496,9 @@ static void check_tokens(checker *c, hkc_code_mode mode,
           "address");
       continue;
     }
-    int is_conv = in_list(conv_functions, s, k->len);
+    int is_conv = in_list(conv_functions, s, k->len) ||
+                  (mode == HKC_CODE_ROWS_CUDA &&
+                   in_list(rows_cuda_names, s, k->len));
     if (!is_conv && (!strncmp(name, "hk_", 3) || !strncmp(name, "HK_", 3))) {
       err(c, k->off, "'%s' is reserved: names beginning with hk_ or HK_ "
                      "belong to generated code", name);
@@ -573,7 +582,7 @@ int hkc_check_code_calls(const hkj_doc *doc, const hkc_src *src,
   c.cuda_shared = (targets & HK_TARGET_CUDA) &&
                   (mode == HKC_CODE_BODY || mode == HKC_CODE_EXPR ||
                    mode == HKC_CODE_STMTS ||
-                   mode == HKC_CODE_ROWS);
+                   mode == HKC_CODE_ROWS || mode == HKC_CODE_ROWS_CUDA);
   int rc = tokenize(&c);
   if (rc == HK_OK) rc = check_balance(&c);
   if (rc == HK_OK) rc = match_parens(&c);

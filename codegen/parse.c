@@ -293,8 +293,9 @@ static void refuse_other_kinds(hkc_parser *P, const hkj_node *obj,
   static const char *const red[] = {"map",      "combine", "identity",
                                     "finalize", "acc",     NULL};
   static const char *const raw[] = {"cpu", "cuda", "body", NULL};
+  static const char *const rows[] = {"body", "cuda", NULL};
   const char *const *mine = k->kind == HK_KIND_ELEMENTWISE ? ew
-                            : k->kind == HK_KIND_ROWS      ? ew
+                            : k->kind == HK_KIND_ROWS      ? rows
                             : k->kind == HK_KIND_GRID      ? ew
                             : k->kind == HK_KIND_REDUCTION ? red
                                                            : raw;
@@ -304,9 +305,9 @@ static void refuse_other_kinds(hkc_parser *P, const hkj_node *obj,
     const hkj_node *v = hkj_get(obj, *f);
     if (v && !ok) {
       const char *owner = !strcmp(*f, "body") ? "elementwise, rows, grid and raw"
-                          : (!strcmp(*f, "cpu") || !strcmp(*f, "cuda"))
-                              ? "raw"
-                              : "reduction";
+                          : !strcmp(*f, "cuda") ? "raw and rows"
+                          : !strcmp(*f, "cpu")  ? "raw"
+                                                : "reduction";
       hkc_err_key(P, v, hkc_fld(prefix, "%s", *f),
                   "this field belongs to %s kernels, and this kernel's kind "
                   "is %s",
@@ -337,10 +338,14 @@ static int parse_kind_fields(hkc_parser *P, const hkj_node *obj,
     return take_body(P, obj, prefix, k, "C statements run for each element i");
   if (k->kind == HK_KIND_REDUCTION)
     return hkc_parse_reduction(P, obj, prefix, k);
-  if (k->kind == HK_KIND_ROWS)
-    return take_body(P, obj, prefix, k,
-                     "C statements run for each row: buffers are pointers to "
-                     "the row, n its length, row its index");
+  if (k->kind == HK_KIND_ROWS) {
+    if (take_body(P, obj, prefix, k,
+                  "C statements run for each row: buffers are pointers to "
+                  "the row, n its length, row its index") != HK_OK)
+      return HK_ENOMEM;
+    /* optional: the row on the GPU by a block of threads (emit_rows.c) */
+    return take_code(P, obj, "cuda", prefix, &k->cuda);
+  }
   if (k->kind == HK_KIND_GRID)
     return take_body(P, obj, prefix, k,
                      "C statements run for each index of the grid: buffers "
@@ -489,6 +494,28 @@ static int check_raw_code(hkc_parser *P, hkc_kernel *k) {
   return HK_OK;
 }
 
+/* Checks a rows kernel's body and its optional "cuda" body, which only a
+ * kernel that targets cuda may give (no other target would run it).
+ * HK_OK or HK_ENOMEM. */
+static int check_rows_code(hkc_parser *P, hkc_kernel *k) {
+  if (check_body(P, k, &k->body, HKC_CODE_ROWS) != HK_OK) return HK_ENOMEM;
+  if (!k->cuda.nsegs) return HK_OK;
+  if (!(k->targets & HK_TARGET_CUDA)) {
+    hkc_err(P, src_node(&k->cuda), k->cuda.field,
+            "this kernel's targets do not list cuda, so its \"cuda\" "
+                "body would never run: list cuda in targets, or remove the "
+                "body");
+    return HK_OK;
+  }
+  if (k->cuda.text && blank(&k->cuda)) {
+    hkc_err(P, src_node(&k->cuda), k->cuda.field,
+            "is empty: expected CUDA C statements run by each thread of a "
+            "row's block");
+    return HK_OK;
+  }
+  return check_body(P, k, &k->cuda, HKC_CODE_ROWS_CUDA);
+}
+
 /* Checks the author's code, now that every name is known. HK_OK or
  * HK_ENOMEM; problems are reported. */
 static int check_kernel_code(hkc_parser *P, hkc_kernel *k) {
@@ -499,7 +526,7 @@ static int check_kernel_code(hkc_parser *P, hkc_kernel *k) {
       return check_body(P, k, &k->body, HKC_CODE_BODY);
     case HK_KIND_REDUCTION: return hkc_check_reduction(P, k);
     case HK_KIND_RAW: return check_raw_code(P, k);
-    case HK_KIND_ROWS: return check_body(P, k, &k->body, HKC_CODE_ROWS);
+    case HK_KIND_ROWS: return check_rows_code(P, k);
     case HK_KIND_GRID: return hkc_check_grid(P, k);
   }
   return HK_OK;

@@ -640,6 +640,96 @@ static void put_cuda_math(hku_buf *o) {
               "b) { return c ? (decltype(a + b))a : (decltype(a + b))b; }\n");
 }
 
+/* The helpers of a rows kernel's "cuda" body (emit_rows.c): its row's
+ * group is the thread block, hk_lanes = blockDim.x threads (a power of two,
+ * 32 to 1024: abi.h, hk_abi_rows_lanes). Each is collective: every lane
+ * calls it, the same calls in the same order, and gets the same value.
+ * Their orders are fixed by hk_lanes alone: a warp combines by xor
+ * shuffles (16, 8, 4, 2, 1) and then takes lane 0's value, the warps'
+ * values are combined in warp order. hk_row_max and hk_row_min give NaN
+ * when a lane holds NaN (as the stdlib's CPU bodies' scans do). Templates:
+ * nothing is compiled into code that does not call them, and their
+ * __shared__ slots exist only in kernels that do. For the 32- and 64-bit
+ * integer and the float types (what __shfl_sync takes). */
+static void put_cuda_row_helpers(hku_buf *o) {
+  hku_buf_put(
+      o,
+      "/* ---- rows kernels' cooperative helpers ---- */\n"
+      "static __device__ __forceinline__ __attribute__((unused)) void\n"
+      "hk_row_sync(void)\n"
+      "{\n"
+      "    __syncthreads();\n"
+      "}\n"
+      "struct hk_row_add {\n"
+      "    template <typename T> static __device__ __forceinline__ T f(T a, T b) "
+      "{ return a + b; }\n"
+      "};\n"
+      "struct hk_row_maxop {\n"
+      "    template <typename T> static __device__ __forceinline__ T f(T a, T b) "
+      "{ return (b > a || b != b) ? b : a; }\n"
+      "};\n"
+      "struct hk_row_minop {\n"
+      "    template <typename T> static __device__ __forceinline__ T f(T a, T b) "
+      "{ return (b < a || b != b) ? b : a; }\n"
+      "};\n"
+      "/* v of lane `lane`, in every lane */\n"
+      "template <typename T> static __device__ __forceinline__ T\n"
+      "hk_row_bcast(T v, unsigned lane)\n"
+      "{\n"
+      "    if (blockDim.x == 32)\n"
+      "        return __shfl_sync(0xffffffffu, v, (int)lane);\n"
+      "    __shared__ T hk_b;\n"
+      "    if (threadIdx.x == lane)\n"
+      "        hk_b = v;\n"
+      "    __syncthreads();\n"
+      "    v = hk_b;\n"
+      "    __syncthreads(); /* read by all before a later call writes it */\n"
+      "    return v;\n"
+      "}\n"
+      "template <typename Op, typename T> static __device__ __forceinline__ T\n"
+      "hk_row_reduce(T v)\n"
+      "{\n"
+      "    for (int o = 16; o >= 1; o /= 2)\n"
+      "        v = Op::f(v, (T)__shfl_xor_sync(0xffffffffu, v, o));\n"
+      "    /* lane 0's: a max of +0 and -0, or of two NaNs, may differ by "
+      "lane */\n"
+      "    v = __shfl_sync(0xffffffffu, v, 0);\n"
+      "    if (blockDim.x == 32)\n"
+      "        return v;\n"
+      "    __shared__ T hk_w[32];\n"
+      "    if ((threadIdx.x & 31u) == 0)\n"
+      "        hk_w[threadIdx.x >> 5] = v;\n"
+      "    __syncthreads();\n"
+      "    v = hk_w[0];\n"
+      "    for (unsigned w = 1; w < blockDim.x >> 5; ++w)\n"
+      "        v = Op::f(v, hk_w[w]);\n"
+      "    __syncthreads(); /* read by all before a later call writes it */\n"
+      "    return v;\n"
+      "}\n"
+      "template <typename T> static __device__ __forceinline__ T hk_row_sum(T v)\n"
+      "{\n"
+      "    return hk_row_reduce<hk_row_add>(v);\n"
+      "}\n"
+      "template <typename T> static __device__ __forceinline__ T hk_row_max(T v)\n"
+      "{\n"
+      "    return hk_row_reduce<hk_row_maxop>(v);\n"
+      "}\n"
+      "template <typename T> static __device__ __forceinline__ T hk_row_min(T v)\n"
+      "{\n"
+      "    return hk_row_reduce<hk_row_minop>(v);\n"
+      "}\n"
+      "/* The CPU bodies' 16-lane tree: v of lanes 0..15 as sv[0..15], then\n"
+      " * for w = 8, 4, 2, 1: sv[j] += sv[j + w] (j < w); sv[0], in every "
+      "lane. */\n"
+      "template <typename T> static __device__ __forceinline__ T\n"
+      "hk_row_tree16(T v)\n"
+      "{\n"
+      "    for (int w = 8; w >= 1; w /= 2)\n"
+      "        v += (T)__shfl_xor_sync(0xffffffffu, v, w);\n"
+      "    return hk_row_bcast(v, 0);\n"
+      "}\n");
+}
+
 void hkc_emit_cuda_prelude(hku_buf *o) {
   hku_buf_put(
       o,
@@ -715,5 +805,6 @@ void hkc_emit_cuda_prelude(hku_buf *o) {
     line = *nl ? nl + 1 : nl;
   }
   hku_buf_free(&tmp);
+  put_cuda_row_helpers(o);
   hku_buf_put(o, "\n");
 }

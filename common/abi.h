@@ -60,6 +60,11 @@
 #define HK_ABI_CUDA_MERGE "hk_cuda_merge__" /* a reduction's merge kernel */
 #define HK_ABI_CUDA_ROWS_WARP "hk_cuda_wrow__" /* a reduction, a warp a row */
 #define HK_ABI_CUDA_KERNEL "hk_cuda__" /* elementwise and raw kernels */
+/* A rows kernel's cooperative entry, made from its "cuda" body: a thread
+ * block per row, hk_abi_rows_lanes(n) threads (emit_rows.c). Optional:
+ * a rows kernel without a "cuda" body has none and runs a thread a row
+ * (HK_ABI_CUDA_KERNEL). */
+#define HK_ABI_CUDA_ROWS_COOP "hk_cuda_crow__"
 /* a grid kernel without loops, for calls whose written buffers overlap no
  * other buffer: its pointers restrict, its index loop unrolled */
 #define HK_ABI_CUDA_NOALIAS "hk_cuda_na__"
@@ -96,6 +101,21 @@ static inline unsigned hk_abi_cuda_lanes(size_t widest) {
 /* Threads per block of every generated CUDA kernel: the generator sizes
  * shared memory by it and the launcher launches with it. */
 #define HK_ABI_CUDA_BLOCK 256
+/* Threads per row of a rows kernel's cooperative entry (its "cuda" body,
+ * hk_lanes there): the power of two from 32 to 1024 that gives each thread
+ * about 8 elements of a pass over the row (32 up to n = 256, 64 up to 512,
+ * ..., 1024 from n = 4097 on). Enough elements a thread that a pass's
+ * loads outweigh the barriers of the row's helpers, and rows of 8K
+ * elements and longer get a whole block of 1024. Chosen from n alone,
+ * never from the device, so a body whose results depend on hk_lanes (a
+ * hk_row_sum's order) gives the same bits on every GPU. The launcher
+ * launches by it; generated code reads it back as blockDim.x. */
+#define HK_ABI_ROWS_LANES_MAX 1024
+static inline unsigned hk_abi_rows_lanes(size_t n) {
+  unsigned lanes = 32;
+  while (lanes < HK_ABI_ROWS_LANES_MAX && (size_t)lanes * 8 < n) lanes *= 2;
+  return lanes;
+}
 /* Threads per warp: a reduction's HK_ABI_CUDA_ROWS_WARP kernel reduces a row
  * by one warp, HK_ABI_CUDA_BLOCK / HK_ABI_CUDA_WARP rows a block. */
 #define HK_ABI_CUDA_WARP 32

@@ -36,6 +36,8 @@ typedef struct hk_cuda_entry {
   CUfunction fn;    /* elementwise, raw; a reduction's per-block part */
   CUfunction merge; /* reductions: combines the parts, finalizes */
   CUfunction wrow;  /* reductions: short rows, a warp a row (NULL: none) */
+  CUfunction crow;  /* rows kernels with a "cuda" body: a block a row
+                       (HK_ABI_CUDA_ROWS_COOP; NULL: none, a thread a row) */
   CUfunction noalias; /* grid kernels without loops: HK_ABI_CUDA_NOALIAS, for
                          calls whose written buffers overlap no other; NULL
                          when the code has none */
@@ -110,7 +112,8 @@ HK_INTERNAL unsigned hk__cuda_lanes(const hk_kernel_info_t *info);
  * HK_ABI_CUDA_ROWS_WARP where mod has it: e->wrow NULL where not), else
  * HK_ABI_CUDA_KERNEL, followed by the instance's name; for an elementwise
  * one also HK_ABI_CUDA_ND where mod has it (else e->nd NULL), for a grid
- * kernel HK_ABI_CUDA_NOALIAS (else e->noalias NULL). HK_OK, or
+ * kernel HK_ABI_CUDA_NOALIAS (else e->noalias NULL), for a rows kernel
+ * HK_ABI_CUDA_ROWS_COOP (else e->crow NULL). HK_OK, or
  * HK_EUNSUPPORTED with the reason in d: too many parameters for a launch,
  * or mod lacks a function. The backend must be ready. (launch.c) */
 HK_INTERNAL int hk__cuda_entry_make(CUmodule mod,

@@ -634,8 +634,11 @@ typedef struct hk_call_opts {
  * threads) per row when rows are short and many (rows of m <= 4096
  * elements, at least m rows), else one block per row for rows up to 16384
  * elements, several per row beyond, and a merge block per row; rows
- * kernels one GPU thread per row. Results equal the CPU's where the
- * operation is exact (elementwise bodies, min, max, argmax, integer sums);
+ * kernels one GPU thread per row, or, those with a "cuda" body (the
+ * stdlib's softmax, log_softmax and layernorm), a block of threads per row
+ * (schemas/README.md, 6.4). Results equal the CPU's where the operation is
+ * exact (elementwise bodies, min, max, argmax, integer sums) or its order
+ * fixed (the stdlib's rows kernels: the same bits as on the CPU);
  * floating-point reductions may differ by rounding (another tree), the
  * same on every GPU (the way is chosen by the shape only). */
 HK_API int hk_call_arrays(const hk_kernel_t *k, const hk_array_t *args,

@@ -35,12 +35,18 @@
  *     argmax, var, mean, minmax, an i8 sum) over rows of 0 to 70001
  *     elements, up to 70000 rows, each way the core runs rows (a warp per
  *     row, part and merge blocks, and as the shape picks).
+ *  1d. (before 1b) rows kernels with a "cuda" body, a block per row: the
+ *     stdlib's softmax, log_softmax and layernorm (f32, f64) bit for bit
+ *     against the CPU (a NaN need only be a NaN) over rows of 0 to 50257
+ *     elements, 1 to 300 rows, rows with NaN, +-inf and only -inf, in place,
+ *     through the core's rows call, hk_call_arrays and hk_call; guard zones.
  *  1b. the strided copies (every element size, gather and scatter: tiled
  *     transposes, collapsing and plain views) bit for bit against the
  *     CPU's, and hk_call_arrays on strided, broadcast and transposed device
  *     arrays (elementwise, axis reductions, rows) against the CPU's call.
  *  2. the example plugins (plugins/, tier jit, a fresh cache folder): every
- *     kernel with the cuda target as in 1; cumsum (cpu only) refuses CUDA;
+ *     kernel with the cuda target as in 1; layernorm_rows (its "cuda"
+ *     body) bit for bit as in 1d; cumsum (cpu only) refuses CUDA;
  *     bias_grad (an inout result) over rows each way. A grid kernel
  *     called in place (out is in) gives the CPU's result (its restrict
  *     variant must not run then).
@@ -908,9 +914,9 @@ int hk__call_rows_cpu(const hk_kernel_t *k, size_t rows, size_t n,
 int hk__call_rows_cuda(const hk_kernel_t *k, hk_stream_t *s, size_t rows,
                        size_t n, void *const *args);
 
-/* A rows kernel over many rows, one GPU thread per row: layernorm_f64 on
- * R x N against the CPU's rows call (the same body; the GPU may fuse
- * multiply-adds, so up to rounding). */
+/* A rows kernel over many rows: layernorm_f64 on R x N against the CPU's
+ * rows call, up to rounding (test_rows_coop below holds its block per row
+ * to the CPU's bits). */
 static void test_rows_gpu(hk_context_t *ctx) {
   enum { R = 300, N = 77 };
   hk_kernel_t *k = find(ctx, "layernorm_f64");
@@ -955,6 +961,218 @@ static void test_rows_gpu(hk_context_t *ctx) {
     free(host[i]);
     free(got[i]);
   }
+}
+
+/* ---- 1d. Rows kernels a block per row: the CPU's bits ------------------ */
+
+/* A rows kernel with a "cuda" body runs a block of threads per row
+ * (hk_cuda_crow__NAME). The stdlib's softmax, log_softmax and layernorm
+ * and plugins/layernorm.json mirror their CPU bodies' order there, so the
+ * GPU must give the CPU's bits (a NaN need only be a NaN: the GPU's NaNs
+ * carry no payload), over the row lengths that hit every path of those
+ * bodies (below 16 and 32, the tails of 16, one chunk of 1024 and more, 32
+ * to 1024 threads a row) and row counts from 1 to 300. Rows in turn hold
+ * random values, a NaN, +inf, -inf, only -inf, and +inf with -inf. Each
+ * call runs with y = x too (softmax, log_softmax: in place), through the
+ * core's rows call and hk_call_arrays on device arrays (and hk_call for
+ * one row). Out buffers have a guard zone that must stay untouched. */
+
+enum { COOP_GUARD = 64 };
+
+static uint64_t coop_rng = 0x9E3779B97F4A7C15u;
+
+static double coop_uniform(double lo, double hi) {
+  coop_rng = coop_rng * 6364136223846793005u + 1442695040888963407u;
+  return lo + (hi - lo) * (double)(coop_rng >> 11) / 9007199254740992.0;
+}
+
+static void coop_put(hk_dtype_t t, void *p, size_t i, double v) {
+  if (t == HK_F32) ((float *)p)[i] = (float)v;
+  else ((double *)p)[i] = v;
+}
+
+/* 1 when a and b (count elements of t) are the same bits or both NaN;
+ * else 0, with the first difference in *at. */
+static int coop_same(hk_dtype_t t, const void *a, const void *b, size_t count,
+                     size_t *at) {
+  for (size_t i = 0; i < count; i++) {
+    int ok;
+    if (t == HK_F32) {
+      float x = ((const float *)a)[i], y = ((const float *)b)[i];
+      ok = (x != x && y != y) || !memcmp(&x, &y, sizeof x);
+    } else {
+      double x = ((const double *)a)[i], y = ((const double *)b)[i];
+      ok = (x != x && y != y) || !memcmp(&x, &y, sizeof x);
+    }
+    if (!ok) {
+      *at = i;
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* The element count of parameter p over rows rows of n. */
+static size_t coop_count(const hk_param_info_t *p, size_t rows, size_t n) {
+  return p->row == HK_ROW_ONE ? rows : p->row == HK_ROW_SHARED ? n : rows * n;
+}
+
+/* Fills the in buffer x (rows rows of n): row r by pattern (r + pat) % 6. */
+static void coop_fill_rows(hk_dtype_t t, void *x, size_t rows, size_t n,
+                           int pat) {
+  for (size_t i = 0; i < rows * n; i++)
+    coop_put(t, x, i, coop_uniform(-8, 8));
+  for (size_t r = 0; r < rows && n; r++) {
+    size_t a = (size_t)coop_uniform(0, (double)n);
+    size_t b = (size_t)coop_uniform(0, (double)n);
+    switch ((r + (size_t)pat) % 6) {
+      case 1: coop_put(t, x, r * n + a, NAN); break;
+      case 2: coop_put(t, x, r * n + a, INFINITY); break;
+      case 3: coop_put(t, x, r * n + a, -INFINITY); break;
+      case 4:
+        for (size_t c = 0; c < n; c++) coop_put(t, x, r * n + c, -INFINITY);
+        break;
+      case 5:
+        coop_put(t, x, r * n + a, INFINITY);
+        coop_put(t, x, r * n + b, -INFINITY);
+        break;
+      default: break;
+    }
+  }
+}
+
+/* One call of k (whose first parameter is the rows' in buffer x) over rows
+ * rows of n on the GPU, way 0 the core's rows call, 1 hk_call_arrays, 2
+ * hk_call (rows must be 1), against the CPU's rows call; with inplace, its
+ * second parameter is x itself. 1 when the bits agree and the guards
+ * stayed, else 0 (reported). */
+static int coop_case(hk_kernel_t *k, size_t rows, size_t n, int pat,
+                     int inplace, int way) {
+  const hk_kernel_info_t *in = hk_kernel_info(k);
+  void *host[MAXP] = {NULL}, *cpu[MAXP] = {NULL}, *dev[MAXP] = {NULL};
+  size_t count[MAXP] = {0};
+  double sval[MAXP];
+  void *hargs[MAXP], *dargs[MAXP];
+  hk_array_t arr[MAXP];
+  int ok = 1, same = 1;
+  if (in->nparams > MAXP) {
+    CHECK_MSG(0, "%s: %d parameters; coop_case takes %d", in->name,
+              in->nparams, MAXP);
+    return 0;
+  }
+  for (int i = 0; ok && i < in->nparams; i++) {
+    const hk_param_info_t *p = &in->params[i];
+    const size_t es = hk_dtype_size(p->dtype);
+    if (p->role == HK_ROLE_SCALAR) {
+      coop_put(p->dtype, &sval[i], 0, 1e-5); /* layernorm's eps */
+      hargs[i] = dargs[i] = &sval[i];
+      hk_array_init(&arr[i], &sval[i], p->dtype, 0, NULL);
+      continue;
+    }
+    count[i] = coop_count(p, rows, n);
+    const size_t bytes = (count[i] + COOP_GUARD) * es;
+    host[i] = malloc(bytes);
+    cpu[i] = malloc(bytes);
+    ok &= host[i] && cpu[i] && hk_device_alloc(&dev[i], bytes) == HK_OK;
+    if (!ok) break;
+    if (p->role == HK_ROLE_IN && i == 0)
+      coop_fill_rows(p->dtype, host[i], rows, n, pat);
+    else if (p->role == HK_ROLE_IN) /* weight, bias */
+      for (size_t c = 0; c < count[i]; c++)
+        coop_put(p->dtype, host[i], c, 1 + 0.01 * (double)c - 0.3 * (c % 3));
+    else
+      memset(host[i], 0xA5, count[i] * es);
+    memset((char *)host[i] + count[i] * es, 0x5A, COOP_GUARD * es);
+    memcpy(cpu[i], host[i], bytes);
+    ok &= hk_memcpy_to_device(dev[i], host[i], bytes, NULL) == HK_OK;
+    hargs[i] = cpu[i];
+    dargs[i] = dev[i];
+    int64_t shape[2] = {(int64_t)rows, (int64_t)n};
+    if (p->row == HK_ROW_FULL)
+      hk_array_init(&arr[i], dev[i], p->dtype, 2, shape);
+    else
+      hk_array_init(&arr[i], dev[i], p->dtype, 1,
+                    p->row == HK_ROW_ONE ? &shape[0] : &shape[1]);
+  }
+  CHECK_MSG(ok, "%s: buffers: %s", in->name, hk_last_error());
+  if (ok && inplace) {
+    hargs[1] = hargs[0];
+    dargs[1] = dargs[0];
+    arr[1] = arr[0];
+  }
+  if (ok) {
+    CHECK_OK(hk__call_rows_cpu(k, rows, n, hargs));
+    hk_call_opts_t on_gpu = {.backend = HK_BACKEND_CUDA};
+    int rc = way == 0   ? hk__call_rows_cuda(k, NULL, rows, n, dargs)
+             : way == 1 ? hk_call_arrays(k, arr, &on_gpu)
+                        : hk_call_on(k, HK_BACKEND_CUDA, n, dargs);
+    CHECK_MSG(rc == HK_OK, "%s on the GPU (way %d): %d (%s)", in->name, way,
+              rc, hk_last_error());
+    ok &= rc == HK_OK;
+  }
+  for (int i = 0; ok && i < in->nparams; i++) {
+    const hk_param_info_t *p = &in->params[i];
+    /* the results: out buffers, and x in place (y, then, is x) */
+    if (p->role == HK_ROLE_SCALAR || (inplace && i == 1) ||
+        (p->role == HK_ROLE_IN && !(inplace && i == 0)))
+      continue;
+    const size_t es = hk_dtype_size(p->dtype);
+    const size_t bytes = (count[i] + COOP_GUARD) * es;
+    CHECK_OK(hk_memcpy_to_host(host[i], dev[i], bytes, NULL));
+    size_t at = 0;
+    if (!coop_same(p->dtype, cpu[i], host[i], count[i], &at)) {
+      double g = p->dtype == HK_F32 ? ((float *)host[i])[at]
+                                    : ((double *)host[i])[at];
+      double c = p->dtype == HK_F32 ? ((float *)cpu[i])[at]
+                                    : ((double *)cpu[i])[at];
+      CHECK_MSG(0, "%s (way %d%s) rows %zu n %zu pattern %d: %s[%zu] is %.17g "
+                "on the GPU, %.17g on the CPU", in->name, way,
+                inplace ? ", in place" : "", rows, n, pat, p->name, at, g, c);
+      same = 0;
+    }
+    const unsigned char *gz = (const unsigned char *)host[i] + count[i] * es;
+    int guard = 1;
+    for (size_t b = 0; b < COOP_GUARD * es; b++) guard &= gz[b] == 0x5A;
+    CHECK_MSG(guard, "%s (way %d) rows %zu n %zu: wrote past %s", in->name,
+              way, rows, n, p->name);
+    same &= guard;
+  }
+  for (int i = 0; i < in->nparams; i++) {
+    if (dev[i]) hk_device_free(dev[i]);
+    free(host[i]);
+    free(cpu[i]);
+  }
+  return ok && same;
+}
+
+/* coop_case over the row lengths and counts above, every way; in place
+ * too where the kernel's second parameter is its rows' result (inplace).
+ * The number of cases that failed. */
+static int coop_kernel(hk_context_t *ctx, const char *name, int inplace) {
+  static const size_t ns[] = {0,    1,    15,   16,   17,   31,   32,   33,
+                              64,   100,  1000, 1024, 1025, 4097, 50257};
+  static const size_t nrows[] = {1, 3, 64, 300};
+  hk_kernel_t *k = find(ctx, name);
+  if (!k) return 1;
+  int bad = 0, cases = 0, pat = 0;
+  for (size_t a = 0; a < COUNT(ns) && bad < 4; a++)
+    for (size_t b = 0; b < COUNT(nrows) && bad < 4; b++) {
+      if (ns[a] > 4097 && nrows[b] > 64) continue; /* enough: 3M elements */
+      for (int ip = 0; ip <= inplace; ip++)
+        for (int way = 0; way < (nrows[b] == 1 ? 3 : 2); way++, cases++)
+          bad += !coop_case(k, nrows[b], ns[a], pat++ % 6, ip, way);
+    }
+  printf("%s: %d calls a block per row, %d differ from the CPU\n", name,
+         cases, bad);
+  return bad;
+}
+
+static void test_rows_coop(hk_context_t *ctx) {
+  static const char *const stdlib[] = {"softmax_f32",     "softmax_f64",
+                                       "log_softmax_f32", "log_softmax_f64",
+                                       "layernorm_f32",   "layernorm_f64"};
+  for (size_t i = 0; i < COUNT(stdlib); i++)
+    CHECK_INT_EQ(coop_kernel(ctx, stdlib[i], i < 4), 0);
 }
 
 /* ---- 1b. Arrays on the GPU: strided, broadcast, axes --------------------- */
@@ -1867,6 +2085,7 @@ static void test_stdlib(void) {
     free(hx);
   }
   test_rows_gpu(ctx);
+  test_rows_coop(ctx);
   test_copies_gpu();
   test_arrays_gpu(ctx);
   test_reduce_rows_gpu(ctx);
@@ -1998,6 +2217,10 @@ static void test_plugins(int have_nvrtc) {
 
   /* an inout result read by the finalize (dbias += the row's sum), each
    * way axis reductions' rows run */
+  /* a plugin's rows kernel with a "cuda" body: the CPU's bits */
+  CHECK_INT_EQ(coop_kernel(ctx, "layernorm_rows_f32", 0), 0);
+  CHECK_INT_EQ(coop_kernel(ctx, "layernorm_rows_f64", 0), 0);
+
   int ways = rows_ways(ctx, "bias_grad_f32", 300, 64, 0) +
              rows_ways(ctx, "bias_grad_f32", 70000, 3, 0) +
              rows_ways(ctx, "bias_grad_f64", 7, 1000, 0) +

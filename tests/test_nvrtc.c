@@ -1,6 +1,7 @@
 /* test_nvrtc.c — the CUDA that hk emits compiles with NVRTC (a plugin's:
- * no N-D entries, the stdlib's alone), and NVRTC's errors are reported
- * in the kernel file. Needs NVRTC (the CUDA toolkit),
+ * no N-D entries, the stdlib's alone; a rows kernel's cooperative entry
+ * from its "cuda" body, every row helper instantiated), and NVRTC's errors
+ * are reported in the kernel file. Needs NVRTC (the CUDA toolkit),
  * not a GPU: compiles the plugins for sm_80 and sm_90, the stdlib's files
  * for sm_80. Skipped (77) without NVRTC.
  *
@@ -153,6 +154,100 @@ static void compile_error_located(const hk_nvrtc_api_t *nv) {
   hku_diags_free(&d);
 }
 
+/* Compiles text (a kernel file) for sm_80 into *cubin; NULL, or the
+ * diagnostics (formatted, malloc'ed). */
+static char *compile_text(const hk_nvrtc_api_t *nv, const char *path,
+                          const char *text, hk_object_t *cubin) {
+  hku_diags d = HKU_DIAGS_INIT;
+  hkc_file *f = NULL;
+  hkc_unit *u = NULL;
+  char *fail = NULL;
+  memset(cubin, 0, sizeof *cubin);
+  if (hkc_file_parse(path, text, strlen(text), &f, &d) ||
+      hkc_unit_emit(f, HKC_LANG_CUDA, 0, &u)) {
+    fail = strdup("does not parse or emit");
+  } else {
+    hk_compiler_t c = hk__compiler_nvrtc(nv);
+    hk_compile_opts_t o = {.arch = archs[0]};
+    if (hk__build_compile(&c, u, &o, NULL, cubin, &d)) {
+      hku_buf m = HKU_BUF_INIT;
+      hku_diags_format(&d, &m);
+      fail = strdup(hku_buf_str(&m));
+      hku_buf_free(&m);
+    }
+  }
+  hkc_unit_free(u);
+  hkc_file_free(f);
+  hku_diags_free(&d);
+  return fail;
+}
+
+/* A rows kernel's "cuda" body: every helper, on the types it is documented
+ * for, compiles, and the cubin holds each instance's cooperative entry
+ * (HK_ABI_CUDA_ROWS_COOP) besides its thread-a-row entry; a rows kernel
+ * without one has none; an error in the body is located at its line of
+ * the kernel file, field cuda. */
+static void rows_cuda(const hk_nvrtc_api_t *nv) {
+  static const char good[] =
+      "{\"schema_version\": 1, \"kernels\": [\n"
+      " {\"name\": \"coop\", \"kind\": \"rows\", \"types\": {\"T\": [\"f32\", "
+      "\"f64\"]},\n"
+      "  \"params\": [{\"name\": \"x\", \"type\": \"T\", \"role\": \"in\"},\n"
+      "             {\"name\": \"y\", \"type\": \"T\", \"role\": \"out\"}],\n"
+      "  \"body\": \"for (size_t i = 0; i < n; ++i) y[i] = x[i];\",\n"
+      "  \"cuda\": [\"__shared__ T t[64];\",\n"
+      "           \"T v = hk_lane < n ? x[hk_lane] : (T)0;\",\n"
+      "           \"T s = hk_row_sum(v) + hk_row_max(v) + hk_row_min(v);\",\n"
+      "           \"int a = hk_row_sum((int)hk_lane) + hk_row_max((int)row);\",\n"
+      "           \"unsigned b = hk_row_min(hk_lane) + hk_row_bcast(hk_lanes, 3);\",\n"
+      "           \"long long c = hk_row_sum((long long)n);\",\n"
+      "           \"size_t d = hk_row_max(n) + hk_row_bcast(row, 0);\",\n"
+      "           \"t[hk_lane % 64] = hk_row_tree16(s) + hk_row_bcast(v, 0);\",\n"
+      "           \"hk_row_sync();\",\n"
+      "           \"for (size_t i = hk_lane; i < n; i += hk_lanes)\",\n"
+      "           \"    y[i] = x[i] + t[0] * (T)(a + (int)b + (int)c + (int)d);\"]},\n"
+      " {\"name\": \"plain\", \"kind\": \"rows\",\n"
+      "  \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+      "             {\"name\": \"y\", \"type\": \"f32\", \"role\": \"out\"}],\n"
+      "  \"body\": \"y[0] = x[0];\"}]}\n";
+  hk_object_t cubin;
+  char *fail = compile_text(nv, "coop.json", good, &cubin);
+  CHECK(fail == NULL, "a rows kernel's cuda body does not compile:\n%s",
+        fail);
+  if (!fail) {
+    static const char *const has[] = {
+        HK_ABI_CUDA_ROWS_COOP "coop_f32", HK_ABI_CUDA_ROWS_COOP "coop_f64",
+        HK_ABI_CUDA_KERNEL "coop_f32", HK_ABI_CUDA_KERNEL "plain"};
+    for (size_t i = 0; i < sizeof has / sizeof *has; i++)
+      CHECK(holds(cubin.image, cubin.size, has[i]), "no %s in the cubin",
+            has[i]);
+    CHECK(!holds(cubin.image, cubin.size, HK_ABI_CUDA_ROWS_COOP "plain"),
+          "%s", "a rows kernel without a cuda body has a cooperative entry");
+    hk__object_free(&cubin);
+  }
+  free(fail);
+
+  static const char broken[] =
+      "{\"schema_version\": 1, \"name\": \"broken\", \"kind\": \"rows\",\n"
+      "  \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+      "             {\"name\": \"y\", \"type\": \"f32\", \"role\": \"out\"}],\n"
+      "  \"body\": \"y[0] = x[0];\",\n"
+      "  \"cuda\": [\"float s = hk_row_sum(x[hk_lane]);\",\n"
+      "           \"y[0] = s + undeclared_thing;\"]}\n";
+  fail = compile_text(nv, "broken.json", broken, &cubin);
+  CHECK(fail != NULL, "%s", "an undeclared identifier compiled");
+  if (fail) {
+    CHECK(strstr(fail, "broken.json:6:") != NULL,
+          "the error is not located at line 6 of the file:\n%s", fail);
+    CHECK(strstr(fail, "cuda") != NULL, "the field is not named:\n%s", fail);
+    CHECK(strstr(fail, "undeclared_thing") != NULL,
+          "the message does not name the identifier:\n%s", fail);
+  } else {
+    hk__object_free(&cubin);
+  }
+  free(fail);
+}
+
 int main(int argc, char **argv) {
   const char *src = argc > 1 ? argv[1] : getenv("HK_SOURCE_DIR");
   if (!src) {
@@ -178,6 +273,7 @@ int main(int argc, char **argv) {
   CHECK(nstd >= 5, "only %d stdlib files target cuda", nstd);
   CHECK(nplug >= 3, "only %d plugin files target cuda", nplug);
   compile_error_located(nv);
+  rows_cuda(nv);
   printf("NVRTC %d.%d: the CUDA of %d stdlib (sm_80) and %d plugin kernel "
          "files (sm_80, sm_90) compiles\n",
          version / 1000, version % 1000 / 10, nstd, nplug);

@@ -6,7 +6,8 @@
  * rows plugins on tiers jit and opt (plugins/layernorm.json, and a kernel
  * with exact results that uses every row mode and the row index); the row
  * modes in the public descriptions; and the located errors of the format's
- * rows rules. */
+ * rows rules, the optional "cuda" body's among them (a GPU runs it: see
+ * test_cuda). */
 #include <float.h>
 
 #include "abi.h"
@@ -579,6 +580,49 @@ static const bad_case bad_cases[] = {
      HEAD " \"params\": [" X ", " Y "],\n \"body\": \"y[0] = printf(x);\"}",
      "<bad.json>:3:18: error: body: calls 'printf', which is not allowed: kernel "
      "code may call only the C99 <math.h> functions (see schemas/README.md)"},
+    {"a call in the cuda body",
+     HEAD " \"params\": [" X ", " Y "],\n \"body\": \"y[0] = x[0];\",\n"
+          " \"cuda\": \"y[hk_lane] = printf(x);\"}",
+     "<bad.json>:4:24: error: cuda: calls 'printf', which is not allowed: "
+     "kernel code may call only the C99 <math.h> functions (see "
+     "schemas/README.md)"},
+    {"__syncthreads in the cuda body (hk_row_sync is the barrier)",
+     HEAD " \"params\": [" X ", " Y "],\n \"body\": \"y[0] = x[0];\",\n"
+          " \"cuda\": [\"y[0] = x[0];\", \"__syncthreads();\"]}",
+     "<bad.json>:4:28: error: cuda: calls '__syncthreads', which is not "
+     "allowed"},
+    {"a name of generated code in the cuda body",
+     HEAD " \"params\": [" X ", " Y "],\n \"body\": \"y[0] = x[0];\",\n"
+          " \"cuda\": \"y[0] = hk_row_reduce(x[0]);\"}",
+     "<bad.json>:4:18: error: cuda: 'hk_row_reduce' is reserved: names "
+     "beginning with hk_ or HK_ belong to generated code"},
+    {"hk_lane in the body (only the cuda body has it)",
+     HEAD " \"params\": [" X ", " Y "],\n \"body\": \"y[hk_lane] = x[0];\"}",
+     "<bad.json>:3:13: error: body: 'hk_lane' is reserved"},
+    {"a C++ keyword in the cuda body",
+     HEAD " \"params\": [" X ", " Y "],\n \"body\": \"y[0] = x[0];\",\n"
+          " \"cuda\": \"float new = hk_row_sum(x[hk_lane]); y[0] = new;\"}",
+     "<bad.json>:4:17: error: cuda: 'new' is a C++ keyword"},
+    {"a cuda body in a kernel that does not target cuda",
+     HEAD " \"targets\": [\"cpu\"], \"params\": [" X ", " Y "],\n"
+          " \"body\": \"y[0] = x[0];\",\n \"cuda\": \"y[0] = x[0];\"}",
+     "<bad.json>:4:10: error: cuda: this kernel's targets do not list cuda, "
+     "so its \"cuda\" body would never run"},
+    {"a blank cuda body",
+     HEAD " \"params\": [" X ", " Y "],\n \"body\": \"y[0] = x[0];\",\n"
+          " \"cuda\": \" \"}",
+     "<bad.json>:4:10: error: cuda: is empty: expected CUDA C statements"},
+    {"cpu in a rows kernel",
+     HEAD " \"params\": [" X ", " Y "],\n \"body\": \"y[0] = x[0];\",\n"
+          " \"cpu\": \"y[0] = x[0];\"}",
+     "<bad.json>:4:2: error: cpu: this field belongs to raw kernels, and this "
+     "kernel's kind is rows"},
+    {"cuda in an elementwise kernel",
+     "{\"schema_version\": 1, \"name\": \"k\", \"kind\": \"elementwise\",\n"
+     " \"params\": [" X ", " Y "],\n \"body\": \"y = x;\",\n"
+     " \"cuda\": \"y[0] = x[0];\"}",
+     "<bad.json>:4:2: error: cuda: this field belongs to raw and rows kernels, "
+     "and this kernel's kind is elementwise"},
     {"a C++ keyword in a body shared with CUDA",
      HEAD " \"params\": [" X ", " Y "],\n \"body\": \"float new = x[0]; y[0] = "
           "new;\"}",
@@ -615,6 +659,29 @@ static void test_errors(void) {
     void *args[] = {x, y};
     CHECK_INT_EQ(hk__call_rows_cpu(k, 2, 3, args), HK_OK);
     CHECK(y[0] == 6 && y[3] == 16 && y[1] == 0);
+  }
+  /* a "cuda" body that names every helper is accepted (nvcc and NVRTC
+   * compile such bodies in gen_compile and test_nvrtc), and the CPU runs
+   * the body, not it */
+  static const char with_cuda[] =
+      "{\"schema_version\": 1, \"name\": \"kc\", \"kind\": \"rows\",\n"
+      " \"params\": [" X ", " Y "],\n"
+      " \"body\": \"for (size_t i = 0; i < n; ++i) y[i] = x[i] + (float)row;\",\n"
+      " \"cuda\": [\"__shared__ float t[32];\",\n"
+      "  \"float s = hk_row_sum(hk_lane < n ? x[hk_lane] : 0.0f);\",\n"
+      "  \"float m = hk_row_max(s), l = hk_row_min(m);\",\n"
+      "  \"t[hk_lane % 32] = hk_row_bcast(l, 0) + hk_row_tree16(s);\",\n"
+      "  \"hk_row_sync();\",\n"
+      "  \"for (size_t i = hk_lane; i < n; i += hk_lanes)\",\n"
+      "  \"    y[i] = x[i] + (float)row + 0.0f * t[0];\"]}";
+  CHECK_MSG(hk_load_string(ctx, with_cuda, sizeof with_cuda - 1,
+                           "cuda.json") == HK_OK,
+            "%s", hk_last_error());
+  if (hk_kernel_find(ctx, "kc", &k) == HK_OK) {
+    float x[6] = {1, 2, 3, 4, 5, 6}, y[6] = {0};
+    void *args[] = {x, y};
+    CHECK_INT_EQ(hk__call_rows_cpu(k, 2, 3, args), HK_OK);
+    CHECK(y[0] == 1 && y[2] == 3 && y[3] == 5 && y[5] == 7);
   }
   hk_context_destroy(ctx);
 }

@@ -115,7 +115,9 @@ HK_INTERNAL int hk__cuda_launch(const hk_cuda_entry_t *e, struct hk_stream *st,
                                 size_t n, void *const *args,
                                 int64_t grid_count, int noalias);
 /* The same for a rows kernel (e->kind HK_KIND_ROWS) over rows rows of n
- * elements each: one thread per row (hk__cuda_launch runs one row). */
+ * elements each: a block of hk_abi_rows_lanes(n) threads per row where the
+ * kernel has a "cuda" body (e->crow), else one thread per row
+ * (hk__cuda_launch runs one row). */
 HK_INTERNAL int hk__cuda_launch_rows(const hk_cuda_entry_t *e,
                                      struct hk_stream *st, size_t rows,
                                      size_t n, void *const *args);

@@ -60,6 +60,10 @@ int hk__cuda_entry_make(CUmodule mod, const hk_kernel_info_t *info,
       buffers, has none (arrays are then staged through copies, arrays.c) */
       entry_function(mod, HK_ABI_CUDA_ND, info, &e->nd, NULL))
     e->nd = NULL;
+  if (info->kind == HK_KIND_ROWS && /* only a kernel with a "cuda" body has
+      its cooperative entry; the others run a thread a row */
+      entry_function(mod, HK_ABI_CUDA_ROWS_COOP, info, &e->crow, NULL))
+    e->crow = NULL;
   if (info->kind != HK_KIND_REDUCTION)
     return entry_function(mod, HK_ABI_CUDA_KERNEL, info, &e->fn, d);
   for (int i = 0; i < info->nparams && e->out_index < 0; i++)
@@ -175,6 +179,18 @@ int hk__cuda_launch_rows(const hk_cuda_entry_t *e, struct hk_stream *st,
   kp[np++] = &n;
   kp[np++] = &rows;
   const unsigned grid_cap = (unsigned)hk__cuda.info.sm_count * 16u;
+  if (e->crow) {
+    /* a block of hk_abi_rows_lanes(n) threads a row (n alone picks it, so
+     * the bits never depend on the device), the blocks grid-stride: as
+     * many as fill every SM twice over with threads (2048 an SM), at most
+     * one a row */
+    const unsigned lanes = hk_abi_rows_lanes(n);
+    size_t cap = (size_t)hk__cuda.info.sm_count * (2u * 2048u / lanes);
+    unsigned blocks = (unsigned)(rows < cap ? rows : cap);
+    return launch_result(
+        e, hk__cuda.api.cuLaunchKernel(e->crow, blocks, 1, 1, lanes, 1, 1, 0,
+                                       st->s, kp, NULL));
+  }
   return launch_result(
       e, hk__cuda.api.cuLaunchKernel(e->fn, blocks_for(rows, grid_cap), 1, 1,
                                      HK_ABI_CUDA_BLOCK, 1, 1, 0, st->s, kp,

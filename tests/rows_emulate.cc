@@ -1,0 +1,294 @@
+/* rows_emulate.cc — a rows kernel's cooperative CUDA entry, run on the host
+ * (rows_emulate.sh builds it once per kernel file).
+ *
+ * A GPU is not needed to find most mistakes of a block-per-row "cuda" body
+ * (codegen/emit_rows.c) or of the row helpers (codegen/prelude.c): the
+ * generated CUDA (hk gen --target cuda), EMU_CU, is compiled as host C++
+ * with a fiber (ucontext) per thread of a block, all on one OS thread: a
+ * fiber runs until it reaches __syncthreads, and the next fiber starts
+ * only then, so each thread runs as far ahead of the others as a barrier
+ * lets it (a missing barrier shows as a wrong result, every time, in the
+ * same place). A warp shuffle passes values through a slot per thread
+ * between two barriers (the helpers call every shuffle with all threads
+ * of the block), __shared__ variables are statics (the blocks of a launch
+ * run one after another, gridDim 2 so that the rows stride), the bit casts
+ * are memcpy. A barrier that some threads of a block never reach is
+ * reported. Each instance's
+ * cooperative entry, hk_cuda_crow__NAME, with hk_abi_rows_lanes(n) threads,
+ * must give the bits of its body, hk_body__NAME from the same file, row by
+ * row (a NaN need only be a NaN), over row lengths that hit the bodies'
+ * paths (below 16 and 32, the tails of 16, more than one chunk of 1024,
+ * 32 to 1024 threads) and rows holding random values, a NaN, +inf, -inf,
+ * only -inf, and +inf with -inf; with y = x too for kernels (x, y).
+ * Out buffers end in a guard that must stay untouched.
+ *
+ * The kernels come from the build: EMU_XY(X) lists the bases of (x, y)
+ * kernels (softmax), EMU_LN(X) those of (x, weight, bias, y, mean, rstd,
+ * eps) kernels (layernorm), each as X(base); instances base_f32, base_f64.
+ * Compile with -ffp-contract=off, as the GPU code is (--fmad=false).
+ * Exit 0 when every instance agrees, else 1. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ucontext.h>
+
+#include <functional>
+#include <vector>
+
+#include "abi.h" /* hk_abi_rows_lanes */
+
+/* ---- CUDA on the host ---------------------------------------------------- */
+
+struct hk_emu_dim {
+  unsigned x, y, z;
+};
+static hk_emu_dim threadIdx, blockIdx, blockDim, gridDim;
+static ucontext_t emu_main, emu_fiber[HK_ABI_ROWS_LANES_MAX];
+static unsigned char emu_slot[HK_ABI_ROWS_LANES_MAX][8];
+
+/* Back to launch(), which resumes this thread once all have arrived. */
+static void __syncthreads(void) {
+  swapcontext(&emu_fiber[threadIdx.x], &emu_main);
+}
+
+/* v of thread src of the block, for every thread that calls it */
+template <typename T> static T emu_shfl(T v, unsigned src) {
+  static_assert(sizeof(T) <= sizeof emu_slot[0], "a shuffle's value");
+  memcpy(emu_slot[threadIdx.x], &v, sizeof v);
+  __syncthreads();
+  T r;
+  memcpy(&r, emu_slot[src], sizeof r);
+  __syncthreads();
+  return r;
+}
+template <typename T> static T __shfl_xor_sync(unsigned, T v, int mask) {
+  return emu_shfl(v, threadIdx.x ^ (unsigned)mask);
+}
+template <typename T> static T __shfl_sync(unsigned, T v, int lane) {
+  return emu_shfl(v, (threadIdx.x & ~31u) | (unsigned)lane);
+}
+
+template <typename To, typename From> static To emu_bits(From f) {
+  To t;
+  memcpy(&t, &f, sizeof t);
+  return t;
+}
+static inline __attribute__((unused)) unsigned __float_as_uint(float f) {
+  return emu_bits<unsigned>(f);
+}
+static inline __attribute__((unused)) float __uint_as_float(unsigned u) {
+  return emu_bits<float>(u);
+}
+static inline __attribute__((unused)) float __int_as_float(int i) {
+  return emu_bits<float>(i);
+}
+static inline __attribute__((unused)) long long __double_as_longlong(double d) {
+  return emu_bits<long long>(d);
+}
+static inline __attribute__((unused)) double __longlong_as_double(long long l) {
+  return emu_bits<double>(l);
+}
+
+/* the f16 conversions' PTX (never called here): nothing for the host's
+ * compiler to read */
+#define asm(...) ((void)0)
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+#define __launch_bounds__(n)
+
+#include EMU_CU
+
+/* ---- The checks ------------------------------------------------------------
+ */
+
+#ifndef EMU_XY
+#define EMU_XY(X)
+#endif
+#ifndef EMU_LN
+#define EMU_LN(X)
+#endif
+
+enum { GUARD = 16, PATTERNS = 6 };
+
+static int checks, failures;
+static uint64_t rng = 0x9E3779B97F4A7C15u;
+
+static double uniform(double lo, double hi) {
+  rng = rng * 6364136223846793005u + 1442695040888963407u;
+  return lo + (hi - lo) * (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static std::function<void()> emu_kernel;
+static unsigned emu_done[HK_ABI_ROWS_LANES_MAX];
+static int emu_stuck;
+
+static void emu_thread(void) {
+  emu_kernel();
+  emu_done[threadIdx.x] = 1;
+  /* uc_link returns to emu_main */
+}
+
+/* Runs f on the threads of each block of a launch of `blocks` blocks of
+ * `lanes` threads, the blocks one after another; in a block, the threads
+ * in turn up to their next barrier. 0, or -1 when a barrier was not
+ * reached by every thread (reported). */
+template <typename F> static int launch(unsigned blocks, unsigned lanes, F f) {
+  static std::vector<char> stacks;
+  const size_t stack = 64 * 1024;
+  stacks.resize(stack * lanes);
+  gridDim = {blocks, 1, 1};
+  blockDim = {lanes, 1, 1};
+  emu_kernel = f;
+  for (unsigned b = 0; b < blocks; b++) {
+    blockIdx = {b, 0, 0};
+    for (unsigned t = 0; t < lanes; t++) {
+      getcontext(&emu_fiber[t]);
+      emu_fiber[t].uc_stack.ss_sp = &stacks[t * stack];
+      emu_fiber[t].uc_stack.ss_size = stack;
+      emu_fiber[t].uc_link = &emu_main;
+      makecontext(&emu_fiber[t], emu_thread, 0);
+      emu_done[t] = 0;
+    }
+    for (;;) {
+      for (unsigned t = 0; t < lanes; t++) {
+        if (emu_done[t])
+          continue;
+        threadIdx = {t, 0, 0};
+        swapcontext(&emu_main, &emu_fiber[t]);
+      }
+      unsigned all = 0;
+      for (unsigned t = 0; t < lanes; t++)
+        all += emu_done[t];
+      if (all == lanes)
+        break;
+      if (all) { /* some ended while others wait at a barrier */
+        fprintf(stderr,
+                "FAIL: %u of %u threads ended while the others wait "
+                "at a barrier\n",
+                all, lanes);
+        emu_stuck = 1;
+        return -1;
+      }
+    }
+  }
+  return 0;
+}
+
+/* rows rows of n: row r by pattern r % PATTERNS; then the guard */
+template <typename T> static std::vector<T> rows_data(size_t rows, size_t n) {
+  std::vector<T> x(rows * n + GUARD);
+  for (size_t i = 0; i < rows * n; i++)
+    x[i] = (T)uniform(-8, 8);
+  for (size_t r = 0; r < rows && n; r++) {
+    T *row = &x[r * n];
+    size_t a = (size_t)uniform(0, (double)n), b = (size_t)uniform(0, (double)n);
+    switch (r % PATTERNS) {
+    case 1:
+      row[a] = (T)NAN;
+      break;
+    case 2:
+      row[a] = (T)INFINITY;
+      break;
+    case 3:
+      row[a] = (T)-INFINITY;
+      break;
+    case 4:
+      for (size_t c = 0; c < n; c++)
+        row[c] = (T)-INFINITY;
+      break;
+    case 5:
+      row[a] = (T)INFINITY, row[b] = (T)-INFINITY;
+      break;
+    default:
+      break;
+    }
+  }
+  for (size_t g = 0; g < GUARD; g++)
+    x[rows * n + g] = (T)(1000 + g);
+  return x;
+}
+
+/* want and got: the same bits or both NaN, elements [0, count); got's guard
+ * after count untouched (the value it was made with). */
+template <typename T>
+static void compare(const char *name, const char *what, size_t rows, size_t n,
+                    int inplace, const std::vector<T> &want,
+                    const std::vector<T> &got, size_t count) {
+  checks++;
+  for (size_t i = 0; i < count + GUARD; i++) {
+    T w = i < count ? want[i] : (T)(1000 + (i - count)), g = got[i];
+    if ((w != w && g != g) || !memcmp(&w, &g, sizeof w))
+      continue;
+    failures++;
+    fprintf(stderr,
+            "FAIL %s%s rows %zu n %zu: %s[%zu] is %.17g, the body gives "
+            "%.17g%s\n",
+            name, inplace ? " in place" : "", rows, n, what, i, (double)g,
+            (double)w, i >= count ? " (its guard)" : "");
+    return;
+  }
+}
+
+/* The guard that out buffers of count elements start with. */
+template <typename T> static std::vector<T> out_buf(size_t count) {
+  std::vector<T> y(count + GUARD, (T)0.5);
+  for (size_t g = 0; g < GUARD; g++)
+    y[count + g] = (T)(1000 + g);
+  return y;
+}
+
+static const size_t lengths[] = {0,  1,   15,   16,   17,   31,   32,  33,
+                                 64, 100, 1000, 1024, 1025, 2049, 4097};
+static const size_t nrows = 2 * PATTERNS;
+
+#define XY_CHECK(T, NAME)                                                      \
+  for (size_t n : lengths)                                                     \
+    for (int inplace = 0; inplace < 2; inplace++) {                            \
+      std::vector<T> x = rows_data<T>(nrows, n), want = out_buf<T>(nrows * n); \
+      std::vector<T> gx = x, got = out_buf<T>(nrows * n);                      \
+      T *wy = inplace ? x.data() : want.data();                                \
+      T *gy = inplace ? gx.data() : got.data();                                \
+      for (size_t r = 0; r < nrows; r++)                                       \
+        hk_body__##NAME(x.data() + r * n, wy + r * n, n, r);                   \
+      launch(2, hk_abi_rows_lanes(n),                                          \
+             [&] { hk_cuda_crow__##NAME(gx.data(), gy, n, nrows); });          \
+      compare(#NAME, "y", nrows, n, inplace, inplace ? x : want,               \
+              inplace ? gx : got, nrows *n);                                   \
+    }
+
+#define LN_CHECK(T, NAME)                                                      \
+  for (size_t n : lengths) {                                                   \
+    std::vector<T> x = rows_data<T>(nrows, n), w(n), b(n);                     \
+    for (size_t c = 0; c < n; c++)                                             \
+      w[c] = (T)(1 + 0.01 * (double)c), b[c] = (T)(0.1 * (double)(c % 7));     \
+    std::vector<T> y[2] = {out_buf<T>(nrows * n), out_buf<T>(nrows * n)};      \
+    std::vector<T> m[2] = {out_buf<T>(nrows), out_buf<T>(nrows)};              \
+    std::vector<T> s[2] = {out_buf<T>(nrows), out_buf<T>(nrows)};              \
+    const T eps = (T)1e-5;                                                     \
+    for (size_t r = 0; r < nrows; r++)                                         \
+      hk_body__##NAME(x.data() + r * n, w.data(), b.data(),                    \
+                      y[0].data() + r * n, m[0].data() + r, s[0].data() + r,   \
+                      eps, n, r);                                              \
+    launch(2, hk_abi_rows_lanes(n), [&] {                                      \
+      hk_cuda_crow__##NAME(x.data(), w.data(), b.data(), y[1].data(),          \
+                           m[1].data(), s[1].data(), eps, n, nrows);           \
+    });                                                                        \
+    compare(#NAME, "y", nrows, n, 0, y[0], y[1], nrows *n);                    \
+    compare(#NAME, "mean", nrows, n, 0, m[0], m[1], nrows);                    \
+    compare(#NAME, "rstd", nrows, n, 0, s[0], s[1], nrows);                    \
+  }
+
+#define XY_BOTH(base) XY_CHECK(float, base##_f32) XY_CHECK(double, base##_f64)
+#define LN_BOTH(base) LN_CHECK(float, base##_f32) LN_CHECK(double, base##_f64)
+
+int main(void) {
+  EMU_XY(XY_BOTH)
+  EMU_LN(LN_BOTH)
+  printf("rows_emulate: %d checks, %d failed\n", checks, failures);
+  return checks == 0 || failures != 0 || emu_stuck;
+}

@@ -1,0 +1,44 @@
+#!/bin/sh
+# rows_emulate.sh HK SOURCE_DIR BINARY_DIR — the block-per-row CUDA of the
+# rows kernels with a "cuda" body gives their bodies' bits, checked on the
+# host: `hk gen --target cuda` of each such kernel file, compiled as host
+# C++ into rows_emulate.cc (which says how it stands in for the GPU).
+# Needs a C++ compiler (c++, g++ or clang++); prints SKIPPED (exit 77)
+# without one.
+set -eu
+HK=$1
+SRC=$2
+BIN=$3
+cxx=
+for c in c++ g++ clang++; do
+  if command -v $c >/dev/null 2>&1; then cxx=$c; break; fi
+done
+[ -n "$cxx" ] || { echo "SKIPPED: no C++ compiler"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+# FILE, then the -D of its kernels' bases by signature (rows_emulate.cc)
+check() {
+  f=$1
+  shift
+  base=$(basename "$(dirname "$f")")_$(basename "$f" .json)
+  "$HK" gen "$SRC/$f" --target cuda -o "$tmp/$base.cu" ||
+    { echo "FAIL: hk gen --target cuda $f"; fail=1; return; }
+  if ! "$cxx" -std=c++17 -O1 -ffp-contract=off -fno-math-errno \
+      -I"$SRC/common" -I"$SRC/include" -I"$BIN/generated/include" \
+      -DEMU_CU="\"$tmp/$base.cu\"" "$@" "$SRC/tests/rows_emulate.cc" \
+      -o "$tmp/$base" 2>"$tmp/$base.log"; then
+    echo "FAIL: $f: the emulation does not compile:"
+    cat "$tmp/$base.log"
+    fail=1
+    return
+  fi
+  printf '%s: ' "$f"
+  "$tmp/$base" || { echo "FAIL: $f: the block per row differs"; fail=1; }
+}
+
+check stdlib_kernels/softmax.json '-DEMU_XY(X)=X(softmax) X(log_softmax)'
+check stdlib_kernels/layernorm.json '-DEMU_LN(X)=X(layernorm)'
+check plugins/layernorm.json '-DEMU_LN(X)=X(layernorm_rows)'
+exit $fail
