@@ -68,9 +68,10 @@ suite() {
 suite "gcc, Release" build-test "" \
   -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release -DHK_CUDA_ARCHS=80
 # gen_compile checks the generated source with the compilers (gcc, clang,
-# tcc, nvcc), test_nvrtc with NVRTC (most of its time is NVRTC's own): the
-# first suite runs them; nothing of them runs under sanitizers.
-exclude="^(gen_compile|test_nvrtc)$"
+# tcc, nvcc), test_nvrtc with NVRTC (most of its time is NVRTC's own),
+# rows_emulate runs generated CUDA as host C++: the first suite runs them;
+# nothing of them runs under sanitizers.
+exclude="^(gen_compile|test_nvrtc|rows_emulate)$"
 suite "clang, AddressSanitizer + UndefinedBehaviorSanitizer" build-asan "" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
   -DHK_SANITIZE=address,undefined -DHK_CUDA=OFF
