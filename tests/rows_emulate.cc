@@ -20,7 +20,8 @@
  * paths (below 16 and 32, the tails of 16, more than one chunk of 1024,
  * 32 to 1024 threads) and rows holding random values, a NaN, +inf, -inf,
  * only -inf, and +inf with -inf; with y = x too for kernels (x, y).
- * Out buffers end in a guard that must stay untouched.
+ * Out buffers end in a guard that must stay untouched. With EMU_WROW, the
+ * axis reductions' warp-per-row kernels instead (the checks say what).
  *
  * The kernels come from the build: EMU_XY(X) lists the bases of (x, y)
  * kernels (softmax), EMU_LN(X) those of (x, weight, bias, y, mean, rstd,
@@ -69,6 +70,21 @@ template <typename T> static T __shfl_xor_sync(unsigned, T v, int mask) {
 }
 template <typename T> static T __shfl_sync(unsigned, T v, int lane) {
   return emu_shfl(v, (threadIdx.x & ~31u) | (unsigned)lane);
+}
+
+/* (the warp-per-row reductions, run with blocks of one warp: a warp's
+ * barrier is the block's) */
+template <typename T> static T __shfl_down_sync(unsigned, T v, unsigned d) {
+  const unsigned l = threadIdx.x & 31u;
+  return emu_shfl(v, l + d < 32 ? threadIdx.x + d : threadIdx.x);
+}
+static void __syncwarp(unsigned = 0xffffffffu) {
+  if (blockDim.x != 32) {
+    fprintf(stderr, "__syncwarp in a block of %u threads: the emulation "
+                    "takes blocks of one warp\n", blockDim.x);
+    abort();
+  }
+  __syncthreads();
 }
 
 template <typename To, typename From> static To emu_bits(From f) {
@@ -283,12 +299,119 @@ static const size_t nrows = 2 * PATTERNS;
     compare(#NAME, "rstd", nrows, n, 0, s[0], s[1], nrows);                    \
   }
 
+/* ---- axis reductions, a warp per row (codegen/emit_cuda.c) ----------------
+ * hk_cuda_wrow__NAME over rows of m, in blocks of one warp, 3 of them (the
+ * warps' stride), so that a warp takes rows in pairs and then, for some
+ * row counts, a last one alone: its sums (f32, f64: scalar accumulators,
+ * combined by shuffles) must give the bits of the warp tree's model
+ * below; an i32 sum into i64 the exact sum; argmax (a struct accumulator,
+ * combined in shared memory) the first index of the maximum, or of the
+ * first NaN. */
+#ifdef EMU_WROW
+/* lane l adds elements l + 32 t into accumulator t % 4 (four a step while
+ * a whole step fits, then up to three more), (a0 + a1) + (a2 + a3), then
+ * lane l < w takes lane l + w's value at w = 16, 8, 4, 2, 1 */
+template <typename T> static T wrow_model(const T *x, size_t m) {
+  T v[32];
+  for (size_t l = 0; l < 32; l++) {
+    T a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    size_t i = l;
+    for (; i + 96 < m; i += 128) {
+      a0 += x[i];
+      a1 += x[i + 32];
+      a2 += x[i + 64];
+      a3 += x[i + 96];
+    }
+    if (i < m)
+      a0 += x[i];
+    if (i + 32 < m)
+      a1 += x[i + 32];
+    if (i + 64 < m)
+      a2 += x[i + 64];
+    v[l] = (a0 + a1) + (a2 + a3);
+  }
+  for (size_t w = 16; w > 0; w >>= 1)
+    for (size_t l = 0; l < w; l++)
+      v[l] = v[l] + v[l + w];
+  return v[0];
+}
+
+static int64_t argmax_ref(const float *x, size_t m) {
+  int64_t best = -1;
+  for (size_t i = 0; i < m; i++) {
+    if (x[i] != x[i])
+      return (int64_t)i;
+    if (best < 0 || x[i] > x[best])
+      best = (int64_t)i;
+  }
+  return best;
+}
+
+static const size_t wrow_rows[] = {1, 2, 6, 7, 11};
+static const size_t wrow_lengths[] = {0, 1, 3, 31, 32, 33, 64, 97, 128, 129, 1000};
+
+template <typename T> static std::vector<T> wrow_data(size_t count) {
+  std::vector<T> x(count);
+  for (size_t i = 0; i < count; i++) /* many binades: sums round */
+    x[i] = (T)(uniform(-1, 1) * ldexp(1.0, (int)uniform(-20, 20)));
+  return x;
+}
+
+#define WROW_SUM_CHECK(T, NAME)                                                \
+  for (size_t rows : wrow_rows)                                                \
+    for (size_t m : wrow_lengths) {                                            \
+      std::vector<T> x = wrow_data<T>(rows * m), want = out_buf<T>(rows);      \
+      std::vector<T> got = out_buf<T>(rows);                                   \
+      for (size_t r = 0; r < rows; r++)                                        \
+        want[r] = wrow_model(x.data() + r * m, m);                             \
+      launch(3, 32,                                                            \
+             [&] { hk_cuda_wrow__##NAME(x.data(), got.data(), m, rows); });    \
+      compare(#NAME, "out", rows, m, 0, want, got, rows);                      \
+    }
+
+static void wrow_checks(void) {
+  WROW_SUM_CHECK(float, sum_f32)
+  WROW_SUM_CHECK(double, sum_f64)
+  for (size_t rows : wrow_rows)
+    for (size_t m : wrow_lengths) {
+      std::vector<int32_t> xi(rows * m);
+      std::vector<float> xf = wrow_data<float>(rows * m);
+      std::vector<int64_t> want = out_buf<int64_t>(rows), got = want;
+      std::vector<int64_t> wa = out_buf<int64_t>(rows), ga = wa;
+      for (size_t i = 0; i < rows * m; i++) {
+        xi[i] = (int32_t)uniform(-2147483648.0, 2147483647.0);
+        if (i % 7 == 3) /* ties for the first of equal maxima */
+          xf[i] = 0.5f;
+      }
+      for (size_t r = 0; r < rows && m > 2; r += 3)
+        xf[r * m + m / 2] = NAN; /* every third row: the first NaN */
+      for (size_t r = 0; r < rows; r++) {
+        int64_t sum = 0;
+        for (size_t c = 0; c < m; c++)
+          sum += xi[r * m + c];
+        want[r] = sum;
+        wa[r] = argmax_ref(xf.data() + r * m, m);
+      }
+      launch(3, 32,
+             [&] { hk_cuda_wrow__sum_i32(xi.data(), got.data(), m, rows); });
+      compare("sum_i32", "out", rows, m, 0, want, got, rows);
+      launch(3, 32,
+             [&] { hk_cuda_wrow__argmax_f32(xf.data(), ga.data(), m, rows); });
+      compare("argmax_f32", "out", rows, m, 0, wa, ga, rows);
+    }
+}
+#define EMU_WROW_CHECKS() wrow_checks()
+#else
+#define EMU_WROW_CHECKS()
+#endif
+
 #define XY_BOTH(base) XY_CHECK(float, base##_f32) XY_CHECK(double, base##_f64)
 #define LN_BOTH(base) LN_CHECK(float, base##_f32) LN_CHECK(double, base##_f64)
 
 int main(void) {
   EMU_XY(XY_BOTH)
   EMU_LN(LN_BOTH)
+  EMU_WROW_CHECKS();
   printf("rows_emulate: %d checks, %d failed\n", checks, failures);
   return checks == 0 || failures != 0 || emu_stuck;
 }

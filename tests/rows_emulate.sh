@@ -1,7 +1,7 @@
 #!/bin/sh
 # rows_emulate.sh HK SOURCE_DIR BINARY_DIR — the block-per-row CUDA of the
-# rows kernels with a "cuda" body gives their bodies' bits, checked on the
-# host: `hk gen --target cuda` of each such kernel file, compiled as host
+# rows kernels with a "cuda" body gives their bodies' bits, and the axis
+# reductions' warp-per-row CUDA its tree's, checked on the host: `hk gen --target cuda` of each such kernel file, compiled as host
 # C++ into rows_emulate.cc (which says how it stands in for the GPU).
 # Needs a C++ compiler (c++, g++ or clang++); prints SKIPPED (exit 77)
 # without one.
@@ -41,4 +41,5 @@ check() {
 check stdlib_kernels/softmax.json '-DEMU_XY(X)=X(softmax) X(log_softmax)'
 check stdlib_kernels/layernorm.json '-DEMU_LN(X)=X(layernorm)'
 check plugins/layernorm.json '-DEMU_LN(X)=X(layernorm_rows)'
+check stdlib_kernels/reductions.json -DEMU_WROW
 exit $fail
