@@ -21,7 +21,8 @@
  * 32 to 1024 threads) and rows holding random values, a NaN, +inf, -inf,
  * only -inf, and +inf with -inf; with y = x too for kernels (x, y).
  * Out buffers end in a guard that must stay untouched. With EMU_WROW, the
- * axis reductions' warp-per-row kernels instead (the checks say what).
+ * axis reductions' warp-per-row kernels instead, with EMU_COPY the stdlib's
+ * strided copies (the checks say what).
  *
  * The kernels come from the build: EMU_XY(X) lists the bases of (x, y)
  * kernels (softmax), EMU_LN(X) those of (x, weight, bias, y, mean, rstd,
@@ -36,6 +37,7 @@
 
 #include <ucontext.h>
 
+#include <algorithm>
 #include <functional>
 #include <vector>
 
@@ -107,6 +109,14 @@ static inline __attribute__((unused)) long long __double_as_longlong(double d) {
 static inline __attribute__((unused)) double __longlong_as_double(long long l) {
   return emu_bits<double>(l);
 }
+static inline __attribute__((unused)) unsigned __umulhi(unsigned a,
+                                                        unsigned b) {
+  return (unsigned)(((unsigned long long)a * b) >> 32);
+}
+static inline __attribute__((unused)) unsigned long long
+__umul64hi(unsigned long long a, unsigned long long b) {
+  return (unsigned long long)(((unsigned __int128)a * b) >> 64);
+}
 
 /* the f16 conversions' PTX (never called here): nothing for the host's
  * compiler to read */
@@ -115,7 +125,7 @@ static inline __attribute__((unused)) double __longlong_as_double(long long l) {
 #define __device__
 #define __forceinline__ inline
 #define __shared__ static
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 
 #include EMU_CU
 
@@ -405,6 +415,113 @@ static void wrow_checks(void) {
 #define EMU_WROW_CHECKS()
 #endif
 
+/* ---- the stdlib's strided copies (codegen/emit_cuda.c, copy_kernels) -------
+ * hk_cuda_copy_4 (64-bit division) and hk_cuda_copy32_4 (the magic numbers
+ * of common/abi.h's hk_abi_cuda_divider, as core/cuda/launch.c computes
+ * them) over views of 1 to 4 axes (reversed, transposed, sliced, length-1
+ * axes, sizes that are not powers of two), 3 blocks of 32 threads striding
+ * over the elements: a gather must give the view's elements in C order,
+ * and a scatter must write them back and nothing between them. EMU_COPY
+ * takes a stdlib-mode file (hk-gen), which holds the copy kernels. */
+#ifdef EMU_COPY
+struct copy_view {
+  int nd;
+  long long shape[4], st[4];
+};
+
+/* The offset of element i (C order) of view v from its element 0. */
+static long long view_offset(const copy_view &v, long long i) {
+  long long off = 0;
+  for (int d = v.nd - 1; d >= 0; d--) {
+    off += (i % v.shape[d]) * v.st[d];
+    i /= v.shape[d];
+  }
+  return off;
+}
+
+static void copy_checks(void) {
+  static const copy_view views[] = {
+      {1, {37}, {1}},
+      {1, {50}, {-3}},
+      {2, {33, 65}, {1, 33}},          /* x.T */
+      {2, {7, 300}, {600, 2}},         /* rows and columns sliced */
+      {2, {40, 50}, {-50, 1}},         /* rows reversed */
+      {3, {3, 1, 17}, {34, 99, 1}},    /* a length-1 axis */
+      {3, {4, 33, 65}, {2145, 1, 33}}, /* a batch of transposes */
+      {4, {2, 3, 4, 5}, {1, 2, 6, 24}},
+      {4, {3, 5, 7, 9}, {-315, 63, -9, 1}},
+  };
+  for (const copy_view &v : views) {
+    long long n = 1, lo = 0, hi = 0;
+    for (int d = 0; d < v.nd; d++) {
+      n *= v.shape[d];
+      const long long reach = (v.shape[d] - 1) * v.st[d];
+      if (reach < 0)
+        lo += reach;
+      else
+        hi += reach;
+    }
+    hk_cuda_strided g;
+    memset(&g, 0, sizeof g);
+    g.nd = v.nd;
+    for (int d = 0; d < v.nd; d++) {
+      g.shape[d] = v.shape[d];
+      g.st[d] = v.st[d];
+      unsigned sh;
+      g.magic[d] = (unsigned)hk_abi_cuda_divider((uint64_t)v.shape[d], 32, &sh);
+      g.shift[d] = sh;
+    }
+    const size_t span = (size_t)(hi - lo + 1);
+    std::vector<unsigned> base(span + 2 * GUARD), run(n + GUARD);
+    for (size_t i = 0; i < base.size(); i++)
+      base[i] = 0x10000000u + (unsigned)i;
+    unsigned *at0 = base.data() + GUARD - lo; /* the view's element 0 */
+    std::vector<unsigned> want(n + GUARD);
+    for (long long i = 0; i < n; i++)
+      want[i] = at0[view_offset(v, i)];
+    for (int k = 0; k < GUARD; k++)
+      want[n + k] = 0xA5A5A5A5u;
+    for (int wide = 0; wide < 2; wide++) {
+      const char *name = wide ? "hk_cuda_copy_4" : "hk_cuda_copy32_4";
+      /* gather: the run from the view */
+      std::fill(run.begin(), run.end(), 0xA5A5A5A5u);
+      launch(3, 32, [&] {
+        if (wide)
+          hk_cuda_copy_4(at0, run.data(), g, 0, (size_t)n);
+        else
+          hk_cuda_copy32_4(at0, run.data(), g, 0, (unsigned)n);
+      });
+      checks++;
+      if (run != want) {
+        failures++;
+        fprintf(stderr, "FAIL %s gather, a view of %d axes: wrong run\n",
+                name, v.nd);
+      }
+      /* scatter: the run (want, the view's elements) into a blank view */
+      std::vector<unsigned> back(base.size(), 0u);
+      unsigned *b0 = back.data() + GUARD - lo;
+      launch(3, 32, [&] {
+        if (wide)
+          hk_cuda_copy_4(want.data(), b0, g, 1, (size_t)n);
+        else
+          hk_cuda_copy32_4(want.data(), b0, g, 1, (unsigned)n);
+      });
+      std::vector<unsigned> wback(base.size(), 0u);
+      for (long long i = 0; i < n; i++)
+        wback[GUARD - lo + view_offset(v, i)] = want[i];
+      checks++;
+      if (back != wback) {
+        failures++;
+        fprintf(stderr, "FAIL %s scatter, a view of %d axes\n", name, v.nd);
+      }
+    }
+  }
+}
+#define EMU_COPY_CHECKS() copy_checks()
+#else
+#define EMU_COPY_CHECKS()
+#endif
+
 #define XY_BOTH(base) XY_CHECK(float, base##_f32) XY_CHECK(double, base##_f64)
 #define LN_BOTH(base) LN_CHECK(float, base##_f32) LN_CHECK(double, base##_f64)
 
@@ -412,6 +529,7 @@ int main(void) {
   EMU_XY(XY_BOTH)
   EMU_LN(LN_BOTH)
   EMU_WROW_CHECKS();
+  EMU_COPY_CHECKS();
   printf("rows_emulate: %d checks, %d failed\n", checks, failures);
   return checks == 0 || failures != 0 || emu_stuck;
 }
