@@ -33,7 +33,8 @@
 
 /* A strided view for the stdlib's copy kernels (struct hk_cuda_strided in
  * the generated CUDA, codegen/emit_cuda.c: the same layout). magic and
- * shift divide by shape[d] in the 32-bit kernels (launch.c, divider). */
+ * shift divide by shape[d] in the 32-bit kernels (abi.h,
+ * hk_abi_cuda_divider with 32 bits; launch.c). */
 typedef struct hk_cuda_strided {
   long long nd;
   long long shape[HK_MAX_DIMS];

@@ -475,21 +475,6 @@ static int collapse(int nd, const int64_t *shape, const int64_t *st,
   return k;
 }
 
-/* The magic number and shift that divide by d (1 <= d <= INT32_MAX) any
- * n <= INT32_MAX: n / d == (umulhi(n, magic) + n) >> shift, where shift =
- * ceil(log2 d) and magic = floor(2^32 (2^shift - d) / d) + 1, which fits in
- * 32 bits (Granlund and Montgomery's round-up method, as PyTorch's
- * IntDivider; umulhi(n, magic) <= n, so the sum stays below 2^32). */
-static void divider(uint32_t d, unsigned *magic, unsigned *shift) {
-  HK_ASSERT(d >= 1 && d <= INT32_MAX);
-  unsigned s = 0;
-  while (((uint64_t)1 << s) < d) s++;
-  uint64_t m = ((uint64_t)1 << 32) * (((uint64_t)1 << s) - d) / d + 1;
-  HK_ASSERT(m <= UINT32_MAX);
-  *magic = (unsigned)m;
-  *shift = s;
-}
-
 /* 1 when the collapsed view (nd axes of cs, cst) is a batch of transposes
  * that the tiled kernel moves faster: two or three axes, unit stride (either
  * sign) on the next-to-last, another stride on the last (not 0: a
@@ -574,8 +559,16 @@ int hk__cuda_copy_strided(void *dst, const void *src, size_t es, int nd,
     }
     int small = n <= INT32_MAX && hk__cuda.copy32[which];
     if (small)
-      for (int d = 0; d < cn; d++)
-        divider((uint32_t)cs[d], &g.magic[d], &g.shift[d]);
+      for (int d = 0; d < cn; d++) {
+        /* i / cs[d] == (umulhi(i, magic) + i) >> shift for i <= INT32_MAX:
+         * the N-D entries' 32-bit divider (abi.h), whose magic fits in 32
+         * bits there */
+        HK_ASSERT(cs[d] >= 1 && cs[d] <= INT32_MAX);
+        const uint64_t m =
+            hk_abi_cuda_divider((uint64_t)cs[d], 32, &g.shift[d]);
+        HK_ASSERT(m <= UINT32_MAX);
+        g.magic[d] = (unsigned)m;
+      }
     f = small ? hk__cuda.copy32[which] : hk__cuda.copy[which];
     grid[0] = blocks_for(n, (unsigned)hk__cuda.info.sm_count * 16u);
     void *a[] = {(void *)&src, &dst, &g, (void *)&scat,
