@@ -7,10 +7,16 @@
  * prelude (codegen/prelude.c, through the generated hkmath_text.c), and
  * #included by the tests and tools/mathcheck.c. One text, compiled with
  * contraction off everywhere (common/abi.h, --fmad=false), gives the same
- * bits on every tier: only +, -, *, / and sqrt, all correctly rounded, and
- * integer bit manipulation; no libm call but sqrt (correctly rounded
- * everywhere). Double pow carries y log|x| in double-double (Dekker's
- * exact products: no FMA needed).
+ * bits on every tier: only +, -, *, /, sqrt and fmaf, all correctly
+ * rounded, and integer bit manipulation. The float functions' polynomials
+ * and reductions are written as explicit fused multiply-adds (fmaf: one
+ * rounding), which are one instruction on x86-64-v3 and up, aarch64 and
+ * CUDA, and glibc's fmaf elsewhere (correctly rounded too, so the same
+ * bits, but a call: about 10 times slower, and a loop calling it stays
+ * scalar; core/symbols.c and hk build compile a copy for FMA CPUs, the
+ * stdlib has its x86-64-v3 and v4 variants). The double functions use
+ * none (double pow carries y log|x| in double-double with Dekker's exact
+ * products).
  *
  * Written to vectorise, even under plain SSE2: no branches (both sides are
  * computed and selected on the bits, hkm_sel), no calls, no float-to-int
@@ -31,8 +37,8 @@
  * The includer defines: HKM_FN (the functions' qualifiers), HKM_TABLE (a
  * constant table's: static const, and __device__ for CUDA), uint32_t,
  * int32_t, uint64_t, int64_t, hk_f2u/hk_u2f and hk_d2u/hk_u2d (bit casts),
- * sqrt and sqrtf (called as (sqrt)(x): the preludes make them macros
- * too). Signed >> is arithmetic on every compiler hk uses.
+ * sqrt, sqrtf and fmaf (called as (sqrt)(x): the preludes make them
+ * macros too). Signed >> is arithmetic on every compiler hk uses.
  */
 
 /* ---- float ------------------------------------------------------------- */
@@ -67,52 +73,48 @@ HKM_FN float hkm_copysignf(float x, float s)
     return hk_u2f((hk_f2u(x) & 0x7fffffffu) | (hk_f2u(s) & 0x80000000u));
 }
 
-/* x = n ln2 + h + *l: h exact (ln2's first 9 bits times n), *l the rest
- * of n ln2, small. */
-HKM_FN float hkm_expf_reduce(float x, int32_t *n, float *l)
+/* x = n ln2 + h + n lo: h exact (ln2's first 9 bits times n: the fused
+ * multiply-add rounds nothing), lo = 2.12194440e-4 the rest of ln2 (with
+ * the sign that adds it). */
+HKM_FN float hkm_expf_reduce(float x, int32_t *n, float *nf)
 {
-    const float t = x * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23 */
-    const float nf = t - 12582912.0f;
+    const float t = (fmaf)(x, 1.44269504088896341f, 12582912.0f); /* 1.5 * 2^23 */
+    *nf = t - 12582912.0f;
     *n = (int32_t)(hk_f2u(t) - 0x4b400000u);
-    *l = nf * 2.12194440e-4f;
-    return x - nf * 0.693359375f;
+    return (fmaf)(*nf, -0.693359375f, x);
 }
 
-/* (e^r - 1 - r) / r^2 for |r| <= ln2/2 (minimax). */
+/* (e^r - 1 - r) / r^2 for |r| <= ln2/2 (minimax), by Horner's rule in
+ * fused multiply-adds. */
 HKM_FN float hkm_expf_poly(float r)
 {
-    return 4.999999404e-01f +
-           r * (1.666652113e-01f +
-                r * (4.166838899e-02f + r * (8.368710056e-03f + r * 1.381461043e-03f)));
+    float p = (fmaf)(r, 1.381461043e-03f, 8.368710056e-03f);
+    p = (fmaf)(r, p, 4.166838899e-02f);
+    p = (fmaf)(r, p, 1.666652113e-01f);
+    return (fmaf)(r, p, 4.999999404e-01f);
 }
 
 /* e^x = 2^n (1 + q) for x in [-104, 88.8] (NaN gives a NaN q): x = n ln2
- * + r, |r| <= ln2/2, q = e^r - 1 = r + r^2 P(r) (minimax, relative error
- * 4e-9), with r's rounding error added back (e^(r + c) = e^r (1 + c) to
- * first order), so that q is good to 0.5 ulp: the callers divide by it or
- * add to it without rounding e^x first. */
+ * + r, |r| <= ln2/2, r rounded once (n ln2's first 9 bits exact, the rest
+ * by a fused multiply-add), q = e^r - 1 = r + r^2 P(r) (minimax, relative
+ * error 4e-9). */
 HKM_FN float hkm_expf_q(float x, int32_t *n)
 {
-    /* r = h + l rounded, c its error (Fast2Sum, as |h| >= |l|) */
-    float l;
-    const float h = hkm_expf_reduce(x, n, &l);
-    const float r = h + l;
-    const float c = (h - r) + l;
-    return r + (r * r * hkm_expf_poly(r) + c * (1.0f + r));
+    float nf;
+    const float h = hkm_expf_reduce(x, n, &nf);
+    const float r = (fmaf)(nf, 2.12194440e-4f, h);
+    return (fmaf)(r * r, hkm_expf_poly(r), r);
 }
 
-/* e^x: as hkm_expf_q but for r's rounding error, which e^x itself need
- * not carry (every input within 0.989 ulp; with it 0.843, at 12 % more
- * time); 2^n in two factors, each normal, so that a subnormal result
- * rounds once. A NaN stays NaN through the clamps and q. */
+/* e^x (every input within 1.014 ulp): 2^n in two factors, each normal, so
+ * that a subnormal result rounds once. A NaN stays NaN through the clamps
+ * and q. */
 HKM_FN float hkm_expf_r(float x)
 {
     float xc = hkm_self(x > 88.8f, 88.8f, x);
     xc = hkm_self(xc < -104.0f, -104.0f, xc);
     int32_t n;
-    float l;
-    const float r = hkm_expf_reduce(xc, &n, &l) + l;
-    const float q = r + r * r * hkm_expf_poly(r);
+    const float q = hkm_expf_q(xc, &n);
     const int32_t n1 = n >> 1;
     return (1.0f + q) * hkm_pow2f(n1) * hkm_pow2f(n - n1);
 }
@@ -128,15 +130,14 @@ HKM_FN float hkm_logf_r(float x)
     const float f = hk_u2f((u & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
     const float kf = (float)k;
     const float z = f * f;
-    const float p =
-        3.333333135e-01f +
-        f * (-2.500082254e-01f +
-             f * (2.000122666e-01f +
-                  f * (-1.662335694e-01f +
-                       f * (1.420176178e-01f +
-                            f * (-1.316019446e-01f +
-                                 f * (1.276154965e-01f + f * -7.634429634e-02f))))));
-    float y = f * z * p + kf * -2.12194440e-4f;
+    float p = (fmaf)(f, -7.634429634e-02f, 1.276154965e-01f);
+    p = (fmaf)(f, p, -1.316019446e-01f);
+    p = (fmaf)(f, p, 1.420176178e-01f);
+    p = (fmaf)(f, p, -1.662335694e-01f);
+    p = (fmaf)(f, p, 2.000122666e-01f);
+    p = (fmaf)(f, p, -2.500082254e-01f);
+    p = (fmaf)(f, p, 3.333333135e-01f);
+    float y = (fmaf)(f * z, p, kf * -2.12194440e-4f);
     y = y - 0.5f * z;
     float l = (f + y) + kf * 0.693359375f;
     l = hkm_self(x == HKM_INFF, x, l);
@@ -152,36 +153,38 @@ HKM_FN float hkm_tanhf_r(float x)
 {
     const float a = hkm_copysignf(x, 1.0f);
     const float z = a * a;
-    const float p =
-        -3.333328068e-01f +
-        z * (1.333144158e-01f +
-             z * (-5.373971164e-02f + z * (2.063907869e-02f + z * -5.704978481e-03f)));
+    float p = (fmaf)(z, -5.704978481e-03f, 2.063907869e-02f);
+    p = (fmaf)(z, p, -5.373971164e-02f);
+    p = (fmaf)(z, p, 1.333144158e-01f);
+    p = (fmaf)(z, p, -3.333328068e-01f);
     int32_t n;
     const float q = hkm_expf_q(hkm_self(a > 9.1f, 18.2f, a + a), &n);
     const float s = hkm_pow2f(n);
-    const float big = 1.0f - 2.0f / ((s + 1.0f) + s * q);
-    return hkm_copysignf(hkm_self(a < 0.625f, a + a * z * p, big), x);
+    const float big = 1.0f - 2.0f / (fmaf)(s, q, s + 1.0f);
+    return hkm_copysignf(hkm_self(a < 0.625f, (fmaf)(a * z, p, a), big), x);
 }
 
 /* 1 / (1 + e^-x), as e^x / (1 + e^x) below 0, with e^-|x| = s (1 + q):
- * t = u / d rounded, u = 1 or s + s q, d = (1 + s) + s q; the roundings of
- * u and d (exact, Fast2Sum) corrected to first order, 1 / d being t or 1 - t.
- * Plain float, each step rounded, costs up to 2.1 ulp (where the result
- * sits at the bottom of a binade and e^-|x| or 1 + e^-|x| near the top). */
+ * t = u / d rounded, u = 1 or e = s + s q, d = (1 + s) + s q, each one
+ * fused multiply-add; their rounding errors (el, dl: Sterbenz makes s - e
+ * and (1 + s) - d exact) corrected to first order, 1 / d being t or 1 - t.
+ * Without the correction: up to 2.25 ulp (where the result sits at the
+ * bottom of a binade and e or d near the top of theirs). */
 HKM_FN float hkm_sigmoidf_r(float x)
 {
     const float a = hkm_copysignf(x, 1.0f);
     int32_t n;
     const float q = hkm_expf_q(hkm_self(a > 104.0f, -104.0f, -a), &n);
     const int32_t n1 = n >> 1;
-    const float s1 = hkm_pow2f(n1), s2 = hkm_pow2f(n - n1);
-    const float s = s1 * s2, sq = q * s1 * s2;
+    const float s = hkm_pow2f(n1) * hkm_pow2f(n - n1);
     const int32_t pos = x >= 0.0f;
-    const float u = s + sq, ul = hkm_self(pos, 0.0f, (s - u) + sq);
+    const float e = (fmaf)(s, q, s);
+    const float el = hkm_self(pos, 0.0f, (fmaf)(s, q, s - e));
     const float one_s = 1.0f + s;
-    const float d = one_s + sq, dl = (one_s - d) + sq;
-    const float t = hkm_self(pos, 1.0f, u) / d;
-    return t + (ul - t * dl) * hkm_self(pos, t, 1.0f - t);
+    const float d = (fmaf)(s, q, one_s);
+    const float dl = (fmaf)(s, q, one_s - d);
+    const float t = hkm_self(pos, 1.0f, e) / d;
+    return (fmaf)((fmaf)(-t, dl, el), hkm_self(pos, t, 1.0f - t), t);
 }
 
 HKM_FN float hkm_rsqrtf_r(float x)

@@ -59,7 +59,8 @@ static inline int hk__run(const hk_entry_t *e, void *const *args, size_t n) {
 
 /* ---- The stdlib's instruction-set variants ---------------------------------
  * With HK_STDLIB_ISA (CMake), hk_stdlib.c is compiled once per variant: for
- * baseline x86-64, x86-64-v3 (AVX2, FMA: unused, contraction is off),
+ * baseline x86-64, x86-64-v3 (AVX2, FMA: contraction is off, hkmath.h
+ * calls fmaf explicitly),
  * x86-64-v4 (AVX-512) and x86-64-v4 with Ice Lake's AVX-512 additions
  * (what tier opt's -march=native uses on Ice Lake, Sapphire Rapids, Zen 4:
  * byte permutes make bool and bf16 loops up to 1.3x faster). Every public

@@ -21,15 +21,44 @@ static int64_t tcc_fixsfdi(float f) { return (int64_t)f; }
 static int64_t tcc_fixdfdi(double f) { return (int64_t)f; }
 static int64_t tcc_fixxfdi(long double f) { return (int64_t)f; }
 
+/* common/hkmath.h's functions for tcc (codegen/prelude.c), compiled here
+ * with the kernel's rounding (-ffp-contract=off). Its fused multiply-adds
+ * are instructions where the CPU has FMA and glibc's fmaf/fma (correctly
+ * rounded too: the same bits, 4 times slower) where it has not: on x86-64
+ * each function is compiled twice, with FMA and without, and the loader
+ * picks one by the CPU (an ifunc). */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define HKM_CLONES __attribute__((target_clones("fma", "default")))
+#endif
+#endif
+#ifndef HKM_CLONES
+#define HKM_CLONES
+#endif
+#define HKM_WRAP(n)                                                       \
+  HKM_CLONES static double jit_##n(double x) { return hk_##n(x); }        \
+  HKM_CLONES static float jit_##n##f(float x) { return hk_##n##f(x); }
+#define HKM_WRAP2(n)                                                      \
+  HKM_CLONES static double jit_##n(double x, double y) {                 \
+    return hk_##n(x, y);                                                  \
+  }                                                                       \
+  HKM_CLONES static float jit_##n##f(float x, float y) {                 \
+    return hk_##n##f(x, y);                                               \
+  }
+HKM_WRAP(exp) HKM_WRAP(expm1) HKM_WRAP(log) HKM_WRAP(log1p) HKM_WRAP(tanh)
+HKM_WRAP(erf) HKM_WRAP(sin) HKM_WRAP(cos) HKM_WRAP2(pow) HKM_WRAP(rsqrt)
+HKM_WRAP(sigmoid)
+#undef HKM_WRAP
+#undef HKM_WRAP2
+
 #define ENTRY(name, sig) {#name, (void *)name}, {#name "f", (void *)name##f},
 static const hk_symbol_t table[] = {
     HKC_MATH_LIBM(ENTRY)
     {"memcpy", (void *)memcpy},
     {"memset", (void *)memset},
     {"memmove", (void *)memmove},
-    /* common/hkmath.h, compiled here with the kernel's rounding
-     * (-ffp-contract=off): what tcc calls (codegen/prelude.c) */
-#define HKM_ENTRY(n) {"hk_" #n, (void *)hk_##n}, {"hk_" #n "f", (void *)hk_##n##f},
+    /* common/hkmath.h (above): what tcc calls */
+#define HKM_ENTRY(n) {"hk_" #n, (void *)jit_##n}, {"hk_" #n "f", (void *)jit_##n##f},
     HKC_MATH_HKMATH(HKM_ENTRY)
 #undef HKM_ENTRY
     {"__floatundisf", (void *)tcc_floatundisf},
