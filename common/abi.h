@@ -56,6 +56,10 @@
 #define HK_ABI_RANGE "hk_range__"         /* hk_range_fn */
 #define HK_ABI_MERGE "hk_merge__"         /* hk_merge_fn, reductions */
 #define HK_ABI_LENS "hk_lens__"           /* hk_lens_fn */
+/* hk build's portable plugins on x86-64 also hold each entry point
+ * compiled for x86-64-v3, named with this suffix (HK_ABI_RANGE "NAME"
+ * HK_ABI_V3_SUFFIX), which the loader prefers on CPUs that have it. */
+#define HK_ABI_V3_SUFFIX "__v3"
 #define HK_ABI_CUDA_PART "hk_cuda_part__" /* a reduction's per-block part */
 #define HK_ABI_CUDA_MERGE "hk_cuda_merge__" /* a reduction's merge kernel */
 #define HK_ABI_CUDA_ROWS_WARP "hk_cuda_wrow__" /* a reduction, a warp a row */

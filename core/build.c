@@ -239,6 +239,81 @@ int hk__build_check(const hkc_file *f, hku_diags *d) {
   return rc;
 }
 
+#if defined(__x86_64__)
+/* A portable plugin (hk build without --native) is built for baseline
+ * x86-64, where hkmath.h's fused multiply-adds are libm calls (the same
+ * bits, about 10 times slower: a loop calling them stays scalar) and
+ * vectors are 128 bits. So its kernels are compiled twice into the one
+ * object: as they are, and a copy for x86-64-v3 (AVX2, FMA) whose entry
+ * points end in HK_ABI_V3_SUFFIX, which the loader picks on CPUs that
+ * have it (module.c). Strict-mode kernels give the same bits in both
+ * (nothing is contracted, every fused multiply-add is one rounding);
+ * "fp": "fast" ones may differ in the last bits, as between any two CPUs.
+ * The first build (u alone) has located any error already; *obj is
+ * replaced by the object holding both. Where the copy does not compile (a
+ * compiler without these targets), *obj stays, with a note saying why. */
+static int add_v3_copy(const hkc_file *f, const hk_cc_t *cc,
+                       const hkc_unit *u, const hk_compile_opts_t *o,
+                       hk_object_t *obj, hku_diags *d) {
+  hkc_unit *u3;
+  int rc = hk__build_unit(f, HKC_LANG_C, 0, &u3, d);
+  if (rc) return rc;
+  hku_buf t = HKU_BUF_INIT;
+  hku_buf_put(&t,
+              "/* hk build: the x86-64-v3 copy of the kernels (core/build.c) "
+              "*/\n"
+              "#if defined(__clang__)\n"
+              "#pragma clang attribute push (__attribute__((target(\"avx,avx2,"
+              "bmi,bmi2,f16c,fma,lzcnt,movbe,popcnt,sse4.2\"))), apply_to = "
+              "function)\n"
+              "#else\n"
+              "#pragma GCC target(\"avx,avx2,bmi,bmi2,f16c,fma,lzcnt,movbe,"
+              "popcnt,sse4.2\")\n"
+              "#endif\n");
+  static const char *const prefixes[] = {HK_ABI_RANGE, HK_ABI_LENS,
+                                         HK_ABI_MERGE};
+  for (int i = 0; i < hkc_file_ninstances(f); i++) {
+    const hkc_instance *in = hkc_file_instance(f, i);
+    if (!(hkc_instance_targets(in) & HK_TARGET_CPU)) continue;
+    int np = hkc_instance_kind(in) == HK_KIND_REDUCTION ? 3 : 2;
+    for (int p = 0; p < np; p++)
+      hku_buf_printf(&t, "#define %s%s %s%s" HK_ABI_V3_SUFFIX "\n",
+                     prefixes[p], hkc_instance_name(in), prefixes[p],
+                     hkc_instance_name(in));
+  }
+  hku_buf_putn(&t, hkc_unit_text(u3), hkc_unit_len(u3));
+  hku_buf_put(&t,
+              "#if defined(__clang__)\n#pragma clang attribute pop\n#endif\n");
+  hkc_unit_free(u3);
+  if (t.oom) {
+    hku_buf_free(&t);
+    return HK_ENOMEM;
+  }
+  const char *texts[2] = {hkc_unit_text(u), hku_buf_str(&t)};
+  const size_t lens[2] = {hkc_unit_len(u), t.len};
+  const char *path = hkc_file_path(f);
+  hku_buf msgs = HKU_BUF_INIT;
+  hk_object_t both = {.by = obj->by};
+  rc = hk__cc_build_texts(cc, 2, texts, lens, hk__cc_unit_flags(u), o, path,
+                          &both, &msgs, d);
+  if (rc == HK_ECOMPILE) {
+    hku_diag_add(d, HKU_NOTE, path, 0, 0,
+                 "the x86-64-v3 copy of the kernels did not compile, so the "
+                 "plugin holds only the copy for any x86-64 CPU (math "
+                 "functions about 10 times slower there):\n%s",
+                 msgs.len ? hku_buf_str(&msgs) : "");
+    rc = HK_OK;
+  }
+  hku_buf_free(&msgs);
+  hku_buf_free(&t);
+  if (rc == HK_OK && both.image) {
+    hk__object_free(obj);
+    *obj = both;
+  }
+  return rc;
+}
+#endif
+
 int hk__build_prebuilt(const hkc_file *f, const hk_cc_t *cc,
                        hk_purpose_t purpose, const char *out, hku_diags *d) {
   hkc_unit *u;
@@ -248,6 +323,10 @@ int hk__build_prebuilt(const hkc_file *f, const hk_cc_t *cc,
   hk_compile_opts_t o = {.purpose = purpose, .timeout_s = 600};
   hk_object_t obj;
   rc = hk__build_compile(&c, u, &o, "the compiler failed:\n", &obj, d);
+#if defined(__x86_64__)
+  if (rc == HK_OK && purpose == HK_FOR_PREBUILT)
+    rc = add_v3_copy(f, cc, u, &o, &obj, d);
+#endif
   if (rc == HK_OK) {
     int fd;
     rc = hk__build_image_fd(&obj, hkc_file_path(f), &fd, d);

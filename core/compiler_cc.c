@@ -369,15 +369,15 @@ void hk__cc_free(hk_cc_t *cc) {
 /* Runs cc on src, making so; the compiler's output goes to msgs. Returns
  * run_captured's status, or -1 when out of memory (said in msgs). */
 static int run_cc(const hk_cc_t *cc, hk_purpose_t purpose, const char *extra,
-                  const char *src, const char *so, hku_buf *msgs,
-                  int timeout_s, const _Atomic int *cancel) {
+                  char *const *srcs, size_t nsrc, const char *so,
+                  hku_buf *msgs, int timeout_s, const _Atomic int *cancel) {
   char all[1024];
   snprintf(all, sizeof all, "%s%s", hk__cc_flags(purpose), extra);
   char **flags = split_words(all);
   size_t n = 0, nf = 0;
   while (cc->argv[n]) n++;
   while (flags && flags[nf]) nf++;
-  char **argv = calloc(n + nf + 8, sizeof *argv);
+  char **argv = calloc(n + nf + nsrc + 8, sizeof *argv);
   if (!flags || !argv) {
     free_words(flags);
     free(argv);
@@ -389,7 +389,7 @@ static int run_cc(const hk_cc_t *cc, hk_purpose_t purpose, const char *extra,
   for (size_t i = 0; i < nf; i++) argv[k++] = flags[i];
   argv[k++] = "-o";
   argv[k++] = (char *)so;
-  argv[k++] = (char *)src;
+  for (size_t i = 0; i < nsrc; i++) argv[k++] = srcs[i];
   for (size_t i = 0; libs[i]; i++) argv[k++] = (char *)libs[i];
   argv[k] = NULL;
   int rc = run_captured(argv, msgs, timeout_s, cancel);
@@ -398,45 +398,66 @@ static int run_cc(const hk_cc_t *cc, hk_purpose_t purpose, const char *extra,
   return rc;
 }
 
-int hk__cc_build_text(const hk_cc_t *cc, const char *text, size_t len,
-                      const char *extra, const hk_compile_opts_t *o,
-                      const char *path, hk_object_t *out, hku_buf *msgs,
-                      hku_diags *d) {
+int hk__cc_build_texts(const hk_cc_t *cc, size_t ntext,
+                       const char *const *texts, const size_t *lens,
+                       const char *extra, const hk_compile_opts_t *o,
+                       const char *path, hk_object_t *out, hku_buf *msgs,
+                       hku_diags *d) {
+  HK_ASSERT(ntext >= 1 && ntext <= 2);
   if (cc->why_not) {
     hku_diag_add(d, HKU_ERROR, path, 0, 0, "%s", cc->why_not);
     return HK_EUNSUPPORTED;
   }
-  char dir[4096], src[4200], so[4200];
+  char dir[4096], src[2][4200], so[4200];
   snprintf(dir, sizeof dir, "%s/.hk-build-XXXXXX", cc->workdir);
   if (!mkdtemp(dir)) {
     hku_diag_add(d, HKU_ERROR, path, 0, 0,
                  "cannot create a build folder: %s", strerror(errno));
     return HK_EIO;
   }
-  snprintf(src, sizeof src, "%s/kernel.c", dir);
+  /* kernel.c first: the compiler's messages about it are located in the
+   * kernel file (hkc_unit_report) */
+  snprintf(src[0], sizeof src[0], "%s/kernel.c", dir);
+  snprintf(src[1], sizeof src[1], "%s/kernel_2.c", dir);
   snprintf(so, sizeof so, "%s/kernel.so", dir);
   int rc = HK_OK;
-  int fd = open(src, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  int wrote = fd >= 0 && hku_write_all(fd, text, len) == HK_OK;
-  if (fd >= 0 && close(fd) != 0) wrote = 0; /* closed either way */
-  if (!wrote) {
-    hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot write %s: %s", src,
-                 strerror(errno));
-    rc = HK_EIO;
-  } else if (run_cc(cc, o->purpose, extra, src, so, msgs,
-                    o->timeout_s ? o->timeout_s : DEFAULT_TIMEOUT_S,
-                    o->cancel) != 0) {
-    rc = msgs->oom ? HK_ENOMEM : HK_ECOMPILE;
-  } else if (access(so, F_OK) != 0) {
-    hku_diag_add(d, HKU_ERROR, path, 0, 0, "no object was built");
-    rc = HK_ECOMPILE;
-  } else {
-    rc = hku_read_file(so, &out->image, &out->size, NULL, d);
+  size_t written = 0;
+  for (; written < ntext && rc == HK_OK; written++) {
+    int fd = open(src[written], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                  0600);
+    int wrote =
+        fd >= 0 && hku_write_all(fd, texts[written], lens[written]) == HK_OK;
+    if (fd >= 0 && close(fd) != 0) wrote = 0; /* closed either way */
+    if (!wrote) {
+      hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot write %s: %s",
+                   src[written], strerror(errno));
+      rc = HK_EIO;
+    }
   }
-  unlink(src);
+  char *srcs[2] = {src[0], src[1]};
+  if (rc == HK_OK) {
+    if (run_cc(cc, o->purpose, extra, srcs, ntext, so, msgs,
+               o->timeout_s ? o->timeout_s : DEFAULT_TIMEOUT_S,
+               o->cancel) != 0) {
+      rc = msgs->oom ? HK_ENOMEM : HK_ECOMPILE;
+    } else if (access(so, F_OK) != 0) {
+      hku_diag_add(d, HKU_ERROR, path, 0, 0, "no object was built");
+      rc = HK_ECOMPILE;
+    } else {
+      rc = hku_read_file(so, &out->image, &out->size, NULL, d);
+    }
+  }
+  for (size_t i = 0; i < written; i++) unlink(src[i]);
   unlink(so);
   rmdir(dir);
   return rc;
+}
+
+int hk__cc_build_text(const hk_cc_t *cc, const char *text, size_t len,
+                      const char *extra, const hk_compile_opts_t *o,
+                      const char *path, hk_object_t *out, hku_buf *msgs,
+                      hku_diags *d) {
+  return hk__cc_build_texts(cc, 1, &text, &len, extra, o, path, out, msgs, d);
 }
 
 /* Builds u (hk__cc_build_text) and locates the compiler's complaints in

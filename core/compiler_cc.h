@@ -55,5 +55,14 @@ HK_INTERNAL int hk__cc_build_text(const hk_cc_t *cc, const char *text,
                                   const hk_compile_opts_t *o,
                                   const char *path, hk_object_t *out,
                                   hku_buf *msgs, hku_diags *d);
+/* As hk__cc_build_text, with ntext (1 or 2) C files compiled and linked
+ * into one object: hk build's x86-64-v3 copy of a portable plugin's
+ * kernels (build.c) is the second. */
+HK_INTERNAL int hk__cc_build_texts(const hk_cc_t *cc, size_t ntext,
+                                   const char *const *texts,
+                                   const size_t *lens, const char *extra,
+                                   const hk_compile_opts_t *o,
+                                   const char *path, hk_object_t *out,
+                                   hku_buf *msgs, hku_diags *d);
 
 #endif /* HK_COMPILER_CC_H */

@@ -17,6 +17,7 @@
 
 #include "abi.h"
 #include "build.h"
+#include "dispatch.h"
 #include "fsutil.h"
 #include "loader.h"
 #include "sha256.h"
@@ -28,6 +29,21 @@ static void *resolve_jit(void *owner, const char *name) {
 }
 
 void *hk__resolve_dl(void *owner, const char *name) {
+  return dlsym(owner, name);
+}
+
+/* A prebuilt plugin's entry point: its x86-64-v3 copy where it has one
+ * (hk build, portable: build.c) and the CPU runs it, else the one built
+ * for any CPU. */
+static void *resolve_prebuilt(void *owner, const char *name) {
+#if defined(__x86_64__)
+  if (hk__isa_level() >= HK_ISA_V3) {
+    char v3[300];
+    snprintf(v3, sizeof v3, "%s" HK_ABI_V3_SUFFIX, name);
+    void *addr = dlsym(owner, v3);
+    if (addr) return addr;
+  }
+#endif
   return dlsym(owner, name);
 }
 
@@ -197,7 +213,7 @@ static int load_so(hk_module_t *m, hku_diags *d) {
   hku_buf_free(&name);
   if (rc) return HK_ESCHEMA;
   if ((rc = flatten(m, d))) return rc;
-  rc = hk__resolve_all(m, hk__resolve_dl, m->dl, HK_TIER_SO, m->impls, d);
+  rc = hk__resolve_all(m, resolve_prebuilt, m->dl, HK_TIER_SO, m->impls, d);
   if (rc) return HK_EREFUSED;
   hk__sha256(desc, strlen(desc), m->digest);
   return HK_OK;

@@ -11,15 +11,22 @@
  *     -ffp-contract=off -fno-math-errno, calls the same libm, and reduces in
  *     the same blocks and lanes. Info, tier, note and lens are checked.
  *  2. a prebuilt plugin (hk build of ops.json): origin so, tier so, the same
- *     bits as the stdlib.
+ *     bits as the stdlib. On x86-64 its x86-64-v3 copy (the entry points
+ *     NAME__v3, which the loader takes on CPUs with AVX2 and FMA) and its
+ *     baseline entry points give the same bits for exp and tanh (hkmath.h's
+ *     fused multiply-adds: instructions in one, libm calls in the other)
+ *     over 2^16 + 3 inputs spread over every exponent.
  * The temp tree and the helpers: tests/registry_fixture.h.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "abi.h"
 #include "check.h"
 #include "hk.h"
 #include "registry_fixture.h"
@@ -186,6 +193,71 @@ static void test_tiers(void) {
   hk_context_destroy(cj);
 }
 
+/* The two copies of a portable plugin's kernel name (exp or tanh, f32 or
+ * f64) in the object at so give the same bits. */
+static void check_v3_copy(void *h, const char *name, int f64) {
+  char plain[160], v3[170];
+  snprintf(plain, sizeof plain, HK_ABI_RANGE "%s", name);
+  snprintf(v3, sizeof v3, "%s" HK_ABI_V3_SUFFIX, plain);
+  hk_range_fn base = NULL, fast = NULL;
+  *(void **)&base = dlsym(h, plain);
+  *(void **)&fast = dlsym(h, v3);
+  CHECK_MSG(base && fast, "%s: the object lacks %s or %s", name, plain, v3);
+  if (!base || !fast) return;
+  enum { N = 65536 + 3 };
+  size_t es = f64 ? 8 : 4;
+  unsigned char *x = malloc(N * es), *a = malloc(N * es), *b = malloc(N * es);
+  CHECK(x && a && b);
+  if (!x || !a || !b) goto out;
+  for (size_t i = 0; i < N; i++) {
+    if (f64) {
+      uint64_t u = (uint64_t)i * 0x0001000100010001ull * 0x9e37u;
+      memcpy(x + i * 8, &u, 8);
+    } else {
+      uint32_t u = (uint32_t)(i * 65537u);
+      memcpy(x + i * 4, &u, 4);
+    }
+  }
+  void *args_a[2] = {x, a}, *args_b[2] = {x, b};
+  base(args_a, N, 0, N, NULL);
+  fast(args_b, N, 0, N, NULL);
+  size_t bad = 0, first = N;
+  for (size_t i = 0; i < N; i++)
+    if (memcmp(a + i * es, b + i * es, es)) {
+      if (!bad) first = i;
+      bad++;
+    }
+  CHECK_MSG(bad == 0, "%s: the x86-64-v3 copy differs from the baseline "
+            "one in %zu of %d results (the first at index %zu)",
+            name, bad, N, first);
+out:
+  free(x);
+  free(a);
+  free(b);
+}
+
+static void test_v3_copy(const char *so) {
+#if defined(__x86_64__)
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+    printf("NOTE: this CPU has no AVX2 and FMA: the x86-64-v3 copy of a "
+           "prebuilt plugin is not run\n");
+    return;
+  }
+  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  CHECK_MSG(h != NULL, "dlopen %s: %s", so, dlerror());
+  if (!h) return;
+  check_v3_copy(h, "p_exp_f32", 0);
+  check_v3_copy(h, "p_exp_f64", 1);
+  check_v3_copy(h, "p_tanh_f32", 0);
+  check_v3_copy(h, "p_tanh_f64", 1);
+  dlclose(h);
+#else
+  (void)so;
+  printf("NOTE: not x86-64: prebuilt plugins hold one copy of their "
+         "kernels\n");
+#endif
+}
+
 /* ---- 2. A prebuilt plugin ------------------------------------------------------ */
 
 static void test_prebuilt(void) {
@@ -219,6 +291,7 @@ static void test_prebuilt(void) {
       check_instance(c, HK_TIER_SO, name, o, t, so);
     }
   hk_context_destroy(c);
+  test_v3_copy(so);
 }
 
 int main(int argc, char **argv) {

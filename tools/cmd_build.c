@@ -22,7 +22,9 @@ static const char *const help =
     "into an hk of another ABI. The compiler is $HK_CC, else cc.\n"
     "  --native   optimize for this machine's CPU (-march=native); the\n"
     "             plugin may then not run on other CPUs. By default the\n"
-    "             plugin runs on any CPU of this architecture.\n"
+    "             plugin runs on any CPU of this architecture; on x86-64\n"
+    "             it also holds a copy of its kernels for x86-64-v3 (AVX2,\n"
+    "             FMA), which hk runs on CPUs that have it (same results).\n"
     "OUT.so is written only when everything succeeded (a temporary file\n"
     "renamed over it). Exit status: 0, 1 a bad kernel file or a compile\n"
     "error, 2 no usable compiler or another failure.\n";
