@@ -171,8 +171,9 @@ const char *const kBenchKernels = R"JSON({
              "        yr[c] = e;",
              "        s += e;",
              "    }",
+             "    const T r = 1 / s;",
              "    for (c = 0; c < cols; ++c)",
-             "        yr[c] = yr[c] / s;",
+             "        yr[c] = yr[c] * r;",
              "}"]}
   ]
 })JSON";

@@ -66,6 +66,7 @@ NOINLINE void loop_softmax(const float *x, float *y, int64_t rows,
       yr[c] = hk_expf(xr[c] - m);
       s += yr[c];
     }
-    for (c = 0; c < cols; c++) yr[c] /= s;
+    const float inv = 1.0f / s;
+    for (c = 0; c < cols; c++) yr[c] *= inv;
   }
 }
