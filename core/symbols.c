@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "dispatch.h"
 #include "hkmath_native.h"
 #include "mathfns.h"
 
@@ -23,54 +24,65 @@ static int64_t tcc_fixxfdi(long double f) { return (int64_t)f; }
 
 /* common/hkmath.h's functions for tcc (codegen/prelude.c), compiled here
  * with the kernel's rounding (-ffp-contract=off). Its fused multiply-adds
- * are instructions where the CPU has FMA and glibc's fmaf/fma (correctly
+ * are instructions where the CPU has FMA and glibc's fmaf (correctly
  * rounded too: the same bits, 4 times slower) where it has not: on x86-64
- * each function is compiled twice, with FMA and without, and the loader
- * picks one by the CPU (an ifunc). */
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define HKM_CLONES __attribute__((target_clones("fma", "default")))
+ * each function is compiled twice, for any CPU (jit_NAME) and for FMA CPUs
+ * (jitv3_NAME, AVX2 and FMA), and hk__jit_symbols hands out the table
+ * this CPU runs. Not an ifunc: sanitizer runtimes are not up when the
+ * loader runs ifunc resolvers (ThreadSanitizer crashes in them). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HKM_V3 1
+#define HKM_V3_TARGET __attribute__((target("avx,avx2,fma")))
+#else
+#define HKM_V3 0
+#define HKM_V3_TARGET
 #endif
-#endif
-#ifndef HKM_CLONES
-#define HKM_CLONES
-#endif
-#define HKM_WRAP(n)                                                       \
-  HKM_CLONES static double jit_##n(double x) { return hk_##n(x); }        \
-  HKM_CLONES static float jit_##n##f(float x) { return hk_##n##f(x); }
-#define HKM_WRAP2(n)                                                      \
-  HKM_CLONES static double jit_##n(double x, double y) {                 \
-    return hk_##n(x, y);                                                  \
-  }                                                                       \
-  HKM_CLONES static float jit_##n##f(float x, float y) {                 \
+#define HKM_WRAP(pre, target, n)                                          \
+  target static double pre##n(double x) { return hk_##n(x); }            \
+  target static float pre##n##f(float x) { return hk_##n##f(x); }
+#define HKM_WRAP2(pre, target, n)                                         \
+  target static double pre##n(double x, double y) { return hk_##n(x, y); } \
+  target static float pre##n##f(float x, float y) {                      \
     return hk_##n##f(x, y);                                               \
   }
-HKM_WRAP(exp) HKM_WRAP(expm1) HKM_WRAP(log) HKM_WRAP(log1p) HKM_WRAP(tanh)
-HKM_WRAP(erf) HKM_WRAP(sin) HKM_WRAP(cos) HKM_WRAP2(pow) HKM_WRAP(rsqrt)
-HKM_WRAP(sigmoid)
-#undef HKM_WRAP
-#undef HKM_WRAP2
+#define HKM_WRAP_ALL(pre, target)                                         \
+  HKM_WRAP(pre, target, exp) HKM_WRAP(pre, target, expm1)                 \
+  HKM_WRAP(pre, target, log) HKM_WRAP(pre, target, log1p)                 \
+  HKM_WRAP(pre, target, tanh) HKM_WRAP(pre, target, erf)                  \
+  HKM_WRAP(pre, target, sin) HKM_WRAP(pre, target, cos)                   \
+  HKM_WRAP2(pre, target, pow) HKM_WRAP(pre, target, rsqrt)                \
+  HKM_WRAP(pre, target, sigmoid)
+HKM_WRAP_ALL(jit_, )
+#if HKM_V3
+HKM_WRAP_ALL(jitv3_, HKM_V3_TARGET)
+#endif
 
 #define ENTRY(name, sig) {#name, (void *)name}, {#name "f", (void *)name##f},
-static const hk_symbol_t table[] = {
-    HKC_MATH_LIBM(ENTRY)
-    {"memcpy", (void *)memcpy},
-    {"memset", (void *)memset},
-    {"memmove", (void *)memmove},
-    /* common/hkmath.h (above): what tcc calls */
 #define HKM_ENTRY(n) {"hk_" #n, (void *)jit_##n}, {"hk_" #n "f", (void *)jit_##n##f},
-    HKC_MATH_HKMATH(HKM_ENTRY)
+#define HKM_ENTRY_V3(n) \
+  {"hk_" #n, (void *)jitv3_##n}, {"hk_" #n "f", (void *)jitv3_##n##f},
+/* One table; the hkmath.h functions' entries given by hkm. */
+#define TABLE(hkm)                                                        \
+  {                                                                       \
+    HKC_MATH_LIBM(ENTRY){"memcpy", (void *)memcpy},                       \
+        {"memset", (void *)memset}, {"memmove", (void *)memmove},         \
+        /* common/hkmath.h (above): what tcc calls */                     \
+        HKC_MATH_HKMATH(hkm){"__floatundisf", (void *)tcc_floatundisf},   \
+        {"__floatundidf", (void *)tcc_floatundidf},                       \
+        {"__floatundixf", (void *)tcc_floatundixf},                       \
+        {"__fixunssfdi", (void *)tcc_fixunssfdi},                         \
+        {"__fixunsdfdi", (void *)tcc_fixunsdfdi},                         \
+        {"__fixunsxfdi", (void *)tcc_fixunsxfdi},                         \
+        {"__fixsfdi", (void *)tcc_fixsfdi}, {"__fixdfdi", (void *)tcc_fixdfdi}, \
+        {"__fixxfdi", (void *)tcc_fixxfdi},                               \
+  }
+static const hk_symbol_t table[] = TABLE(HKM_ENTRY);
+#if HKM_V3
+static const hk_symbol_t table_v3[] = TABLE(HKM_ENTRY_V3);
+#endif
+#undef TABLE
 #undef HKM_ENTRY
-    {"__floatundisf", (void *)tcc_floatundisf},
-    {"__floatundidf", (void *)tcc_floatundidf},
-    {"__floatundixf", (void *)tcc_floatundixf},
-    {"__fixunssfdi", (void *)tcc_fixunssfdi},
-    {"__fixunsdfdi", (void *)tcc_fixunsdfdi},
-    {"__fixunsxfdi", (void *)tcc_fixunsxfdi},
-    {"__fixsfdi", (void *)tcc_fixsfdi},
-    {"__fixdfdi", (void *)tcc_fixdfdi},
-    {"__fixxfdi", (void *)tcc_fixxfdi},
-};
+#undef HKM_ENTRY_V3
 #undef ENTRY
 
 /* The helpers at the end of the table are for tcc only: hkmath.h's
@@ -97,6 +109,9 @@ static const char *const synthesised[] = {"sincos", "sincosf", "exp10",
 
 const hk_symbol_t *hk__jit_symbols(size_t *count) {
   *count = sizeof table / sizeof *table;
+#if HKM_V3
+  if (hk__isa_level() >= HK_ISA_V3) return table_v3;
+#endif
   return table;
 }
 
