@@ -1,7 +1,8 @@
 #!/bin/sh
 # plugins_test.sh HK SOURCE_DIR — the example plugins (plugins/*.json) run
 # and give the right answers, on tier jit and on tier opt, and as prebuilt
-# plugins (hk build). Inputs are made with hk itself; the expected values
+# plugins (hk build, with its x86-64-v3 copy and without it). Inputs are
+# made with hk itself; the expected values
 # are worked out by hand in the comments.
 set -u
 HK=$1
@@ -89,6 +90,33 @@ if [ "$tiers" = "jit opt" ]; then
   checks=$((checks + 1))
   "$HK" list --plugins "$T/so" | grep -q "^saxpy_f32 .* so  *so " ||
     { echo "FAIL: hk list does not show saxpy_f32 as origin so, tier so"; fails=$((fails + 1)); }
+  # On x86-64 a portable plugin also holds its kernels' x86-64-v3 copy
+  # (core/build.c); a compiler that cannot build the copy leaves the
+  # baseline one, with a note, and the plugin still loads and runs.
+  if [ "$(uname -m)" = x86_64 ]; then
+    checks=$((checks + 1))
+    grep -q "hk_range__saxpy_f32__v3" "$T/so/saxpy.so" ||
+      { echo "FAIL: hk build's saxpy.so has no x86-64-v3 copy"; fails=$((fails + 1)); }
+    cat >"$T/nov3cc" <<EOF2
+#!/bin/sh
+for a in "\$@"; do case "\$a" in *kernel_2.c) echo "kernel_2.c: error: no AVX2 here" >&2; exit 1;; esac; done
+exec ${HK_CC:-cc} "\$@"
+EOF2
+    chmod +x "$T/nov3cc"
+    mkdir -m 700 "$T/so1"
+    checks=$((checks + 1))
+    if HK_CC="$T/nov3cc" "$HK" build "$P/saxpy.json" -o "$T/so1/saxpy.so" 2>"$T/err"; then
+      grep -q "x86-64-v3 copy of the kernels did not compile" "$T/err" ||
+        { echo "FAIL: no note when the x86-64-v3 copy does not compile"; fails=$((fails + 1)); }
+      ! grep -q "hk_range__saxpy_f32__v3" "$T/so1/saxpy.so" ||
+        { echo "FAIL: the copy is there though it did not compile"; fails=$((fails + 1)); }
+    else
+      echo "FAIL: hk build failed when only the x86-64-v3 copy could not compile"
+      sed 's/^/  stderr: /' "$T/err" | head -5
+      fails=$((fails + 1))
+    fi
+    expect '{"y": [1, 3, 5, 7, 9]}' "$HK" run saxpy_f32 --plugins "$T/so1" alpha=2 "x=$T/x5.npy" "y=$T/ones5.npy"
+  fi
 fi
 
 if [ $fails -ne 0 ]; then
