@@ -107,12 +107,18 @@ static const hk_symbol_t table_v3[] = TABLE(HKM_ENTRY_V3);
 static const char *const synthesised[] = {"sincos", "sincosf", "exp10",
                                           "exp10f"};
 
-const hk_symbol_t *hk__jit_symbols(size_t *count) {
+const hk_symbol_t *hk__jit_symbols_for(int fma, size_t *count) {
   *count = sizeof table / sizeof *table;
 #if HKM_V3
-  if (hk__isa_level() >= HK_ISA_V3) return table_v3;
+  if (fma) return table_v3;
+#else
+  (void)fma;
 #endif
   return table;
+}
+
+const hk_symbol_t *hk__jit_symbols(size_t *count) {
+  return hk__jit_symbols_for(hk__isa_level() >= HK_ISA_V3, count);
 }
 
 const char *hk__allowed_import(size_t i) {

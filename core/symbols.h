@@ -21,6 +21,11 @@ typedef struct hk_symbol {
  * conversion helpers tcc's x86-64 code generator calls (normally in
  * libtcc1.a). Sets *count. */
 HK_INTERNAL const hk_symbol_t *hk__jit_symbols(size_t *count);
+/* The same table with hkmath.h's functions compiled for any CPU (fma 0)
+ * or for AVX2 and FMA (fma 1: x86-64 only; elsewhere the same table): the
+ * one hk__jit_symbols gives is the second where hk__isa_level() says the
+ * CPU runs x86-64-v3. Only the second may be called without FMA. */
+HK_INTERNAL const hk_symbol_t *hk__jit_symbols_for(int fma, size_t *count);
 
 /* 1 when a shared object may import name: a math function,
  * memcpy/memset/memmove, or a math function compilers synthesise from

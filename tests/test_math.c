@@ -13,7 +13,10 @@
  * sincosf when they are libm's, must load and run on tier opt. Double pow's
  * special cases match libm's (C99 Annex F). The accuracy itself is checked
  * by tools/mathcheck.c (ctest math_ulp: sampled; tools/mathcheck.sh: every
- * float).
+ * float). Tier jit's two copies of hkmath.h in libhk (core/symbols.c: for
+ * any CPU, where each fmaf is glibc's, and for AVX2 and FMA, which the CPU
+ * runs where it can) give this file's bits, name by name, on 2^16 + 3
+ * inputs spread over every float and on the double inputs.
  *
  * test_math --cuda (ctest test_math_cuda): the same kernels on the GPU,
  * the plugin kernels compiled by NVRTC on their first call and the stdlib's
@@ -25,9 +28,13 @@
  * (compare()). One line per kernel says what was covered. Skipped (77)
  * without a device.
  */
+#include <stdint.h>
+#include <string.h>
+
 #include "check.h"
 #include "hk.h"
 #include "hkmath_native.h"
+#include "symbols.h"
 
 #define N 4099 /* odd: every vector width leaves a tail */
 
@@ -533,6 +540,78 @@ static int check_cuda(void) {
   CHECK_DONE();
 }
 
+/* The address of name in the jit table t (count entries), or NULL. */
+static void *jit_entry(const hk_symbol_t *t, size_t count, const char *name) {
+  for (size_t i = 0; i < count; i++)
+    if (!strcmp(t[i].name, name)) return t[i].addr;
+  return NULL;
+}
+
+/* Tier jit's hkmath.h function name (and name "f") in the table for
+ * fma against this file's fn32 and fn64 (NULL: the two-argument pow). */
+static void check_jit_copy(int fma, const char *name, float (*fn32)(float),
+                           double (*fn64)(double)) {
+  size_t count;
+  const hk_symbol_t *t = hk__jit_symbols_for(fma, &count);
+  char n64[32], n32[32];
+  snprintf(n64, sizeof n64, "hk_%s", name);
+  snprintf(n32, sizeof n32, "hk_%sf", name);
+  void *a64 = jit_entry(t, count, n64), *a32 = jit_entry(t, count, n32);
+  CHECK_MSG(a64 && a32, "tier jit's table lacks %s or %s", n64, n32);
+  if (!a64 || !a32) return;
+  enum { M = 65536 + 3 };
+  size_t bad = 0;
+  const char *first = NULL;
+  for (size_t i = 0; i < M; i++) {
+    uint32_t u = (uint32_t)(i * 65537u), v = (uint32_t)(i * 40503u + 7u);
+    float x, y, got, want;
+    memcpy(&x, &u, 4);
+    memcpy(&y, &v, 4);
+    if (fn32) {
+      float (*f)(float);
+      *(void **)&f = a32;
+      got = f(x), want = fn32(x);
+    } else {
+      float (*f)(float, float);
+      *(void **)&f = a32;
+      got = f(x, y), want = hk_powf(x, y);
+    }
+    if (memcmp(&got, &want, 4) && !bad++) first = n32;
+  }
+  for (size_t i = 0; i < N; i++) {
+    double got, want;
+    if (fn64) {
+      double (*f)(double);
+      *(void **)&f = a64;
+      got = f(g_x64[i]), want = fn64(g_x64[i]);
+    } else {
+      double (*f)(double, double);
+      *(void **)&f = a64;
+      got = f(g_x64[i], g_y64[i]), want = hk_pow(g_x64[i], g_y64[i]);
+    }
+    if (memcmp(&got, &want, 8) && !bad++) first = n64;
+  }
+  CHECK_MSG(bad == 0, "tier jit's %s copy of %s: %zu results differ from "
+            "hkmath.h's here", fma ? "FMA" : "any-CPU",
+            first ? first : name, bad);
+}
+
+static void check_jit_tables(void) {
+  int fma = 0;
+#if defined(__x86_64__)
+  fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (!fma)
+    printf("NOTE: no AVX2 and FMA: tier jit's FMA copy of hkmath.h not "
+           "run\n");
+#endif
+  for (int v = 0; v <= fma; v++) {
+    for (size_t i = 0; i < sizeof fns / sizeof *fns; i++)
+      if (strcmp(fns[i].name, "sincos"))
+        check_jit_copy(v, fns[i].name, fns[i].f32, fns[i].f64);
+    check_jit_copy(v, "pow", NULL, NULL);
+  }
+}
+
 int main(int argc, char **argv) {
   const int cuda = argc == 2 && !strcmp(argv[1], "--cuda");
   if (argc > 1 && !cuda) {
@@ -543,6 +622,7 @@ int main(int argc, char **argv) {
   if (cuda) return check_cuda();
   check_pow_special();
   check_sincos_large();
+  check_jit_tables();
   hk_context_t *jit = context(HK_TIER_JIT);
   if (jit) {
     const on_t on = {jit, "tier jit", HK_BACKEND_CPU};
