@@ -17,6 +17,15 @@
 #include "sha256.h"
 #include "symbols.h"
 
+/* ---- Entry points ---------------------------------------------------------- */
+
+int hk__entry_prefixes(const hkc_instance *in,
+                       const char *const **prefixes) {
+  static const char *const all[] = {HK_ABI_RANGE, HK_ABI_LENS, HK_ABI_MERGE};
+  *prefixes = all;
+  return hkc_instance_kind(in) == HK_KIND_REDUCTION ? 3 : 2;
+}
+
 /* ---- compiler.h's generic calls ------------------------------------------ */
 
 int hk__compile(const hk_compiler_t *c, const hkc_unit *u,
@@ -270,12 +279,11 @@ static int add_v3_copy(const hkc_file *f, const hk_cc_t *cc,
               "#pragma GCC target(\"avx,avx2,bmi,bmi2,f16c,fma,lzcnt,movbe,"
               "popcnt,sse4.2\")\n"
               "#endif\n");
-  static const char *const prefixes[] = {HK_ABI_RANGE, HK_ABI_LENS,
-                                         HK_ABI_MERGE};
   for (int i = 0; i < hkc_file_ninstances(f); i++) {
     const hkc_instance *in = hkc_file_instance(f, i);
     if (!(hkc_instance_targets(in) & HK_TARGET_CPU)) continue;
-    int np = hkc_instance_kind(in) == HK_KIND_REDUCTION ? 3 : 2;
+    const char *const *prefixes;
+    int np = hk__entry_prefixes(in, &prefixes);
     for (int p = 0; p < np; p++)
       hku_buf_printf(&t, "#define %s%s %s%s" HK_ABI_V3_SUFFIX "\n",
                      prefixes[p], hkc_instance_name(in), prefixes[p],

@@ -20,6 +20,12 @@
 HK_INTERNAL int hk__build_unit(const hkc_file *f, hkc_lang lang,
                                unsigned flags, hkc_unit **out, hku_diags *d);
 
+/* The prefixes of the C entry points the compiled code of instance in
+ * defines, each followed by its name: HK_ABI_RANGE, HK_ABI_LENS and, for a
+ * reduction, HK_ABI_MERGE, in that order. Returns how many (2 or 3). */
+HK_INTERNAL int hk__entry_prefixes(const hkc_instance *in,
+                                   const char *const **prefixes);
+
 /* Compiles u with c (hk__compile). When the compiler's output could not
  * be located in the kernel file, its one unlocated message is said as
  * what followed by the output ("compiling failed: ..."). Same codes as

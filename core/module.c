@@ -52,16 +52,15 @@ static void *resolve_prebuilt(void *owner, const char *name) {
 static int resolve_impl(const hk_module_t *m, const hkc_instance *in,
                         hk_resolve_fn sym, void *owner, hk_tier_t tier,
                         hk_impl_t *impl, hku_diags *d) {
-  static const char *const prefixes[] = {HK_ABI_RANGE, HK_ABI_LENS,
-                                         HK_ABI_MERGE};
+  const char *const *prefixes;
+  const int np = hk__entry_prefixes(in, &prefixes);
   hk_kind_t kind = hkc_instance_kind(in);
   memset(impl, 0, sizeof *impl);
   impl->tier = tier;
   impl->e.kind = kind;
   impl->e.flags = hkc_instance_heavy(in) ? HK_ABI_HEAVY : 0;
   impl->e.acc_size = (uint32_t)hkc_instance_acc_size(in);
-  for (int p = 0; p < 3; p++) {
-    if (p == 2 && kind != HK_KIND_REDUCTION) break;
+  for (int p = 0; p < np; p++) {
     char name[256];
     snprintf(name, sizeof name, "%s%s", prefixes[p], hkc_instance_name(in));
     void *addr = sym(owner, name);
