@@ -124,6 +124,20 @@ static int compile_dir(const hk_nvrtc_api_t *nv, const char *dir,
 
 /* A raw kernel whose CUDA body has an error on its second line: the error
  * is reported at that line of the kernel file, field cuda. */
+/* fail, a failed compile's message about undeclared_thing in a "cuda"
+ * body, is located at where ("FILE:LINE:"), names the field and the
+ * identifier, and does not blame hk. */
+static void check_undeclared(const char *fail, const char *where) {
+  CHECK(fail != NULL, "%s", "an undeclared identifier compiled");
+  if (!fail) return;
+  CHECK(strstr(fail, where) != NULL, "the error is not located at %s:\n%s",
+        where, fail);
+  CHECK(strstr(fail, "cuda") != NULL, "the field is not named:\n%s", fail);
+  CHECK(strstr(fail, "undeclared_thing") != NULL,
+        "the message does not name the identifier:\n%s", fail);
+  CHECK(strstr(fail, "bug in hk") == NULL, "blamed on hk:\n%s", fail);
+}
+
 static void compile_error_located(const hk_nvrtc_api_t *nv) {
   const char *text =
       "{\n"
@@ -140,15 +154,7 @@ static void compile_error_located(const hk_nvrtc_api_t *nv) {
         "broken.json does not parse");
   if (!f) return;
   char *fail = compile_all(nv, f, 1);
-  CHECK(fail != NULL, "an undeclared identifier compiled");
-  if (fail) {
-    CHECK(strstr(fail, "broken.json:7:") != NULL,
-          "the error is not located at line 7 of the file:\n%s", fail);
-    CHECK(strstr(fail, "cuda") != NULL, "the field is not named:\n%s", fail);
-    CHECK(strstr(fail, "undeclared_thing") != NULL,
-          "the message does not name the identifier:\n%s", fail);
-    CHECK(strstr(fail, "bug in hk") == NULL, "blamed on hk:\n%s", fail);
-  }
+  check_undeclared(fail, "broken.json:7:");
   free(fail);
   hkc_file_free(f);
   hku_diags_free(&d);
@@ -235,16 +241,8 @@ static void rows_cuda(const hk_nvrtc_api_t *nv) {
       "  \"cuda\": [\"float s = hk_row_sum(x[hk_lane]);\",\n"
       "           \"y[0] = s + undeclared_thing;\"]}\n";
   fail = compile_text(nv, "broken.json", broken, &cubin);
-  CHECK(fail != NULL, "%s", "an undeclared identifier compiled");
-  if (fail) {
-    CHECK(strstr(fail, "broken.json:6:") != NULL,
-          "the error is not located at line 6 of the file:\n%s", fail);
-    CHECK(strstr(fail, "cuda") != NULL, "the field is not named:\n%s", fail);
-    CHECK(strstr(fail, "undeclared_thing") != NULL,
-          "the message does not name the identifier:\n%s", fail);
-  } else {
-    hk__object_free(&cubin);
-  }
+  check_undeclared(fail, "broken.json:6:");
+  if (!fail) hk__object_free(&cubin);
   free(fail);
 }
 
