@@ -46,22 +46,26 @@
 #define ARR_TASKS_PER_THREAD 4
 /* The stack buffer that non-contiguous runs are copied through. */
 #define ARR_SCRATCH_BYTES 32768
-/* Transposed operands: blocks of this many rows, this many columns at a
- * time (a block's lines of the transposed operand stay in L1). 16 rows
- * of 4-byte elements read one cache line per column; against 32 x 128,
- * x.T + y at 1024 x 1024 f32 took 3.0-3.3 times the contiguous add on one
- * thread instead of 2.9-4.8 (AVX2 EPYC, 4 alternating runs each), the
- * same on two (2.7-2.9). */
-#define ARR_TILE_ROWS 16
+/* Transposed operands: blocks of this many rows (32 rows of 4-byte
+ * elements: two cache lines of each column, each used whole), at most
+ * this many columns at a time through the stack's scratch ... */
+#define ARR_TILE_ROWS 32
 #define ARR_TILE_COLS 256
-/* ... or whole rows, when a block of them fits in this much heap: then the
- * operands read in place are one contiguous run per block too, and the
- * kernel runs once per block instead of once per row of 256 columns
- * (4,096 calls of 1 KB per operand at 1024 x 1024, whose short runs the
- * hardware prefetcher never catches up with). Under glibc's mmap
- * threshold (128 KB), so the per-task buffer is a free list's, not fresh
- * pages. */
-#define ARR_TILE_HEAP 98304
+/* ... or whole rows, when a block of them fits in this much heap (up to
+ * 3,040 f32 columns; under the 512 KB L2 of the CPUs measured): then the
+ * operands read in place stream along whole rows (runs of 224 columns,
+ * 896 bytes before the next row's, are too short for the hardware
+ * prefetcher to catch up with). Above glibc's initial mmap threshold (128
+ * KB); glibc raises the threshold to a freed mapping's size, so from the
+ * second call on the per-task buffer is a free list's, not fresh pages.
+ * x.T + y against the contiguous add (AVX2 EPYC, both builds loaded in one
+ * process, blocks of calls alternating, best of each; this VM's memory is
+ * noisy), one thread / two: 16 whole rows unpadded through a 16 x 16 line
+ * buffer (before): 2.9-3.1 / 2.5-3.0 at 1024 x 1024, 3.4-3.5 / 3.2-3.8 at
+ * 2048 x 2048; this layout: 2.3-2.4 / 2.0-2.5 and 2.7-3.1 / 2.8-3.1; both
+ * 2.4-2.5 at 1000 x 1000. Written to out.T at 1024 x 1024: 3.6-4.7 /
+ * 3.5-4.1 before, 2.8-3.9 / 3.0-3.4 after. */
+#define ARR_TILE_HEAP 393216
 
 /* ---- descriptors ------------------------------------------------------- */
 
@@ -532,70 +536,80 @@ static inline void transpose4(const float *s, int64_t ss, float *d,
 }
 #endif
 
+/* Bytes between the rows of a block's dense copy of len elements of es
+ * bytes: whole cache lines, and one line more where the rows would
+ * otherwise lie a multiple of 1 KB apart. Rows 4 KB apart all fall in one
+ * set of an 8-way L1 cache (and of L2: 16 sets), so that the copy's 8
+ * stores of a transposed group and the kernel's reads of them evict one
+ * another: at 1024 x 1024 f32 the padded block copied in half the time. */
+static size_t tile_pitch(size_t len, size_t es) {
+  size_t p = (len * es + 63) & ~(size_t)63;
+  return p % 1024 == 0 ? p + 64 : p;
+}
+
 /* Copies a block of nr rows by nc columns between an operand (src: row
- * stride so, column stride si, in elements) and a dense buffer (nc per
- * row), column by column: along the operand's contiguous axis. */
-static void copy_block(unsigned char *dense, unsigned char *op_at, int64_t so,
-                       int64_t si, size_t nr, size_t nc, size_t es,
+ * stride so, column stride si, in elements) and a dense buffer (rows pitch
+ * bytes apart), along the operand's contiguous axis. */
+static void copy_block(unsigned char *dense, size_t pitch, unsigned char *op_at,
+                       int64_t so, int64_t si, size_t nr, size_t nc, size_t es,
                        int to_dense) {
 #if defined(__SSE2__)
   /* 4-byte elements whose rows are contiguous (a transposed f32 or i32
    * array): 4 x 4 blocks, 4 loads, a shuffle, 4 stores (the scalar copy
-   * below is bound by its one store per element). 16 columns at a time
-   * go through t, so that each line of the dense block is read or written
-   * whole and once: a block of whole rows of 1024 f32 puts its 16 rows 4
-   * KB apart, in one set of the L1 cache, and 4 x 4 stores straight into
-   * them took 3 times as long as the copy of a block of 256 columns (each
-   * line evicted and fetched again for each 16 bytes). */
+   * below is bound by its one store per element). Eight of the operand's
+   * lines at a time, two groups of four columns: columns of a power-of-two
+   * row length lie 4 KB apart, in one set of the 8-way L1 cache, and 16
+   * lines in flight (a 16 x 16 block) evicted one another before they
+   * were used (1.8-2x slower at 1024 x 1024). */
   if (es == 4 && so == 1 && nr % 4 == 0) {
     float *x = (float *)(void *)op_at, *d = (float *)(void *)dense;
-    _Alignas(64) float t[16 * 16];
+    const int64_t dp = (int64_t)(pitch / 4);
     size_t c = 0;
-    for (; c + 16 <= nc; c += 16)
-      for (size_t r0 = 0; r0 < nr; r0 += 16) {
-        const size_t rn = nr - r0 < 16 ? nr - r0 : 16;
-        float *x0 = x + (int64_t)c * si + (int64_t)r0;
-        /* the next block's lines but one: a miss each, which no hardware
-         * prefetcher foresees across the column stride */
-        for (int q = 0; q < 16; q++)
-          if (to_dense) __builtin_prefetch(x0 + q * si + 2 * nr, 0);
-          else __builtin_prefetch(x0 + q * si + 2 * nr, 1);
-        if (!to_dense)
-          for (size_t r = 0; r < rn; r++)
-            memcpy(t + r * 16, d + (r0 + r) * nc + c, 64);
-        for (size_t q = 0; q < 16; q += 4) {
-          float *c0 = x0 + (int64_t)q * si;
-          for (size_t r = 0; r < rn; r += 4) {
-            float *t0 = t + r * 16 + q;
-            if (to_dense) transpose4(c0 + r, si, t0, 16);
-            else transpose4(t0, 16, c0 + r, si);
-          }
+    for (; c + 8 <= nc; c += 8) {
+      float *c0 = x + (int64_t)c * si, *c4 = c0 + 4 * si;
+      /* the lines of these columns two blocks of rows on: a miss each,
+       * which no hardware prefetcher foresees across the column stride
+       * (read or written: without, 10-25 % slower either way) */
+      for (int q = 0; q < 8; q++) {
+        const uintptr_t at = (uintptr_t)(c0 + (int64_t)q * si) + 2 * nr * 4;
+        for (size_t r = 0; r < nr; r += 16) {
+          if (to_dense) __builtin_prefetch((const void *)(at + r * 4), 0);
+          else __builtin_prefetch((const void *)(at + r * 4), 1);
         }
-        if (to_dense)
-          for (size_t r = 0; r < rn; r++)
-            memcpy(d + (r0 + r) * nc + c, t + r * 16, 64);
       }
+      for (size_t r = 0; r < nr; r += 4) {
+        float *d0 = d + (int64_t)r * dp + (int64_t)c;
+        if (to_dense) {
+          transpose4(c0 + r, si, d0, dp);
+          transpose4(c4 + r, si, d0 + 4, dp);
+        } else {
+          transpose4(d0, dp, c0 + r, si);
+          transpose4(d0 + 4, dp, c4 + r, si);
+        }
+      }
+    }
     for (; c + 4 <= nc; c += 4) {
       float *c0 = x + (int64_t)c * si;
       for (size_t r = 0; r < nr; r += 4) {
-        float *d0 = d + r * nc + c;
-        if (to_dense) transpose4(c0 + r, si, d0, (int64_t)nc);
-        else transpose4(d0, (int64_t)nc, c0 + r, si);
+        float *d0 = d + (int64_t)r * dp + (int64_t)c;
+        if (to_dense) transpose4(c0 + r, si, d0, dp);
+        else transpose4(d0, dp, c0 + r, si);
       }
     }
     for (; c < nc; c++)
       for (size_t r = 0; r < nr; r++)
-        if (to_dense) d[r * nc + c] = x[(int64_t)c * si + (int64_t)r];
-        else x[(int64_t)c * si + (int64_t)r] = d[r * nc + c];
+        if (to_dense) d[(int64_t)r * dp + (int64_t)c] = x[(int64_t)c * si + (int64_t)r];
+        else x[(int64_t)c * si + (int64_t)r] = d[(int64_t)r * dp + (int64_t)c];
     return;
   }
 #endif
   switch (es) {
 #define B(T)                                                              \
   {                                                                       \
-    T *d = (T *)dense, *x = (T *)op_at;                                   \
+    T *x = (T *)op_at;                                                    \
     for (size_t c = 0; c < nc; c++) {                                     \
       T *col = x + (int64_t)c * si;                                       \
+      unsigned char *d = dense + c * sizeof(T);                           \
       /* the next block's line of this column: a miss each, which no     \
        * hardware prefetcher foresees across the column stride */         \
       if (to_dense)                                                       \
@@ -603,9 +617,11 @@ static void copy_block(unsigned char *dense, unsigned char *op_at, int64_t so,
       else                                                                \
         __builtin_prefetch(col + 2 * (int64_t)nr * so, 1);                \
       if (to_dense)                                                       \
-        for (size_t r = 0; r < nr; r++) d[r * nc + c] = col[(int64_t)r * so]; \
+        for (size_t r = 0; r < nr; r++)                                   \
+          *(T *)(void *)(d + r * pitch) = col[(int64_t)r * so];           \
       else                                                                \
-        for (size_t r = 0; r < nr; r++) col[(int64_t)r * so] = d[r * nc + c]; \
+        for (size_t r = 0; r < nr; r++)                                   \
+          col[(int64_t)r * so] = *(T *)(void *)(d + r * pitch);           \
     }                                                                     \
     return;                                                               \
   }
@@ -618,8 +634,8 @@ static void copy_block(unsigned char *dense, unsigned char *op_at, int64_t so,
       for (size_t c = 0; c < nc; c++)
         for (size_t r = 0; r < nr; r++) {
           unsigned char *e = op_at + ((int64_t)c * si + (int64_t)r * so) * (int64_t)es;
-          if (to_dense) memcpy(dense + (r * nc + c) * es, e, es);
-          else memcpy(e, dense + (r * nc + c) * es, es);
+          if (to_dense) memcpy(dense + r * pitch + c * es, e, es);
+          else memcpy(e, dense + r * pitch + c * es, es);
         }
   }
 }
@@ -634,16 +650,21 @@ static void ew_block(const ew_plan *P, ew_state *S, size_t r0, size_t re,
   unravel(r0, in, P->shape, idx);
   ew_row(P, S, idx);
   unsigned char *at0[ARR_MAX_ARGS];
+  size_t pitch[ARR_MAX_ARGS];
+  /* Whole rows, every operand read in place steps from row to row by one
+   * row, and the dense copies' rows are unpadded: the block is one run
+   * for all of them. */
+  int whole = len == L;
   for (int o = 0; o < P->nargs; o++) {
     if (!(P->buffered >> o & 1)) continue;
     const op *q = &P->ops[o];
+    pitch[o] = tile_pitch(len, q->es);
+    whole = whole && pitch[o] == len * q->es;
     at0[o] = S->ptr[o] + (int64_t)c0 * q->st[in] * (int64_t)q->es;
     if (q->read)
-      copy_block(S->buf[o], at0[o], q->st[in - 1], q->st[in], nr, len, q->es, 1);
+      copy_block(S->buf[o], pitch[o], at0[o], q->st[in - 1], q->st[in], nr, len,
+                 q->es, 1);
   }
-  /* Whole rows, and every operand read in place steps from row to row
-   * by one row: the block is one run for all of them. */
-  int whole = len == L;
   for (int o = 0; whole && o < P->nargs; o++)
     if ((P->buffers & ~P->buffered) >> o & 1)
       whole = P->ops[o].st[in] == 1 && P->ops[o].st[in - 1] == (int64_t)L;
@@ -665,7 +686,7 @@ static void ew_block(const ew_plan *P, ew_state *S, size_t r0, size_t re,
       if (!(P->buffers >> o & 1)) continue;
       const op *q = &P->ops[o];
       if (P->buffered >> o & 1)
-        S->args[o] = shift_back(S->buf[o] + (r - r0) * len * q->es, at, q->es);
+        S->args[o] = shift_back(S->buf[o] + (r - r0) * pitch[o], at, q->es);
       else
         S->args[o] = shift_back(S->ptr[o] + (int64_t)c0 * q->st[in] * (int64_t)q->es,
                                 at, q->es);
@@ -674,8 +695,8 @@ static void ew_block(const ew_plan *P, ew_state *S, size_t r0, size_t re,
   }
   for (int o = 0; o < P->nargs; o++)
     if ((P->buffered >> o & 1) && P->ops[o].written)
-      copy_block(S->buf[o], at0[o], P->ops[o].st[in - 1], P->ops[o].st[in], nr,
-                 len, P->ops[o].es, 0);
+      copy_block(S->buf[o], pitch[o], at0[o], P->ops[o].st[in - 1],
+                 P->ops[o].st[in], nr, len, P->ops[o].es, 0);
 }
 
 /* Runs flat output elements [a, b) of the plan. */
@@ -694,7 +715,9 @@ static void ew_span(const ew_plan *P, size_t a, size_t b) {
     for (int o = 0; o < P->nargs; o++)
       if (P->buffered >> o & 1) {
         S.buf[o] = room + off;
-        off += (rows * run_max * P->ops[o].es + 63) & ~(size_t)63;
+        /* tiled: each row padded as tile_pitch may pad it */
+        off += P->tile ? rows * (((run_max * P->ops[o].es + 63) & ~(size_t)63) + 64)
+                       : (run_max * P->ops[o].es + 63) & ~(size_t)63;
       }
   }
   for (int o = 0; o < P->nargs; o++) S.args[o] = P->scalars[o];
@@ -788,14 +811,19 @@ static int call_elementwise(const call *c, int nd, const int64_t *shape,
       if ((P->buffered >> i & 1) && so != 0 && (so < 0 ? -so : so) < 8 &&
           (si < 0 ? -si : si) > 8 && P->shape[P->nd - 2] > 1) {
         P->tile = ARR_TILE_ROWS;
-        P->run_max = (ARR_SCRATCH_BYTES - nb * 64) / (per_elem * P->tile);
+        /* a row of the block: run_max elements of each copied operand,
+         * rounded up to whole lines and padded by one (tile_pitch) */
+        size_t row_room = ARR_SCRATCH_BYTES / P->tile, pad = nb * 128;
+        P->run_max = row_room > pad ? (row_room - pad) / per_elem : 0;
         if (P->run_max > ARR_TILE_COLS) P->run_max = ARR_TILE_COLS;
+        if (P->run_max > 16) P->run_max &= ~(size_t)15;
         size_t L = (size_t)P->shape[P->nd - 1];
-        if (P->run_max && L > P->run_max &&
-            L <= (ARR_TILE_HEAP - nb * 64) / (per_elem * P->tile)) {
+        size_t heap = P->tile * (L * per_elem + pad);
+        if (P->run_max && L > P->run_max && L <= ARR_TILE_HEAP / P->tile &&
+            heap <= ARR_TILE_HEAP) {
           P->run_small = P->run_max;
           P->run_max = L;
-          P->heap = ARR_TILE_HEAP;
+          P->heap = heap;
         }
         if (P->run_max == 0) { /* too many operands to tile */
           P->tile = 0;

@@ -170,14 +170,15 @@ static void test_strided_out(void) {
 }
 
 /* x.T + y and x + y written to out.T, in each element size the tiled
- * copies treat apart (4 bytes: 16 x 16 blocks through a staging tile, then
- * 4 x 4, then single columns; 8 bytes: the plain loop), over shapes whose
- * rows are copied whole through a heap block (C > 256) or in blocks of
- * columns (C > 1535 f32), with a last block of rows that is not a
- * multiple of 4. Each element must be the sum of its two operands. */
+ * copies treat apart (4 bytes: 8 columns at a time in 4 x 4 blocks, then
+ * 4, then single columns; 8 bytes: the plain loop), over shapes whose rows
+ * are copied whole through a heap block (C > 224 f32, padded where a row
+ * is a multiple of 1 KB) or in blocks of columns (C > 3040 f32, C > 1520
+ * f64), with a last block of rows that is not a multiple of 4. Each
+ * element must be the sum of its two operands. */
 static void test_transposed_sizes(void) {
   static const int64_t shapes[][2] = {{37, 1003}, {64, 1024}, {19, 2000},
-                                      {33, 300}};
+                                      {33, 300}, {9, 3100}};
   static const struct {
     const char *k;
     hk_dtype_t t;
