@@ -30,7 +30,7 @@ NOINLINE void loop_gelu(const float *x, float *out, size_t n) {
   const float k = 0.79788456080286535588f; /* sqrt(2 / pi) */
   for (size_t i = 0; i < n; i++) {
     float v = x[i];
-    out[i] = v / (1.0f + hk_expf(-2.0f * k * (v + 0.044715f * v * v * v)));
+    out[i] = v / hk_expp1f(-2.0f * k * (v + 0.044715f * v * v * v));
   }
 }
 

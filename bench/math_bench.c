@@ -33,8 +33,8 @@ static const char opt_json[] =
   "  \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"  \
   "             {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"\
   "  \"body\": \"" body "\"}"
-    OPT_KERNEL("gelu", "out = x / (1.0f + exp(-2.0f * 0.79788456080286535588f "
-                       "* (x + 0.044715f * x * x * x)));") ",\n"
+    OPT_KERNEL("gelu", "out = x / expp1(-2.0f * 0.79788456080286535588f "
+                       "* (x + 0.044715f * x * x * x));") ",\n"
     OPT_KERNEL("sigmoid", "out = sigmoid(x);") ",\n"
     OPT_KERNEL("tanh", "out = tanh(x);") "]}\n";
 #undef OPT_KERNEL

@@ -1,6 +1,7 @@
 /* hkmath.h — the one implementation of the math functions that kernel code
  * gets on every tier: exp, expm1, log, log1p, tanh, erf, sin, cos, pow,
- * rsqrt and sigmoid, float (name + "f") and double (hk_exp, hk_expf, ...).
+ * rsqrt, sigmoid and expp1 (e^x + 1), float (name + "f") and double
+ * (hk_exp, hk_expf, ...).
  *
  * This text is pasted verbatim into the C prelude (tcc for tier jit, the
  * system cc for tier opt and hk build, the inline stdlib) and the CUDA
@@ -117,6 +118,24 @@ HKM_FN float hkm_expf_r(float x)
     const float q = hkm_expf_q(xc, &n);
     const int32_t n1 = n >> 1;
     return (1.0f + q) * hkm_pow2f(n1) * hkm_pow2f(n - n1);
+}
+
+/* e^x + 1, the denominator of the sigmoid-like functions (x / (1 + e^-x),
+ * GELU as x / (1 + e^-2u)), with e^x = s (1 + q), s = 2^n: (e^x + 1) / 2
+ * = h q + (h + 1/2), h = s / 2, in one fused multiply-add, doubled (exact;
+ * +inf where e^x + 1 overflows, from 88.7228). h + 1/2 rounds only where
+ * 1/2 or h is below half an ulp of the sum. One factor for 2^n: no
+ * subnormal e^x changes e^x + 1, so the clamp at -87 leaves 1 exact below
+ * it (exp needs two factors). Every input within 1.171 ulp (e^x about
+ * 2^24: e^x and the sum each rounded). */
+HKM_FN float hkm_expp1f_r(float x)
+{
+    float xc = hkm_self(x > 88.8f, 88.8f, x);
+    xc = hkm_self(xc < -87.0f, -87.0f, xc);
+    int32_t n;
+    const float q = hkm_expf_q(xc, &n);
+    const float h = hkm_pow2f(n - 1);
+    return 2.0f * ((fmaf)(h, q, h) + 0.5f);
 }
 
 /* log x: x = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1,
@@ -363,6 +382,13 @@ HKM_FN double hkm_sigmoid_r(double x)
     const double d = 1.0 + e;
     const double y = hkm_div2(hkm_sel(x >= 0.0, 1.0, e), d, (1.0 - d) + e);
     return hkm_sel(x != x, x, y);
+}
+
+/* e^x + 1: exp's result and one rounding more (for double, where the
+ * float form's saving does not matter). */
+HKM_FN double hkm_expp1_r(double x)
+{
+    return hkm_exp_r(x) + 1.0;
 }
 
 HKM_FN double hkm_rsqrt_r(double x)
@@ -794,6 +820,7 @@ HKM_FN float hk_expf(float x) { return hkm_nanxf(x, hkm_expf_r(x)); }
 HKM_FN float hk_logf(float x) { return hkm_nanxf(x, hkm_logf_r(x)); }
 HKM_FN float hk_tanhf(float x) { return hkm_nanxf(x, hkm_tanhf_r(x)); }
 HKM_FN float hk_sigmoidf(float x) { return hkm_nanxf(x, hkm_sigmoidf_r(x)); }
+HKM_FN float hk_expp1f(float x) { return hkm_nanxf(x, hkm_expp1f_r(x)); }
 HKM_FN float hk_rsqrtf(float x) { return hkm_nanf(x, hkm_rsqrtf_r(x)); }
 HKM_FN double hk_exp(double x) { return hkm_nanx(x, hkm_exp_r(x)); }
 HKM_FN double hk_expm1(double x) { return hkm_nanx(x, hkm_expm1_r(x)); }
@@ -801,6 +828,7 @@ HKM_FN double hk_log(double x) { return hkm_nanx(x, hkm_log_r(x)); }
 HKM_FN double hk_log1p(double x) { return hkm_nanx(x, hkm_log1p_r(x)); }
 HKM_FN double hk_tanh(double x) { return hkm_nanx(x, hkm_tanh_r(x)); }
 HKM_FN double hk_sigmoid(double x) { return hkm_nanx(x, hkm_sigmoid_r(x)); }
+HKM_FN double hk_expp1(double x) { return hkm_nanx(x, hkm_expp1_r(x)); }
 HKM_FN double hk_rsqrt(double x) { return hkm_nan(x, hkm_rsqrt_r(x)); }
 HKM_FN double hk_erf(double x) { return hkm_nanx(x, hkm_erf_r(x)); }
 HKM_FN double hk_sin(double x) { return hkm_nan(x, hkm_sin_r(x)); }

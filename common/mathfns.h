@@ -19,10 +19,11 @@
 #ifndef HKC_MATHFNS_H
 #define HKC_MATHFNS_H
 
-/* Every function bodies may call: rsqrt and sigmoid, which only
+/* Every function bodies may call: rsqrt, sigmoid and expp1, which only
  * common/hkmath.h has, then the C99 ones, as libm has them (the JIT's symbol
  * table holds those). */
-#define HKC_MATH_FUNCTIONS(X) X(rsqrt, D_D) X(sigmoid, D_D) HKC_MATH_LIBM(X)
+#define HKC_MATH_FUNCTIONS(X)                                              \
+  X(rsqrt, D_D) X(sigmoid, D_D) X(expp1, D_D) HKC_MATH_LIBM(X)
 #define HKC_MATH_LIBM(X)                                                   \
   X(acos, D_D) X(asin, D_D) X(atan, D_D) X(atan2, D_DD) X(cos, D_D)          \
   X(sin, D_D) X(tan, D_D) X(acosh, D_D) X(asinh, D_D) X(atanh, D_D)          \
@@ -39,11 +40,11 @@
 
 /* The functions of HKC_MATH_FUNCTIONS that common/hkmath.h implements, the
  * same bits on every tier and CUDA (hk_exp, hk_expf, ...): in kernel code
- * exp(x) and expf(x) call these, never libm. rsqrt(x) is 1 / sqrt(x) and
- * sigmoid(x) 1 / (1 + exp(-x)), both extensions of C99. */
+ * exp(x) and expf(x) call these, never libm. rsqrt(x) is 1 / sqrt(x),
+ * sigmoid(x) 1 / (1 + exp(-x)) and expp1(x) exp(x) + 1, extensions of C99. */
 #define HKC_MATH_HKMATH(X)                                                \
   X(exp) X(expm1) X(log) X(log1p) X(tanh) X(erf) X(sin) X(cos) X(pow)      \
-  X(rsqrt) X(sigmoid)
+  X(rsqrt) X(sigmoid) X(expp1)
 
 /* Classification macros, callable like functions; type generic. */
 #define HKC_MATH_MACROS(X) X(isnan) X(isinf) X(isfinite) X(isnormal) X(signbit)

@@ -51,7 +51,7 @@ static int64_t tcc_fixxfdi(long double f) { return (int64_t)f; }
   HKM_WRAP(pre, target, tanh) HKM_WRAP(pre, target, erf)                  \
   HKM_WRAP(pre, target, sin) HKM_WRAP(pre, target, cos)                   \
   HKM_WRAP2(pre, target, pow) HKM_WRAP(pre, target, rsqrt)                \
-  HKM_WRAP(pre, target, sigmoid)
+  HKM_WRAP(pre, target, sigmoid) HKM_WRAP(pre, target, expp1)
 HKM_WRAP_ALL(jit_, )
 #if HKM_V3
 HKM_WRAP_ALL(jitv3_, HKM_V3_TARGET)

@@ -51,7 +51,7 @@ static const char kernels_json[] =
   "             {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"\
   "  \"body\": \"out = " #fn "f(x);\"},\n"
     UNARY(exp) UNARY(expm1) UNARY(log) UNARY(log1p) UNARY(tanh) UNARY(erf)
-    UNARY(sin) UNARY(cos) UNARY(rsqrt) UNARY(sigmoid)
+    UNARY(sin) UNARY(cos) UNARY(rsqrt) UNARY(sigmoid) UNARY(expp1)
 #undef UNARY
     " {\"name\": \"m_pow\", \"kind\": \"elementwise\",\n"
     "  \"types\": {\"T\": [\"f32\", \"f64\"]},\n"
@@ -98,7 +98,7 @@ static const fn_t fns[] = {
     {"tanh", hk_tanhf, hk_tanh},    {"erf", hk_erff, hk_erf},
     {"sin", hk_sinf, hk_sin},       {"cos", hk_cosf, hk_cos},
     {"rsqrt", hk_rsqrtf, hk_rsqrt}, {"sigmoid", hk_sigmoidf, hk_sigmoid},
-    {"sincos", sincosf_ref, sincos_ref}};
+    {"expp1", hk_expp1f, hk_expp1}, {"sincos", sincosf_ref, sincos_ref}};
 
 /* Where checks run: a context's kernels on one backend. */
 typedef struct {
@@ -395,12 +395,12 @@ static void check_tier(const on_t *on) {
 
 /* the stdlib's gelu: 0.5 x (1 + tanh u) as x / (1 + e^(-2u)) */
 static float gelu32(float x) {
-  return x / (1.0f + hk_expf(-2.0f * 0.79788456080286535588f *
-                             (x + 0.044715f * x * x * x)));
+  return x / hk_expp1f(-2.0f * 0.79788456080286535588f *
+                       (x + 0.044715f * x * x * x));
 }
 static double gelu64(double x) {
-  return x / (1.0 + hk_exp(-2.0 * 0.79788456080286535588 *
-                           (x + 0.044715 * x * x * x)));
+  return x / hk_expp1(-2.0 * 0.79788456080286535588 *
+                      (x + 0.044715 * x * x * x));
 }
 
 /* Double pow's special cases (C99 Annex F) and edges against libm's pow,

@@ -384,7 +384,7 @@ static const char types_json[] =
     "  \"params\": [{\"name\": \"x\", \"type\": \"T\", \"role\": \"in\"},\n"
     "             {\"name\": \"out\", \"type\": \"T\", \"role\": \"out\"}],\n"
     "  \"body\": [\"const T k = (T)0.79788456080286535588; /* sqrt(2 / pi) */\",\n"
-    "           \"out = x / ((T)1 + exp((T)-2 * k * (x + (T)0.044715 * x * x * x)));\"]},\n"
+    "           \"out = x / expp1((T)-2 * k * (x + (T)0.044715 * x * x * x));\"]},\n"
     " {\"name\": \"ty_axpy\", \"kind\": \"elementwise\", \"types\": {\"T\": [\"f16\", \"bf16\"]},\n"
     "  \"params\": [{\"name\": \"alpha\", \"type\": \"T\", \"role\": \"scalar\"},\n"
     "             {\"name\": \"x\", \"type\": \"T\", \"role\": \"in\"},\n"

@@ -36,6 +36,7 @@ typedef struct {
 
 static long double ref_sigmoid(long double x) { return 1.0L / (1.0L + expl(-x)); }
 static long double ref_rsqrt(long double x) { return 1.0L / sqrtl(x); }
+static long double ref_expp1(long double x) { return expl(x) + 1.0L; }
 
 static const fn_t fns[] = {
     {"exp", hk_expf, hk_exp, expl, 0},
@@ -48,6 +49,7 @@ static const fn_t fns[] = {
     {"cos", hk_cosf, hk_cos, cosl, 268435456.0},
     {"sigmoid", hk_sigmoidf, hk_sigmoid, ref_sigmoid, 0},
     {"rsqrt", hk_rsqrtf, hk_rsqrt, ref_rsqrt, 0},
+    {"expp1", hk_expp1f, hk_expp1, ref_expp1, 0},
 };
 
 /* The error of y against r in ulps of the format (mant bits, min exponent);
