@@ -32,8 +32,9 @@
  * The other float functions compute in double and round once.
  *
  * Accuracy (tools/mathcheck.sh measures it against long double):
- * float <= 2 ulp (every input), double <= 3 ulp, except double sin and cos
- * for |x| >= 2^28 (Cody-Waite reduction only; no Payne-Hanek in double).
+ * float <= 2 ulp (every input), double <= 3 ulp (double sin and cos over
+ * the whole range since 2026-11-27: Payne and Hanek's reduction from 2^28
+ * on, in integer arithmetic).
  *
  * The includer defines: HKM_FN (the functions' qualifiers), HKM_TABLE (a
  * constant table's: static const, and __device__ for CUDA), uint32_t,
@@ -485,8 +486,9 @@ HKM_FN double hkm_two_sum(double a, double b, double *err)
 /* sin and cos: x = n pi/2 + r (pi/2 in five parts, the first four of 24
  * bits so that n * part is exact for |n| < 2^29), |r| <= pi/4, then the
  * Taylor series of sin r and cos r (to r^19, r^18) and n's quadrant.
- * Accurate for |x| < 2^28; beyond, the reduction loses bits (the float
- * functions reduce their argument mod 2 pi first: hkm_sincosf). */
+ * Accurate for |x| < 2^28; beyond, the reduction loses bits: hkm_sincos
+ * then takes hkm_reduce_pio2_big's (the float functions reduce their
+ * argument mod 2 pi first: hkm_sincosf). */
 HKM_FN double hkm_reduce_pio2(double x, int64_t *n)
 {
     const double nd = hkm_rint(x * 0.6366197723675814, n);
@@ -497,31 +499,145 @@ HKM_FN double hkm_reduce_pio2(double x, int64_t *n)
     return r - nd * 1.2706558760139879e-29;
 }
 
-HKM_FN double hkm_sincos_kernel(double r, int64_t n, int64_t cosine)
+HKM_FN double hkm_sin_poly(double r, double z)
 {
-    const double z = r * r;
-    const double s =
-        r + r * z * (-0.16666666666666666 + z * (0.008333333333333333 +
+    return r + r * z * (-0.16666666666666666 + z * (0.008333333333333333 +
         z * (-0.0001984126984126984 + z * (2.7557319223985893e-06 +
         z * (-2.505210838544172e-08 + z * (1.6059043836821613e-10 +
         z * (-7.647163731819816e-13 + z * (2.8114572543455206e-15 +
         z * -8.22063524662433e-18))))))));
-    const double c =
-        1.0 - 0.5 * z + z * z * (0.041666666666666664 +
+}
+
+HKM_FN double hkm_cos_poly(double z)
+{
+    return 1.0 - 0.5 * z + z * z * (0.041666666666666664 +
         z * (-0.001388888888888889 + z * (2.48015873015873e-05 +
         z * (-2.755731922398589e-07 + z * (2.08767569878681e-09 +
         z * (-1.1470745597729725e-11 + z * (4.779477332387385e-14 +
         z * -1.5619206968586225e-16)))))));
+}
+
+/* sin r (s) or cos r (c) by n's quadrant. */
+HKM_FN double hkm_quadrant(double s, double c, int64_t n, int64_t cosine)
+{
     const int64_t q = (n + cosine) & 3;
     const double y = hkm_sel(q & 1, c, s);
     return hkm_sel((q >> 1) & 1, -y, y);
 }
 
+HKM_FN double hkm_sincos_kernel(double r, int64_t n, int64_t cosine)
+{
+    const double z = r * r;
+    return hkm_quadrant(hkm_sin_poly(r, z), hkm_cos_poly(z), n, cosine);
+}
+
+/* 2/pi's bits after 26 zero bits, most significant first, in 32-bit words
+ * w_k, entry k holding w_k and w_k+1 (w_k in the high half): the 192 bits
+ * from bit e + 24 on are 2^e (2/pi) mod 4 to 2^-190, for the exponents e
+ * in [-24, 971] of doubles from 2^28 up (x = M 2^e, M an integer of 53
+ * bits). 64-bit entries so that AVX2 gathers them (by 64-bit indices).
+ * From integer arithmetic at 1,500 bits (Machin's formula for pi). */
+HKM_TABLE uint64_t hkm_2opi_bits[37] = {
+    0x00000028be60db93ull, 0xbe60db9391054a7full, 0x91054a7f09d5f47dull,
+    0x09d5f47d4d377036ull, 0x4d377036d8a5664full, 0xd8a5664f10e4107full,
+    0x10e4107f9458eaf7ull, 0x9458eaf7aef1586dull, 0xaef1586dc91b8e90ull,
+    0xc91b8e909374b801ull, 0x9374b801924bba82ull, 0x924bba827464873full,
+    0x7464873f877ac72cull, 0x877ac72c4a69cfbaull, 0x4a69cfba208d7d4bull,
+    0x208d7d4baed1213aull, 0xaed1213a671c09adull, 0x671c09ad17df904eull,
+    0x17df904e64758e60ull, 0x64758e60d4ce7d27ull, 0xd4ce7d272117e2efull,
+    0x2117e2ef7e4a0ec7ull, 0x7e4a0ec7fe25fff7ull, 0xfe25fff7816603fbull,
+    0x816603fbcbc462d6ull, 0xcbc462d6829b47dbull, 0x829b47db4d9fb3c9ull,
+    0x4d9fb3c9f2c26dd3ull, 0xf2c26dd3d18fd9a7ull, 0xd18fd9a797fa8b5dull,
+    0x97fa8b5d49eeb1faull, 0x49eeb1faf97c5ecfull, 0xf97c5ecf41ce7de2ull,
+    0x41ce7de294a4ba9aull, 0x94a4ba9afed7ec47ull, 0xfed7ec47e3574215ull,
+    0xe357421580cc11bfull};
+
+/* A 32-bit unsigned integer as a double (exactly; through a signed
+ * conversion, which SSE2 and AVX2 vectorise). */
+HKM_FN double hkm_u32d(uint64_t a)
+{
+    return (double)(int32_t)(uint32_t)(a ^ 0x80000000u) + 2147483648.0;
+}
+
+/* x = n pi/2 + (r + *rl), |r| <= pi/4, for finite |x| >= 2^28 (Payne and
+ * Hanek's reduction, in integers): x = M 2^e, and M (2^e 2/pi mod 4) mod 4
+ * from M's two 32-bit halves times 6 words of 2/pi's bits (32 x 32 -> 64
+ * bit products, carries kept): 2 bits of n and the fraction, whose
+ * weights go down to 2^-190. No double lies closer than about 2^-61 to a
+ * multiple of pi/2, so the fraction (taken to 2^-126) has 64 bits or more
+ * even there, where 2/pi cut at 2^-158 left 19 (M times the cut). Rounded
+ * to nearest, times pi/2 in double-double (Dekker's products). */
+HKM_FN double hkm_reduce_pio2_big(double x, int64_t *n, double *rl)
+{
+    const uint64_t u = hk_d2u(x);
+    int64_t e = (int64_t)((u >> 52) & 0x7ffu) - 1075;
+    e = e < -24 ? -24 : e;
+    e = e > 971 ? 971 : e;
+    const uint64_t m = (u & 0xfffffffffffffull) | 0x10000000000000ull;
+    /* 32 x 32 -> 64 bit products (one instruction: SSE2's pmuludq) */
+    const uint32_t ml = (uint32_t)m, mh = (uint32_t)(m >> 32);
+    const int64_t k = (e + 24) >> 5, sh = 32 - ((e + 24) & 31);
+#define HKM_W(t) ((uint32_t)(hkm_2opi_bits[k + t] >> sh))
+    const uint32_t w0 = HKM_W(0), w1 = HKM_W(1), w2 = HKM_W(2),
+                   w3 = HKM_W(3), w4 = HKM_W(4), w5 = HKM_W(5);
+#undef HKM_W
+    const uint64_t p0 = (uint64_t)ml * w0, p1 = (uint64_t)ml * w1,
+                   p2 = (uint64_t)ml * w2, p3 = (uint64_t)ml * w3,
+                   p4 = (uint64_t)ml * w4, p5 = (uint64_t)ml * w5;
+    const uint64_t q1 = (uint64_t)mh * w1, q2 = (uint64_t)mh * w2,
+                   q3 = (uint64_t)mh * w3, q4 = (uint64_t)mh * w4,
+                   q5 = (uint64_t)mh * w5;
+    const uint64_t lo32 = 0xffffffffu;
+    /* the product's 32-bit limbs 1 to 5 (p_t from limb 5 - t on, q_t from
+     * 6 - t; limb 0 is p5's low half, which carries nothing) */
+    uint64_t c = (p5 >> 32) + (q5 & lo32) + (p4 & lo32);
+    const uint64_t a1 = c & lo32;
+    c = (c >> 32) + (q5 >> 32) + (p4 >> 32) + (q4 & lo32) + (p3 & lo32);
+    const uint64_t a2 = c & lo32;
+    c = (c >> 32) + (q4 >> 32) + (p3 >> 32) + (q3 & lo32) + (p2 & lo32);
+    const uint64_t a3 = c & lo32;
+    c = (c >> 32) + (q3 >> 32) + (p2 >> 32) + (q2 & lo32) + (p1 & lo32);
+    const uint64_t a4 = c & lo32;
+    c = (c >> 32) + (q2 >> 32) + (p1 >> 32) + (q1 & lo32) + (p0 & lo32);
+    const uint64_t a5 = c & lo32;
+    (void)a1;
+    const int64_t up = (int64_t)((a5 >> 29) & 1u); /* fraction >= 1/2 */
+    const int64_t nq = (int64_t)(a5 >> 30) + up;
+    /* the fraction, less 1 where rounded up (exact), as fh + fl */
+    const double x1 =
+        hkm_u32d(a5 & 0x3fffffffu) * 0x1p-30 - hkm_sel(up, 1.0, 0.0);
+    const double x2 = hkm_u32d(a4) * 0x1p-62;
+    const double x3 = hkm_u32d(a3) * 0x1p-94 + hkm_u32d(a2) * 0x1p-126;
+    double e1, fl, pl, l;
+    const double s1 = hkm_two_sum(x1, x2, &e1);
+    const double fh = hkm_two_sum(s1, e1 + x3, &fl);
+    /* times pi/2 = 1.5707963267948966 + 6.123233995736766e-17 */
+    const double ph = hkm_two_prod(fh, 1.5707963267948966, &pl);
+    const double r = hkm_two_sum(
+        ph, pl + (fh * 6.123233995736766e-17 + fl * 1.5707963267948966), &l);
+    const int64_t neg = x < 0.0;
+    *n = neg ? -nq : nq;
+    *rl = hkm_sel(neg, -l, l);
+    return hkm_sel(neg, -r, r);
+}
+
+/* sin x (cosine 0) or cos x (1): below 2^28 Cody and Waite's reduction
+ * (hkm_reduce_pio2), from there on Payne and Hanek's; both computed, one
+ * taken (no branches). The big one's low part is added to first order:
+ * sin(r + l) = sin r + l cos r, cos(r + l) = cos r - l sin r. */
 HKM_FN double hkm_sincos(double x, int64_t cosine)
 {
-    int64_t n;
-    const double r = hkm_reduce_pio2(x, &n);
-    return hkm_sincos_kernel(r, n, cosine);
+    int64_t n, nb;
+    double rl;
+    const double rs = hkm_reduce_pio2(x, &n);
+    const double rb = hkm_reduce_pio2_big(x, &nb, &rl);
+    const int64_t big = !(hkm_copysign(x, 1.0) < 268435456.0);
+    const double r = hkm_sel(big, rb, rs);
+    n = big ? nb : n;
+    const double z = r * r;
+    const double s = hkm_sin_poly(r, z), c = hkm_cos_poly(z);
+    return hkm_quadrant(hkm_sel(big, s + rl * c, s),
+                        hkm_sel(big, c - rl * s, c), n, cosine);
 }
 
 /* 2^(i + 5) mod 2 pi as the sum of two doubles, the first of 29
