@@ -552,13 +552,6 @@ HKM_TABLE uint64_t hkm_2opi_bits[37] = {
     0x41ce7de294a4ba9aull, 0x94a4ba9afed7ec47ull, 0xfed7ec47e3574215ull,
     0xe357421580cc11bfull};
 
-/* A 32-bit unsigned integer as a double (exactly; through a signed
- * conversion, which SSE2 and AVX2 vectorise). */
-HKM_FN double hkm_u32d(uint64_t a)
-{
-    return (double)(int32_t)(uint32_t)(a ^ 0x80000000u) + 2147483648.0;
-}
-
 /* x = n pi/2 + (r + *rl), |r| <= pi/4, for finite |x| >= 2^28 (Payne and
  * Hanek's reduction, in integers): x = M 2^e, and M (2^e 2/pi mod 4) mod 4
  * from M's two 32-bit halves times 6 words of 2/pi's bits (32 x 32 -> 64
@@ -589,9 +582,9 @@ HKM_FN double hkm_reduce_pio2_big(double x, int64_t *n, double *rl)
                    q5 = (uint64_t)mh * w5;
     const uint64_t lo32 = 0xffffffffu;
     /* the product's 32-bit limbs 1 to 5 (p_t from limb 5 - t on, q_t from
-     * 6 - t; limb 0 is p5's low half, which carries nothing) */
-    uint64_t c = (p5 >> 32) + (q5 & lo32) + (p4 & lo32);
-    const uint64_t a1 = c & lo32;
+     * 6 - t; limb 0 is p5's low half, which carries nothing; limb 1 only
+     * carries) */
+    uint64_t c = (p5 >> 32) + (q5 & lo32) + (p4 & lo32); /* limb 1 */
     c = (c >> 32) + (q5 >> 32) + (p4 >> 32) + (q4 & lo32) + (p3 & lo32);
     const uint64_t a2 = c & lo32;
     c = (c >> 32) + (q4 >> 32) + (p3 >> 32) + (q3 & lo32) + (p2 & lo32);
@@ -600,17 +593,22 @@ HKM_FN double hkm_reduce_pio2_big(double x, int64_t *n, double *rl)
     const uint64_t a4 = c & lo32;
     c = (c >> 32) + (q2 >> 32) + (p1 >> 32) + (q1 & lo32) + (p0 & lo32);
     const uint64_t a5 = c & lo32;
-    (void)a1;
     const int64_t up = (int64_t)((a5 >> 29) & 1u); /* fraction >= 1/2 */
     const int64_t nq = (int64_t)(a5 >> 30) + up;
-    /* the fraction, less 1 where rounded up (exact), as fh + fl */
-    const double x1 =
-        hkm_u32d(a5 & 0x3fffffffu) * 0x1p-30 - hkm_sel(up, 1.0, 0.0);
-    const double x2 = hkm_u32d(a4) * 0x1p-62;
-    const double x3 = hkm_u32d(a3) * 0x1p-94 + hkm_u32d(a2) * 0x1p-126;
-    double e1, fl, pl, l;
-    const double s1 = hkm_two_sum(x1, x2, &e1);
-    const double fh = hkm_two_sum(s1, e1 + x3, &fl);
+    /* the fraction, less 1 where rounded up (exact), as fh + fl: its bits
+     * to 2^-52 and from 2^-53 to 2^-94 read as doubles by the 2^52 magic
+     * (exact: fewer than 53 bits each), the rest to 2^-126 */
+    const uint64_t f1 = ((a5 & 0x3fffffffu) << 22) | (a4 >> 10);
+    const uint64_t f2 = ((a4 & 0x3ffu) << 32) | a3;
+    const double x1 = (hk_u2d(f1 | 0x4330000000000000ull) - 4503599627370496.0) *
+                          0x1p-52 - hkm_sel(up, 1.0, 0.0);
+    const double x2 = (hk_u2d(f2 | 0x4330000000000000ull) - 4503599627370496.0) *
+                          0x1p-94 +
+                      (hk_u2d(a2 | 0x4330000000000000ull) - 4503599627370496.0) *
+                          0x1p-126;
+    const double fh = x1 + x2; /* |x1| >= |x2| or x1 = 0: Fast2Sum */
+    const double fl = x2 - (fh - x1);
+    double pl, l;
     /* times pi/2 = 1.5707963267948966 + 6.123233995736766e-17 */
     const double ph = hkm_two_prod(fh, 1.5707963267948966, &pl);
     const double r = hkm_two_sum(
