@@ -535,8 +535,9 @@ HKM_FN double hkm_sincos_kernel(double r, int64_t n, int64_t cosine)
  * w_k, entry k holding w_k and w_k+1 (w_k in the high half): the 192 bits
  * from bit e + 24 on are 2^e (2/pi) mod 4 to 2^-190, for the exponents e
  * in [-24, 971] of doubles from 2^28 up (x = M 2^e, M an integer of 53
- * bits). 64-bit entries so that AVX2 gathers them (by 64-bit indices).
- * From integer arithmetic at 1,500 bits (Machin's formula for pi). */
+ * bits). 64-bit entries: 32-bit ones read by a 64-bit index kept gcc from
+ * vectorising the loop at all. tools/gen_2opi.py computes them (pi from
+ * Machin's formula at 1,500 bits; ctest math_table compares). */
 HKM_TABLE uint64_t hkm_2opi_bits[37] = {
     0x00000028be60db93ull, 0xbe60db9391054a7full, 0x91054a7f09d5f47dull,
     0x09d5f47d4d377036ull, 0x4d377036d8a5664full, 0xd8a5664f10e4107full,
