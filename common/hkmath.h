@@ -22,9 +22,10 @@
  * Written to vectorise, even under plain SSE2: no branches (both sides are
  * computed and selected on the bits, hkm_sel), no calls, no float-to-int
  * conversions (the integer of a rounded value is read from the bits of the
- * magic-constant sum that rounded it), no table lookups but one: float sin
- * and cos read 2^E mod 2 pi by the argument's exponent (a gather, which
- * AVX2 and AVX-512 have; it costs them about 1.5x their time before).
+ * magic-constant sum that rounded it), no table lookups but two: float sin
+ * and cos read 2^E mod 2 pi by the argument's exponent, double sin and cos
+ * 192 bits of 2/pi (table reads by index, gathers where the compiler
+ * emits them; about 1.5x and 2.7x those functions' time before).
  * Range reduction (Cody and Waite) + polynomials: minimax for the float
  * functions that the stdlib's speed targets need (exp, log, tanh, sigmoid
  * in float arithmetic), exact Taylor/atanh coefficients for double,
