@@ -124,12 +124,13 @@ HKM_FN float hkm_expf_r(float x)
 
 /* e^x + 1, the denominator of the sigmoid-like functions (x / (1 + e^-x),
  * GELU as x / (1 + e^-2u)), with e^x = s (1 + q), s = 2^n: (e^x + 1) / 2
- * = h q + (h + 1/2), h = s / 2, in one fused multiply-add, doubled (exact;
- * +inf where e^x + 1 overflows, from 88.7228). h + 1/2 rounds only where
- * 1/2 or h is below half an ulp of the sum. One factor for 2^n: no
- * subnormal e^x changes e^x + 1, so the clamp at -87 leaves 1 exact below
- * it (exp needs two factors). Every input within 1.171 ulp (e^x about
- * 2^24: e^x and the sum each rounded). */
+ * = (h q + h) + 1/2, h = s / 2, e^x / 2 in one fused multiply-add, then
+ * the half, doubled (exact; +inf where e^x + 1 overflows, from 88.7228;
+ * halved so that 2^n needs no exponent beyond 127). One factor for 2^n:
+ * no subnormal e^x changes e^x + 1, so the clamp at -87 leaves 1 exact
+ * below it (exp needs two factors). Every input within 1.171 ulp (e^x
+ * near 2^24: it and the sum each rounded; h q + (h + 1/2) in one fused
+ * multiply-add was 1.54, h + 1/2 rounded there first). */
 HKM_FN float hkm_expp1f_r(float x)
 {
     float xc = hkm_self(x > 88.8f, 88.8f, x);
