@@ -249,6 +249,13 @@ HKM_FN double hkm_rint(double x, int64_t *n)
     return t - 6755399441055744.0;
 }
 
+/* v < 2^52 as a double, from the bits (exact; no int64 to double
+ * conversion, which SSE2 and AVX2 lack). */
+HKM_FN double hkm_u52d(uint64_t v)
+{
+    return hk_u2d(0x4330000000000000ull | v) - 4503599627370496.0; /* 2^52 */
+}
+
 /* e^r - 1 - r for |r| <= ln2/2 (Taylor to r^14: 1e-19 relative). */
 HKM_FN double hkm_expm1_tail(double r)
 {
@@ -324,9 +331,8 @@ HKM_FN double hkm_log_r(double x)
     const int64_t sub = x < 2.2250738585072014e-308;
     const double xs = hkm_sel(sub, x * 18014398509481984.0, x); /* 2^54 */
     const uint64_t u = hk_d2u(xs) + (0x3ff0000000000000ull - 0x3fe6a09e667f3bcdull);
-    /* k as a double, from the bits (no int64 to double conversion) */
-    const double kd = hk_u2d(0x4330000000000000ull | (u >> 52)) -
-                      4503599627371519.0 - hkm_sel(sub, 54.0, 0.0); /* 2^52 + 1023 */
+    /* k as a double, from the bits */
+    const double kd = hkm_u52d(u >> 52) - 1023.0 - hkm_sel(sub, 54.0, 0.0);
     const double f =
         hk_u2d((u & 0x000fffffffffffffull) + 0x3fe6a09e667f3bcdull) - 1.0;
     const double s = f / (2.0 + f);
@@ -603,12 +609,8 @@ HKM_FN double hkm_reduce_pio2_big(double x, int64_t *n, double *rl)
      * (exact: fewer than 53 bits each), the rest to 2^-126 */
     const uint64_t f1 = ((a5 & 0x3fffffffu) << 22) | (a4 >> 10);
     const uint64_t f2 = ((a4 & 0x3ffu) << 32) | a3;
-    const double x1 = (hk_u2d(f1 | 0x4330000000000000ull) - 4503599627370496.0) *
-                          0x1p-52 - hkm_sel(up, 1.0, 0.0);
-    const double x2 = (hk_u2d(f2 | 0x4330000000000000ull) - 4503599627370496.0) *
-                          0x1p-94 +
-                      (hk_u2d(a2 | 0x4330000000000000ull) - 4503599627370496.0) *
-                          0x1p-126;
+    const double x1 = hkm_u52d(f1) * 0x1p-52 - hkm_sel(up, 1.0, 0.0);
+    const double x2 = hkm_u52d(f2) * 0x1p-94 + hkm_u52d(a2) * 0x1p-126;
     const double fh = x1 + x2; /* |x1| >= |x2| or x1 = 0: Fast2Sum */
     const double fl = x2 - (fh - x1);
     double pl, l;
@@ -796,8 +798,7 @@ HKM_FN double hkm_log_hl(double a, double *lo)
     const int64_t sub = a < 2.2250738585072014e-308;
     const double as = hkm_sel(sub, a * 18014398509481984.0, a); /* 2^54 */
     const uint64_t u = hk_d2u(as) + (0x3ff0000000000000ull - 0x3fe6a09e667f3bcdull);
-    const double kd = hk_u2d(0x4330000000000000ull | (u >> 52)) -
-                      4503599627371519.0 - hkm_sel(sub, 54.0, 0.0);
+    const double kd = hkm_u52d(u >> 52) - 1023.0 - hkm_sel(sub, 54.0, 0.0);
     const double f =
         hk_u2d((u & 0x000fffffffffffffull) + 0x3fe6a09e667f3bcdull) - 1.0;
     /* s = sh + sl: a quotient within 2 ulp (one division, by 2 + f) and
