@@ -670,16 +670,18 @@ static void put_wrow_rows(hku_buf *o, const hkc_instance *in, int two) {
  * has two (the row and the one a stride on, whose loads are issued before
  * either row's tree: rows of 64 elements are two loads a lane, too few in
  * flight to keep the memory busy; on an H200, sums over rows of 64 went
- * from 1.42 to 1.33 times the whole-array sum), then its last row alone
- * (reading it twice instead, to keep one straight-line step, cost rows of
- * 1024 0.93 -> 1.08x). Lane l combines the map of elements l, l + 32, l + 64,
- * ... of a row into four accumulators in turn (element l + 32 t into
+ * from 1.42 to 1.33 times the whole-array sum), then its last row alone.
+ * Tried on an H200: reading a lone row twice, to keep one straight-line
+ * step, took rows of 1024 0.93 -> 1.08x; four rows a step, then the last
+ * ones alone, took rows of 64 1.11 -> 1.14-1.18x and rows of 1024 0.89 ->
+ * 0.96-0.99x. Lane l combines the map of elements l, l + 32, l + 64, ...
+ * of a row into four accumulators in turn (element l + 32 t into
  * accumulator t % 4: four loads in flight), then the four in a fixed
- * order; the warp's 32 lane values are combined by a tree in its 32 slots
- * of shared memory (not by shuffles: the accumulator may be a struct),
- * and lane 0 finalizes into the row's results. What a row's result is
- * depends on n only, never on which warp takes it, nor with which other
- * row. */
+ * order; the warp's 32 lane values are combined by a tree
+ * (put_wrow_finish: shuffles, or the warp's slots of shared memory for a
+ * struct accumulator), and lane 0 finalizes into the row's results. What
+ * a row's result is depends on n only, never on which warp takes it, nor
+ * with which other row. */
 static void emit_rows_warp_kernel(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
