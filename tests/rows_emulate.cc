@@ -269,7 +269,8 @@ template <typename T> static std::vector<T> out_buf(size_t count) {
 }
 
 static const size_t lengths[] = {0,  1,   15,   16,   17,   31,   32,  33,
-                                 64, 100, 1000, 1024, 1025, 2049, 4097};
+                                 64, 100, 1000, 1024, 1025, 2049, 2063,
+                                 2064, 4097};
 static const size_t nrows = 2 * PATTERNS;
 
 #define XY_CHECK(T, NAME)                                                      \
