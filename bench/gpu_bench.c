@@ -13,8 +13,8 @@
  *              time per call, GB/s and % of the copy bandwidth;
  *   arrays     hk_call_arrays on 4096 x 4096 f32: a broadcast (S,) operand
  *              and a transposed x against the contiguous add, sums over
- *              rows of 64, 1024 and 2^20 against the whole sum, softmax by
- *              rows; GELU in f16 and bf16 against f32; an add as grid
+ *              rows of 64, 1024 and 2^20 against the whole sum, softmax and
+ *              layernorm by rows; GELU in f16 and bf16 against f32; an add as grid
  *              kernels ({i} and {r, c}) against the elementwise kind;
  *   pool       hk_device_alloc + hk_device_free against cuMemAlloc +
  *              cuMemFree, ns per pair;
@@ -1178,6 +1178,7 @@ enum arr_case {
   ARR_ROWS1K,
   ARR_ROWS1M,
   ARR_SOFTMAX,   /* rows of 1024 */
+  ARR_LAYERNORM, /* rows of 1024 */
   ARR_GELU32,    /* queued hk_call_async from here: the baseline */
   ARR_GELU16,
   ARR_GELUB16,
@@ -1202,6 +1203,7 @@ static const struct {
     [ARR_ROWS1K] = {"sum over rows of 1024", ARR_SUM, 4, 1.0, 1},
     [ARR_ROWS1M] = {"sum over rows of 1M", ARR_SUM, 4, 1.0, 1},
     [ARR_SOFTMAX] = {"softmax, rows of 1024", ARR_SOFTMAX, 8, 0, 0},
+    [ARR_LAYERNORM] = {"layernorm, rows of 1024", ARR_LAYERNORM, 8, 0, 0},
     [ARR_GELU32] = {"gelu f32 (queued)", ARR_GELU32, 8, 0, 0},
     [ARR_GELU16] = {"gelu f16 (queued)", ARR_GELU32, 4, 1.0, 1},
     [ARR_GELUB16] = {"gelu bf16 (queued)", ARR_GELU32, 4, 1.0, 1},
@@ -1212,7 +1214,7 @@ static const struct {
 };
 
 /* case / base for the targets (for the grids: the bandwidth ratio). */
-static double arr_ratio[NARR] = {NAN, NAN, NAN, NAN, NAN, NAN, NAN,
+static double arr_ratio[NARR] = {NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
                                  NAN, NAN, NAN, NAN, NAN, NAN, NAN};
 
 /* Seconds per synchronous hk_call_arrays: the median of reps runs of iters
@@ -1260,6 +1262,7 @@ static void bench_arrays(hk_context_t *ctx) {
       [ARR_TRANS] = "add_f32",       [ARR_SUM] = "sum_f32",
       [ARR_ROWS64] = "sum_f32",      [ARR_ROWS1K] = "sum_f32",
       [ARR_ROWS1M] = "sum_f32",      [ARR_SOFTMAX] = "softmax_f32",
+      [ARR_LAYERNORM] = "layernorm_f32",
       [ARR_GELU32] = "gelu_f32",     [ARR_GELU16] = "gelu_f16",
       [ARR_GELUB16] = "gelu_bf16",   [ARR_EW_ADD] = "gb_add",
       [ARR_GRID1] = "gb_grid_add",   [ARR_GRID2] = "gb_grid_add2"};
@@ -1306,10 +1309,10 @@ static void bench_arrays(hk_context_t *ctx) {
   }
 
   /* The synchronous hk_call_arrays cases. */
-  for (int c = ARR_ADD; c <= ARR_SOFTMAX; c++) {
+  for (int c = ARR_ADD; c <= ARR_LAYERNORM; c++) {
     if (!k[c])
       continue;
-    hk_array_t a[3];
+    hk_array_t a[7];
     hk_call_opts_t o = {.backend = HK_BACKEND_CUDA};
     int64_t rows = S, cols = S;
     float want = 3.0f;
@@ -1321,10 +1324,11 @@ static void bench_arrays(hk_context_t *ctx) {
       o.naxes = 1;
       want = (float)cols;
       last = (size_t)rows - 1;
-    } else if (c == ARR_SOFTMAX) {
+    } else if (c == ARR_SOFTMAX || c == ARR_LAYERNORM) {
       cols = 1024;
       rows = (int64_t)n / cols;
-      want = 1.0f / 1024;
+      /* layernorm of rows of ones, weight and bias 2: the bias */
+      want = c == ARR_SOFTMAX ? 1.0f / 1024 : 2.0f;
     } else if (c == ARR_SUM) {
       want = (float)n;
       last = 0;
@@ -1343,6 +1347,17 @@ static void bench_arrays(hk_context_t *ctx) {
         rc = hk_array_init(&a[2], out, HK_F32, 2, (int64_t[]){S, S});
     } else if (rc == HK_OK && c == ARR_SOFTMAX) {
       rc = hk_array_init(&a[1], out, HK_F32, 2, (int64_t[]){rows, cols});
+    } else if (rc == HK_OK && c == ARR_LAYERNORM) {
+      /* x, weight, bias, y, mean, rstd (in the 16-bit cases' buffers,
+       * filled again before those), eps */
+      static const float eps = 1e-5f;
+      if ((rc = hk_array_init(&a[1], b, HK_F32, 1, &cols)) == HK_OK &&
+          (rc = hk_array_init(&a[2], b, HK_F32, 1, &cols)) == HK_OK &&
+          (rc = hk_array_init(&a[3], out, HK_F32, 2,
+                              (int64_t[]){rows, cols})) == HK_OK &&
+          (rc = hk_array_init(&a[4], h, HK_F32, 1, &rows)) == HK_OK &&
+          (rc = hk_array_init(&a[5], ho, HK_F32, 1, &rows)) == HK_OK)
+        rc = hk_array_init(&a[6], (void *)&eps, HK_F32, 0, NULL);
     } else if (rc == HK_OK) { /* sums */
       rc = c == ARR_SUM ? hk_array_init(&a[1], out, HK_F32, 0, NULL)
                         : hk_array_init(&a[1], out, HK_F32, 1, &rows);
