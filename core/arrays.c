@@ -1794,11 +1794,11 @@ HK_API int hk_kernel_select(hk_context_t *ctx, const char *name,
                       name, like->params[i].name,
                       hk_dtype_name(args[i].dtype), there, s.cands);
   }
-  char types[256] = "";
+  char types[512] = "";
   for (int i = 0; i < nargs; i++) {
     size_t o = strlen(types);
-    snprintf(types + o, sizeof types - o, "%s%s", i ? ", " : "",
-             hk_dtype_name(args[i].dtype));
+    snprintf(types + o, sizeof types - o, "%s'%s' %s", i ? ", " : "",
+             like->params[i].name, hk_dtype_name(args[i].dtype));
   }
   return hk__fail(HK_EINVAL,
                   "%s: no instance takes the dtypes (%s) together (instances: "

@@ -192,7 +192,8 @@ np.save("a32.npy", a); np.save("a64.npy", a.astype(np.float64))
 np.save("a16.npy", a.astype(np.int16))
 run("neg", "x=a64.npy", "--out", "out=o.npy")
 check("neg picks f64", np.load("o.npy"), -a.astype(np.float64))
-fails_with(["add", "x=a32.npy", "y=a64.npy"], "no instance takes the files' dtypes together")
+fails_with(["add", "x=a32.npy", "y=a64.npy"],
+           "no instance takes x=a32.npy (f32), y=a64.npy (f64) together")
 fails_with(["neg", "x=a16.npy"], "x=a16.npy holds i16; no instance of neg takes it")
 # a dtype hk has no type for is named as NumPy would, not just refused
 np.save("abe.npy", a.astype(">f4")); np.save("ac.npy", a.astype(np.complex64))

@@ -424,6 +424,8 @@ static void test_select(void) {
   CHECK_INT_EQ(hk_kernel_select(ctx, "add", b, 3, &k), HK_EINVAL);
   CHECK_CONTAINS(hk_last_error(), "add");
   CHECK_CONTAINS(hk_last_error(), "add_f32");
+  /* each parameter named with its dtype */
+  CHECK_CONTAINS(hk_last_error(), "'x' f32, 'y' f64, 'out' f64");
   hk_array_t c[3] = {a[0], a[1], a[2]};
   c[0].dtype = HK_I8;
   CHECK_INT_EQ(hk_kernel_select(ctx, "add", c, 3, &k), HK_EINVAL);

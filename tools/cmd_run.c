@@ -373,10 +373,19 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
                    given[bad] ? hk_dtype_name(given[bad]) : what[bad],
                    given[bad] ? "" : ", which is no hk type",
                    name, k0->params[bad].name, hku_buf_str(&names));
-    else
-      hk_cli_error("run", "%s: no instance takes the files' dtypes together "
-                          "(instances: %s; arrays are never converted)",
-                   name, hku_buf_str(&names));
+    else {
+      /* each type has an instance, but not together: name them all */
+      hku_buf given_s = HKU_BUF_INIT;
+      for (int i = 0, j = 0; i < np; i++)
+        if (file[i])
+          hku_buf_printf(&given_s, "%s%s=%s (%s)", j++ ? ", " : "",
+                         k0->params[i].name, file[i],
+                         hk_dtype_name(given[i]));
+      hk_cli_error("run", "%s: no instance takes %s together (instances: "
+                          "%s; arrays are never converted)",
+                   name, hku_buf_str(&given_s), hku_buf_str(&names));
+      hku_buf_free(&given_s);
+    }
   }
   hku_buf_free(&names);
   return rc;
