@@ -45,10 +45,6 @@ typedef struct hk_cuda_entry {
                        GPU code has none */
   const hk_kernel_info_t *info; /* parameters, for the launch */
   int out_index;                /* reductions: the out parameter */
-  /* blocks of each kind an SM holds at once (the driver's occupancy; 0:
-   * not known): wrow's (HK_ABI_CUDA_BLOCK threads), crow's for blocks of
-   * 32 << i threads */
-  unsigned wrow_blocks, crow_blocks[6];
   unsigned vec_lanes;           /* elementwise: elements per thread step */
 } hk_cuda_entry_t;
 

@@ -64,7 +64,6 @@ static const char *const driver_names[] = {
     "cuEventDestroy_v2",
     "cuEventRecord",
     "cuEventSynchronize",
-    "cuOccupancyMaxActiveBlocksPerMultiprocessor",
 };
 
 int hk__cuda_api_load(hk_cuda_api_t *api, hku_diags *d) {

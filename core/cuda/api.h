@@ -77,8 +77,6 @@ typedef struct hk_cuda_api {
   CUresult (*cuEventDestroy)(CUevent);
   CUresult (*cuEventRecord)(CUevent, CUstream);
   CUresult (*cuEventSynchronize)(CUevent);
-  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction,
-                                                          int, size_t);
 } hk_cuda_api_t;
 
 /* NVRTC, loaded separately: a device without NVRTC still runs the stdlib. */

@@ -36,18 +36,6 @@ static int entry_function(CUmodule mod, const char *prefix,
   return HK_OK;
 }
 
-/* How many blocks of `threads` threads of f one SM holds at once (the
- * driver's occupancy calculator: registers, shared memory, threads), or 0
- * when the driver does not say. */
-static unsigned resident_blocks(CUfunction f, int threads) {
-  int nb = 0;
-  if (hk__cuda.api.cuOccupancyMaxActiveBlocksPerMultiprocessor(&nb, f, threads,
-                                                               0) ||
-      nb < 1)
-    return 0;
-  return (unsigned)nb;
-}
-
 int hk__cuda_entry_make(CUmodule mod, const hk_kernel_info_t *info,
                         hk_cuda_entry_t *e, hku_diags *d) {
   HK_ASSERT(atomic_load(&hk__cuda_started));
@@ -76,9 +64,6 @@ int hk__cuda_entry_make(CUmodule mod, const hk_kernel_info_t *info,
       its cooperative entry; the others run a thread a row */
       entry_function(mod, HK_ABI_CUDA_ROWS_COOP, info, &e->crow, NULL))
     e->crow = NULL;
-  for (unsigned i = 0; e->crow && i < HK_COUNT(e->crow_blocks); i++)
-    if ((32u << i) <= HK_ABI_ROWS_LANES_MAX)
-      e->crow_blocks[i] = resident_blocks(e->crow, 32 << i);
   if (info->kind != HK_KIND_REDUCTION)
     return entry_function(mod, HK_ABI_CUDA_KERNEL, info, &e->fn, d);
   for (int i = 0; i < info->nparams && e->out_index < 0; i++)
@@ -92,7 +77,6 @@ int hk__cuda_entry_make(CUmodule mod, const hk_kernel_info_t *info,
    * axis reduction by part and merge */
   if (!rc && entry_function(mod, HK_ABI_CUDA_ROWS_WARP, info, &e->wrow, NULL))
     e->wrow = NULL;
-  if (e->wrow) e->wrow_blocks = resident_blocks(e->wrow, HK_ABI_CUDA_BLOCK);
   return rc;
 }
 
@@ -198,16 +182,10 @@ int hk__cuda_launch_rows(const hk_cuda_entry_t *e, struct hk_stream *st,
   if (e->crow) {
     /* a block of hk_abi_rows_lanes(n) threads a row (n alone picks it, so
      * the bits never depend on the device), the blocks grid-stride: as
-     * many as the SMs hold at once (one wave: a second, partial one left
-     * SMs idle at the end), else as fill every SM twice over with threads
-     * (2048 an SM); at most one a row */
+     * many as fill every SM twice over with threads (2048 an SM), at most
+     * one a row */
     const unsigned lanes = hk_abi_rows_lanes(n);
-    unsigned li = 0;
-    while ((32u << li) < lanes) li++;
-    const unsigned per_sm = li < HK_COUNT(e->crow_blocks) && e->crow_blocks[li]
-                                ? e->crow_blocks[li]
-                                : 2u * 2048u / lanes;
-    size_t cap = (size_t)hk__cuda.info.sm_count * per_sm;
+    size_t cap = (size_t)hk__cuda.info.sm_count * (2u * 2048u / lanes);
     unsigned blocks = (unsigned)(rows < cap ? rows : cap);
     return launch_result(
         e, hk__cuda.api.cuLaunchKernel(e->crow, blocks, 1, 1, lanes, 1, 1, 0,
@@ -382,11 +360,7 @@ static CUresult launch_rows_warps(const hk_cuda_entry_t *e, CUstream s,
   kp[np++] = &m;
   kp[np++] = &rows;
   const size_t per_block = HK_ABI_CUDA_BLOCK / HK_ABI_CUDA_WARP;
-  /* as many blocks as the SMs hold at once (one wave: on an H200 the grid
-   * of 16 an SM ran 2.7 waves, the last one leaving SMs idle), else 16 an
-   * SM; which warp takes a row changes none of its bits */
-  const unsigned grid_cap =
-      (unsigned)hk__cuda.info.sm_count * (e->wrow_blocks ? e->wrow_blocks : 16u);
+  const unsigned grid_cap = (unsigned)hk__cuda.info.sm_count * 16u;
   size_t blocks = (rows + per_block - 1) / per_block;
   if (blocks > grid_cap) blocks = grid_cap;
   return hk__cuda.api.cuLaunchKernel(e->wrow, (unsigned)blocks, 1, 1,
