@@ -183,7 +183,8 @@ int hk__cuda_launch_rows(const hk_cuda_entry_t *e, struct hk_stream *st,
     /* a block of hk_abi_rows_lanes(n) threads a row (n alone picks it, so
      * the bits never depend on the device), the blocks grid-stride: as
      * many as fill every SM twice over with threads (2048 an SM), at most
-     * one a row */
+     * one a row (a grid of what the SMs hold at once, the driver's
+     * occupancy, took softmax by rows of 1024 from 80 to 92 us on an H200) */
     const unsigned lanes = hk_abi_rows_lanes(n);
     size_t cap = (size_t)hk__cuda.info.sm_count * (2u * 2048u / lanes);
     unsigned blocks = (unsigned)(rows < cap ? rows : cap);
@@ -360,6 +361,10 @@ static CUresult launch_rows_warps(const hk_cuda_entry_t *e, CUstream s,
   kp[np++] = &m;
   kp[np++] = &rows;
   const size_t per_block = HK_ABI_CUDA_BLOCK / HK_ABI_CUDA_WARP;
+  /* 16 blocks an SM, more than one holds at once: a grid of one wave (the
+   * driver's occupancy) took sums over rows of 64 from 1.08-1.11x to 1.22x
+   * the whole sum on an H200 (the blocks left over hide the others'
+   * latency) */
   const unsigned grid_cap = (unsigned)hk__cuda.info.sm_count * 16u;
   size_t blocks = (rows + per_block - 1) / per_block;
   if (blocks > grid_cap) blocks = grid_cap;
