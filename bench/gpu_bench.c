@@ -14,8 +14,9 @@
  *   arrays     hk_call_arrays on 4096 x 4096 f32: a broadcast (S,) operand
  *              and a transposed x against the contiguous add, sums over
  *              rows of 64, 1024 and 2^20 against the whole sum, softmax and
- *              layernorm by rows; GELU in f16 and bf16 against f32; an add as grid
- *              kernels ({i} and {r, c}) against the elementwise kind;
+ *              layernorm by rows; GELU in f16 and bf16 against f32; an add
+ *              as grid kernels ({i} and {r, c}) against the elementwise
+ *              kind;
  *   pool       hk_device_alloc + hk_device_free against cuMemAlloc +
  *              cuMemFree, ns per pair;
  *   warm load  hk_kernel_prepare of a kernel file on CUDA with an empty
