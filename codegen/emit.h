@@ -4,7 +4,8 @@
  * (mode HKC_EMIT_STDLIB: typed public functions hk_NAME, a registry table,
  * static entry points, system headers), the JIT and `hk gen` emit plugins
  * (mode HKC_EMIT_PLUGIN: a self-contained translation unit with no #include
- * and no C library, exporting hk_range__NAME, hk_merge__NAME, hk_lens__NAME).
+ * and no C library, exporting hk_range__NAME, hk_lens__NAME and, for
+ * reductions, hk_merge__NAME and hk_rowred__NAME).
  * Entry points follow common/abi.h.
  */
 #ifndef HKC_EMIT_H

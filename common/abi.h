@@ -28,6 +28,14 @@
  *   merge(args, n, partials, count)          reductions only
  *       combines count accumulators left to right, finalizes, stores
  *       element 0 of every out and inout parameter.
+ *   rowred(args, n, r0, r1, steps)           reductions only; optional
+ *       for each r in [r0, r1), what range(args_r, n, 0, n, NULL) does,
+ *       with args_r[i] = (char *)args[i] + r * steps[i] (steps in bytes; 0
+ *       for scalars): one reduction of n elements per row, the range
+ *       function's code inlined into the loop over rows (an axis
+ *       reduction over short rows spent most of its time calling range
+ *       once per row). Plugins built before it have none; the core then
+ *       calls range per row. n must be at most HK_REDUCE_BLOCK.
  *   lens(args, n, lens)
  *       writes each parameter's element count (-1 for scalars) into
  *       lens[0..nparams); returns 0, or -1 when a `len` expression is
@@ -56,6 +64,7 @@
 #define HK_ABI_RANGE "hk_range__"         /* hk_range_fn */
 #define HK_ABI_MERGE "hk_merge__"         /* hk_merge_fn, reductions */
 #define HK_ABI_LENS "hk_lens__"           /* hk_lens_fn */
+#define HK_ABI_ROWRED "hk_rowred__"       /* hk_rowred_fn, reductions */
 /* hk build's portable plugins on x86-64 also hold each entry point
  * compiled for x86-64-v3, named with this suffix (HK_ABI_RANGE "NAME"
  * HK_ABI_V3_SUFFIX), which the loader prefers on CPUs that have it. */
@@ -215,6 +224,8 @@ typedef void (*hk_range_fn)(void *const *args, size_t n, size_t begin,
 typedef void (*hk_merge_fn)(void *const *args, size_t n, const void *partials,
                             size_t count);
 typedef int (*hk_lens_fn)(void *const *args, size_t n, int64_t *lens);
+typedef void (*hk_rowred_fn)(void *const *args, size_t n, size_t r0,
+                             size_t r1, const ptrdiff_t *steps);
 
 /* A stdlib kernel instance as the generator emits it into libhk. */
 typedef struct hk_stdlib_entry {
@@ -222,6 +233,7 @@ typedef struct hk_stdlib_entry {
   hk_range_fn range;
   hk_merge_fn merge; /* reductions, else NULL */
   hk_lens_fn lens;
+  hk_rowred_fn rowred; /* reductions, else NULL */
   uint32_t acc_size; /* reductions: accumulator bytes, else 0 */
   uint32_t flags;    /* HK_ABI_* */
   void (*typed)(void); /* the typed function hk_NAME, cast */

@@ -22,7 +22,8 @@ HK_INTERNAL int hk__build_unit(const hkc_file *f, hkc_lang lang,
 
 /* The prefixes of the C entry points the compiled code of instance in
  * defines, each followed by its name: HK_ABI_RANGE, HK_ABI_LENS and, for a
- * reduction, HK_ABI_MERGE, in that order. Returns how many (2 or 3). */
+ * reduction, HK_ABI_MERGE and HK_ABI_ROWRED (the one optional: code built
+ * before it lacks it), in that order. Returns how many (2 or 4). */
 HK_INTERNAL int hk__entry_prefixes(const hkc_instance *in,
                                    const char *const **prefixes);
 

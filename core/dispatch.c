@@ -93,7 +93,9 @@ void (*hk__stdlib_typed(const hk_stdlib_entry_t *s))(void) {
 
 hk_entry_t hk__stdlib_entry(const hk_stdlib_entry_t *s) {
   const hk_stdlib_entry_t *v = variant_of(s);
-  hk_entry_t e = {v->info.kind, v->range,    v->merge,
-                  v->lens,      v->acc_size, v->flags};
+  hk_entry_t e = {.kind = v->info.kind, .range = v->range,
+                  .merge = v->merge,    .lens = v->lens,
+                  .rowred = v->rowred,  .acc_size = v->acc_size,
+                  .flags = v->flags};
   return e;
 }

@@ -11,6 +11,7 @@ typedef struct hk_entry {
   hk_range_fn range;
   hk_merge_fn merge; /* reductions */
   hk_lens_fn lens;
+  hk_rowred_fn rowred; /* reductions; NULL from plugins built before it */
   uint32_t acc_size; /* reductions */
   uint32_t flags;    /* HK_ABI_* */
 } hk_entry_t;

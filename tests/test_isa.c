@@ -79,7 +79,9 @@ static void run_variant(int v, size_t i, size_t n, const call_data *in,
     else if (info->params[p].role != HK_ROLE_SCALAR)
       memcpy(out->buf[p], in->buf[p], in->bytes[p]);
   }
-  hk_entry_t e = {info->kind, s->range, s->merge, s->lens, s->acc_size, s->flags};
+  hk_entry_t e = {.kind = info->kind, .range = s->range, .merge = s->merge,
+                  .lens = s->lens, .rowred = s->rowred,
+                  .acc_size = s->acc_size, .flags = s->flags};
   hk__run(&e, out->args, n);
 }
 

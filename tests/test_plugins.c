@@ -84,6 +84,38 @@ static void test_bad_so(void) {
   }
   hk_context_destroy(c);
 
+  /* A reduction built before the rowred entry point (abi.h): it loads,
+   * and sums over the last axis of (R, m) call its range per row: the
+   * row sums in order, for short rows and long ones. */
+  PATH(old, "old_reduction.so");
+  if (cc_shared(src, old, "-DOLD_REDUCTION") == 0) {
+    c = mkctx(HK_TIER_JIT, NULL, P("cache_bad"), 0, NULL);
+    CHECK_MSG(c && hk_load_file(c, old) == HK_OK, "%s: %s", old,
+              hk_last_error());
+    hk_kernel_t *k = c ? find(c, "t_rsum") : NULL;
+    static const int64_t shapes[][2] = {{1000, 3}, {40, 1000}};
+    for (size_t s = 0; k && s < COUNT(shapes); s++) {
+      const int64_t R = shapes[s][0], m = shapes[s][1];
+      hk_array_t a[2];
+      hk_array_init(&a[0], gx32, HK_F32, 2, shapes[s]);
+      hk_array_init(&a[1], g_got, HK_F32, 1, &shapes[s][0]);
+      static const int last[] = {-1};
+      hk_call_opts_t o = {.axes = last, .naxes = 1};
+      CHECK_MSG(hk_call_arrays(k, a, &o) == HK_OK, "%s", hk_last_error());
+      int64_t bad = 0;
+      for (int64_t r = 0; r < R; r++) {
+        float want = 0;
+        for (int64_t j = 0; j < m; j++) want = want + gx32[r * m + j];
+        bad += memcmp(&want, (float *)g_got + r, 4) != 0;
+      }
+      CHECK_MSG(bad == 0, "t_rsum over (%lld, %lld): %lld rows wrong",
+                (long long)R, (long long)m, (long long)bad);
+    }
+    hk_context_destroy(c);
+  } else {
+    CHECK_MSG(0, "cc failed for old_reduction.so");
+  }
+
   /* A prebuilt plugin replaced by a new build (renamed over it, as hk
    * build does): the same handle runs the new code after hk_reload. */
   check_make_dir(P("so_rel"));

@@ -686,6 +686,99 @@ static void check_axes(void) {
   }
 }
 
+/* Axis -1 over (R, m) for short and odd m (the rowred entry: every row in
+ * one call of the generated loop, abi.h): each row's results must be the
+ * bits of the flat call on that row, for a plain, an index (argmax), a
+ * struct (var), a two-result (minmax), an inout-with-a-scalar-free struct
+ * (r_sumsq_into) and a scalar (r_scaled) reduction, inline and on every
+ * tier, with 1 and 2 threads. */
+static void rows_case(hk_context_t *ctx, const char *nm, int64_t R, int64_t m,
+                      int threads) {
+  hk_kernel_t *k = find(ctx, nm);
+  if (!k) return;
+  const hk_kernel_info_t *in = hk_kernel_info(k);
+  hk_array_t a[8];
+  unsigned char *outs[8] = {0};
+  size_t es[8] = {0};
+  float sc = 1.5f;
+  CHECK(in->nparams <= 8);
+  for (int i = 0; i < in->nparams && i < 8; i++) {
+    const hk_param_info_t *pi = &in->params[i];
+    es[i] = hk_dtype_size(pi->dtype);
+    if (pi->role == HK_ROLE_IN) {
+      void *d = pi->dtype == HK_F64 ? (void *)g_f64 : (void *)g_f32;
+      hk_array_init(&a[i], d, pi->dtype, 2, (int64_t[]){R, m});
+    } else if (pi->role == HK_ROLE_SCALAR) {
+      CHECK(pi->dtype == HK_F32);
+      hk_array_init(&a[i], &sc, HK_F32, 0, NULL);
+    } else { /* a result per row: an inout's starts at 1 + r */
+      outs[i] = malloc((size_t)R * es[i]);
+      if (!outs[i]) return;
+      for (int64_t r = 0; r < R; r++) {
+        if (pi->dtype == HK_F64) ((double *)(void *)outs[i])[r] = 1.0 + (double)r;
+        else memset(outs[i] + (size_t)r * es[i], 0xA5, es[i]);
+      }
+      hk_array_init(&a[i], outs[i], pi->dtype, 1, (int64_t[]){R});
+    }
+  }
+  hk_set_threads(threads);
+  static const int last[] = {-1};
+  hk_call_opts_t o = {.axes = last, .naxes = 1};
+  int rc = hk_call_arrays(k, a, &o);
+  hk_set_threads(0);
+  CHECK_MSG(rc == HK_OK, "%s: %s", nm, hk_last_error());
+  int64_t bad = 0;
+  for (int64_t r = 0; rc == HK_OK && r < R; r++) {
+    void *args[8];
+    unsigned char want[8][8];
+    for (int i = 0; i < in->nparams; i++) {
+      const hk_param_info_t *pi = &in->params[i];
+      if (pi->role == HK_ROLE_IN)
+        args[i] = (unsigned char *)a[i].data + (size_t)(r * m) * es[i];
+      else if (pi->role == HK_ROLE_SCALAR)
+        args[i] = &sc;
+      else {
+        double init = 1.0 + (double)r;
+        if (pi->dtype == HK_F64) memcpy(want[i], &init, 8);
+        else memset(want[i], 0xA5, es[i]);
+        args[i] = want[i];
+      }
+    }
+    CHECK_INT_EQ(hk_call(k, (size_t)m, args), HK_OK);
+    for (int i = 0; i < in->nparams; i++)
+      if (outs[i] && memcmp(want[i], outs[i] + (size_t)r * es[i], es[i]))
+        bad++;
+  }
+  CHECK_MSG(bad == 0, "%s over (%lld, %lld), %d threads (tier %s): %lld "
+            "results differ from the flat calls'", nm, (long long)R,
+            (long long)m, threads, hk_tier_name(hk_kernel_tier(k)),
+            (long long)bad);
+  for (int i = 0; i < 8; i++) free(outs[i]);
+}
+
+static void check_rows(void) {
+  static const char *const std[] = {"sum_f32", "argmax_f32", "var_f32",
+                                    "logsumexp_f32", "minmax_f32"};
+  static const char *const forms[] = {"r_sumsq_into", "r_scaled"};
+  static const int64_t ms[] = {1, 3, 16, 17, 100};
+  fill(PAT_UNIT, 300000);
+  for (size_t j = 0; j < COUNT(ms); j++) {
+    int64_t R = 300000 / ms[j] < 9000 ? 300000 / ms[j] : 9000;
+    for (int th = 1; th <= 2; th++) {
+      for (size_t q = 0; q < COUNT(std); q++) {
+        char tn[64];
+        snprintf(tn, sizeof tn, "t_%s", std[q]);
+        rows_case(g_ctx[C_JIT], std[q], R, ms[j], th); /* inline */
+        for (int c = 0; c < C_COUNT; c++)
+          if (g_ctx[c]) rows_case(g_ctx[c], tn, R, ms[j], th);
+      }
+      for (size_t q = 0; q < COUNT(forms); q++)
+        for (int c = 0; c < C_COUNT; c++)
+          if (g_ctx[c]) rows_case(g_ctx[c], forms[q], R, ms[j], th);
+    }
+  }
+}
+
 /* hk_kernel_lens gives 1 for every result of a reduction. */
 static void check_lens(void) {
   hk_kernel_t *k = find(g_ctx[C_JIT], "r_sumsq_into");
@@ -875,6 +968,7 @@ int main(void) {
     PART("forms", check_forms());
     PART("lens", check_lens());
     PART("axes", check_axes());
+    PART("rows", check_rows());
   }
   PART("bad files", check_bad_files());
   for (int c = 0; c < C_COUNT; c++) hk_context_destroy(g_ctx[c]);
