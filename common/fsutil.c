@@ -191,6 +191,151 @@ int hku_write_parts_atomic(const char *path, const hku_part *parts,
   return failed ? HK_EIO : HK_OK;
 }
 
+/* ---- Output files the user named ---------------------------------------- */
+
+/* The file path names after following symbolic links (malloc'ed; up to 40
+ * of them, as the kernel allows), whether or not it exists; NULL with
+ * errno set (ELOOP, ENOMEM, a readlink error). */
+static char *follow_links(const char *path) {
+  char *cur = strdup(path);
+  for (int hops = 0; cur && hops <= 40; hops++) {
+    struct stat st;
+    if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) return cur;
+    char link[4096];
+    ssize_t n = readlink(cur, link, sizeof link - 1);
+    if (n < 0 || (size_t)n >= sizeof link - 1) {
+      if (n >= 0) errno = ENAMETOOLONG;
+      free(cur);
+      return NULL;
+    }
+    link[n] = '\0';
+    char *next;
+    const char *slash = strrchr(cur, '/');
+    if (link[0] == '/' || !slash) {
+      next = strdup(link);
+    } else { /* relative to the link's folder */
+      size_t dl = (size_t)(slash - cur) + 1;
+      next = malloc(dl + (size_t)n + 1);
+      if (next) {
+        memcpy(next, cur, dl);
+        memcpy(next + dl, link, (size_t)n + 1);
+      }
+    }
+    free(cur);
+    cur = next;
+  }
+  if (cur) {
+    free(cur);
+    errno = ELOOP;
+  }
+  return NULL;
+}
+
+void hku_output_abort(hku_pending *p) {
+  if (p->tmp) unlink(p->tmp);
+  free(p->tmp);
+  free(p->path);
+  p->tmp = p->path = NULL;
+}
+
+int hku_output_prepare(const char *path, const hku_part *parts, int nparts,
+                       unsigned mode, hku_pending *p, hku_diags *d) {
+  p->tmp = p->path = NULL;
+  struct stat st, lst;
+  char *real;
+  if (stat(path, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      hku_diag_add(d, HKU_ERROR, path, 0, 0,
+                   "cannot write: it is a folder (nothing was changed)");
+      return HK_EIO;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      /* a device, a FIFO or a socket (/dev/stdout, a pipe): written in
+       * place, as a shell redirection would; it cannot be replaced */
+      int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+      int failed = fd < 0;
+      for (int i = 0; i < nparts && !failed; i++)
+        failed = hku_write_all(fd, parts[i].p, parts[i].n) != HK_OK;
+      int er = errno;
+      if (fd >= 0 && close(fd) != 0 && !failed) {
+        failed = 1;
+        er = errno;
+      }
+      if (!failed) return HK_OK;
+      hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot write: %s",
+                   strerror(er));
+      return HK_EIO;
+    }
+    /* a regular file, maybe through links: replace the file itself */
+    real = lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode) ? realpath(path, NULL)
+                                                          : strdup(path);
+  } else {
+    real = follow_links(path); /* none yet, or a link to none: create it */
+  }
+  if (!real) {
+    int er = errno;
+    hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot write: %s (nothing was "
+                 "changed)", strerror(er));
+    return er == ENOMEM ? HK_ENOMEM : HK_EIO;
+  }
+  struct stat old;
+  int keep = mode == HKU_KEEP_MODE && stat(real, &old) == 0 &&
+             S_ISREG(old.st_mode);
+  int fd = open_temp(real, mode == HKU_KEEP_MODE ? 0666u : mode, &p->tmp);
+  if (fd < 0) {
+    int er = errno;
+    if (er == EISDIR)
+      hku_diag_add(d, HKU_ERROR, path, 0, 0,
+                   "cannot write: not a file name (it ends with '/')");
+    else
+      hku_diag_add(d, HKU_ERROR, path, 0, 0,
+                   "cannot write: cannot create a file next to it: %s",
+                   strerror(er));
+    free(real);
+    return er == ENOMEM ? HK_ENOMEM : HK_EIO;
+  }
+  p->path = real;
+  /* Replacing a file keeps its permissions, as writing in place would. */
+  int failed = keep && fchmod(fd, old.st_mode & 07777) != 0;
+  for (int i = 0; i < nparts && !failed; i++)
+    failed = hku_write_all(fd, parts[i].p, parts[i].n) != HK_OK;
+  int er = errno;
+  if (close(fd) != 0 && !failed) {
+    failed = 1;
+    er = errno;
+  }
+  if (failed) {
+    hku_output_abort(p);
+    hku_diag_add(d, HKU_ERROR, path, 0, 0,
+                 "cannot write: %s (nothing was changed)", strerror(er));
+    return HK_EIO;
+  }
+  return HK_OK;
+}
+
+int hku_output_commit(hku_pending *p, hku_diags *d) {
+  if (!p->tmp) return HK_OK; /* written in place already */
+  int rc = HK_OK;
+  if (rename(p->tmp, p->path) != 0) {
+    int er = errno;
+    hku_diag_add(d, HKU_ERROR, p->path, 0, 0,
+                 "cannot write: %s (nothing was changed)", strerror(er));
+    rc = HK_EIO;
+  } else {
+    free(p->tmp);
+    p->tmp = NULL;
+  }
+  hku_output_abort(p);
+  return rc;
+}
+
+int hku_write_output(const char *path, const hku_part *parts, int nparts,
+                     unsigned mode, hku_diags *d) {
+  hku_pending p;
+  int rc = hku_output_prepare(path, parts, nparts, mode, &p, d);
+  return rc ? rc : hku_output_commit(&p, d);
+}
+
 int hku_write_file_atomic(const char *path, const void *data, size_t n,
                           unsigned mode, hku_diags *d) {
   hku_part one = {data, n};

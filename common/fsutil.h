@@ -59,6 +59,28 @@ HK_INTERNAL int hku_write_parts_atomic(const char *path, const hku_part *parts,
                                        int nparts, unsigned mode,
                                        hku_diags *d);
 
+/* An output file the user named (hk gen -o, hk build -o, hk run --out):
+ * written as hku_write_parts_atomic writes path, but a symbolic link is
+ * followed (the file it names is replaced, the link stays), and a device,
+ * FIFO or socket (/dev/stdout, a pipe) is written in place, not replaced
+ * by a regular file; a folder is refused. In two steps, so that several
+ * outputs are all written or none: hku_output_prepare writes the bytes
+ * into a new file beside the target (a device: writes them, done), then
+ * hku_output_commit renames it over the target, or hku_output_abort
+ * removes it. The parts need not outlive prepare. Errors as above, about
+ * path. hku_write_output does both steps. */
+typedef struct hku_pending {
+  char *tmp;  /* the new file, NULL once renamed or for a device */
+  char *path; /* the target, links followed */
+} hku_pending;
+HK_INTERNAL int hku_output_prepare(const char *path, const hku_part *parts,
+                                   int nparts, unsigned mode, hku_pending *p,
+                                   hku_diags *d);
+HK_INTERNAL int hku_output_commit(hku_pending *p, hku_diags *d);
+HK_INTERNAL void hku_output_abort(hku_pending *p);
+HK_INTERNAL int hku_write_output(const char *path, const hku_part *parts,
+                                 int nparts, unsigned mode, hku_diags *d);
+
 /* The same for a copy of the file src (read whole, then written). */
 HK_INTERNAL int hku_copy_file_atomic(const char *src, const char *path,
                                      unsigned mode, hku_diags *d);

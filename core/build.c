@@ -341,7 +341,8 @@ int hk__build_prebuilt(const hkc_file *f, const hk_cc_t *cc,
     rc = hk__build_image_fd(&obj, hkc_file_path(f), &fd, d);
     if (rc == HK_OK) {
       close(fd);
-      rc = hku_write_file_atomic(out, obj.image, obj.size, 0755, d);
+      hku_part one = {obj.image, obj.size};
+      rc = hku_write_output(out, &one, 1, 0755, d);
     }
     hk__object_free(&obj);
   }

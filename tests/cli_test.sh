@@ -500,6 +500,47 @@ err_has "unexpected argument 'clear'"
 run 1 "$HK" list extra
 err_has "unexpected argument 'extra'"
 
+# ---- outputs that are not plain files -----------------------------------
+mkdir -p "$T/outs"
+# a symbolic link: the file it names is replaced, the link stays
+run 0 "$HK" run arange_f32 start=0 step=1 --n 6 --out "out=$T/outs/real.npy"
+ln -s real.npy "$T/outs/link.npy"
+run 0 "$HK" run fill_f32 value=7 --n 3 --out "out=$T/outs/link.npy"
+checks=$((checks + 1))
+[ -L "$T/outs/link.npy" ] || { echo "FAIL: --out replaced a link by a file"; fails=$((fails + 1)); }
+run 0 "$HK" run sum_f32 "x=$T/outs/real.npy"
+out_is '{"out": [21]}'
+# a FIFO (and so /dev/stdout) is written, not replaced by a file
+mkfifo "$T/outs/fifo"
+cat "$T/outs/fifo" >"$T/outs/from_fifo.npy" &
+reader=$!
+run 0 "$HK" gen "$T/dir/good.json" -o "$T/outs/fifo"
+wait $reader
+checks=$((checks + 1))
+[ -p "$T/outs/fifo" ] && grep -q "hk_range__" "$T/outs/from_fifo.npy" ||
+  { echo "FAIL: hk gen -o FIFO"; fails=$((fails + 1)); }
+run 0 "$HK" run fill_f32 value=3 --n 2 --out "out=/dev/stdout"
+out_has "NUMPY"
+run 1 "$HK" run fill_f32 value=3 --n 2 --out "out=$T/outs"
+err_has "it is a folder"
+# the kernel file is never the output
+cp "$T/dir/good.json" "$T/outs/self.json"
+run 1 "$HK" gen "$T/outs/self.json" -o "$T/outs/./self.json"
+err_has "is the kernel file itself"
+run 1 "$HK" build "$T/outs/self.json" -o "$T/outs/self.json"
+err_has "is the kernel file itself"
+cmp -s "$T/dir/good.json" "$T/outs/self.json" ||
+  { echo "FAIL: the kernel file was changed"; fails=$((fails + 1)); }
+# several --out: one that cannot be written leaves every other alone
+cp "$T/outs/real.npy" "$T/outs/keep.npy"
+run 1 "$HK" run minmax_f32 "x=$T/x.npy" --out "lo=$T/outs/keep.npy" \
+  --out "hi=$T/no/such/dir/hi.npy"
+err_has "no --out file was changed"
+cmp -s "$T/outs/real.npy" "$T/outs/keep.npy" ||
+  { echo "FAIL: a failing run changed another --out file"; fails=$((fails + 1)); }
+checks=$((checks + 2))
+ls -a "$T/outs" | grep -q "tmp-" && { echo "FAIL: a temporary file was left"; fails=$((fails + 1)); }
+
 if [ "$fails" -ne 0 ]; then
   echo "$fails of $checks checks failed"
   exit 1

@@ -880,7 +880,7 @@ static void test_write_files(void) {
   CHECK_INT_EQ(mkdir(path, 0755), 0);
   CHECK_INT_EQ(t_write(path, HK_I32, 1, s3, v3, err, sizeof err), HK_EIO);
   CHECK_CONTAINS(err, path);
-  CHECK_CONTAINS(err, "Is a directory");
+  CHECK_CONTAINS(err, "it is a folder");
   CHECK(path_is_dir(path));
   CHECK_INT_EQ(count_entries(tmpdir), 2);
   rmdir(path);
@@ -926,6 +926,9 @@ static void test_write_files(void) {
   CHECK_INT_EQ(t_write(path, HK_I32, 2, huge, v3, err, sizeof err), HK_EINVAL);
   CHECK_CONTAINS(err, "too large");
   snprintf(path, sizeof path, "%s/", tmpdir);
+  CHECK_INT_EQ(t_write(path, HK_I32, 1, s3, v3, err, sizeof err), HK_EIO);
+  CHECK_CONTAINS(err, "it is a folder"); /* the folder itself */
+  snprintf(path, sizeof path, "%s/none/", tmpdir);
   CHECK_INT_EQ(t_write(path, HK_I32, 1, s3, v3, err, sizeof err), HK_EIO);
   CHECK_CONTAINS(err, "not a file name");
   CHECK_INT_EQ(t_write("", HK_I32, 1, s3, v3, err, sizeof err), HK_EINVAL);

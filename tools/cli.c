@@ -190,11 +190,18 @@ int hk_cli_is_dir(const char *path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+int hk_cli_same_file(const char *in, const char *out) {
+  struct stat a, b;
+  return stat(in, &a) == 0 && stat(out, &b) == 0 && S_ISREG(b.st_mode) &&
+         a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 int hk_cli_write_file(const char *cmd, const char *path, const char *text,
                       size_t len) {
   hku_diags d = HKU_DIAGS_INIT;
   int rc = HK_EXIT_OK;
-  if (hku_write_file_atomic(path, text, len, HKU_KEEP_MODE, &d)) {
+  hku_part one = {text, len};
+  if (hku_write_output(path, &one, 1, HKU_KEEP_MODE, &d)) {
     hku_buf b = HKU_BUF_INIT;
     hku_diags_first(&d, &b);
     rc = hk_cli_error(cmd, "%s", hku_buf_str(&b));

@@ -83,9 +83,15 @@ int hk_cli_is_help(const char *arg);
 /* 1 when path is a directory. */
 int hk_cli_is_dir(const char *path);
 
-/* Writes text to path atomically (hku_write_file_atomic; a file replaced
- * keeps its permissions). Returns HK_EXIT_OK, or the exit status of the
- * error it printed (hk_cli_error). */
+/* 1 when out names the file in already (the same inode, through links
+ * or another spelling of the path): an -o that would overwrite the kernel
+ * file being read. */
+int hk_cli_same_file(const char *in, const char *out);
+
+/* Writes text to path as an output file (fsutil.h, hku_write_output:
+ * atomically, a file replaced keeps its permissions, links are followed,
+ * a device or FIFO is written in place). Returns HK_EXIT_OK, or the exit
+ * status of the error it printed (hk_cli_error). */
 int hk_cli_write_file(const char *cmd, const char *path, const char *text,
                       size_t len);
 

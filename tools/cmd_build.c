@@ -55,6 +55,10 @@ int hk_cmd_build(int argc, char **argv) {
   }
   if (!file) return hk_cli_usage("build", "no kernel file given");
   if (!out) return hk_cli_usage("build", "no output given (-o OUT.so)");
+  if (hk_cli_same_file(file, out))
+    return hk_cli_usage("build", "-o %s is the kernel file itself; it would "
+                                 "be overwritten",
+                        out);
 
   hku_diags d = HKU_DIAGS_INIT;
   hkc_file *f = NULL;

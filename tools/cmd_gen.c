@@ -39,6 +39,10 @@ int hk_cmd_gen(int argc, char **argv) {
     }
   }
   if (!file) return hk_cli_usage("gen", "no kernel file given");
+  if (out && hk_cli_same_file(file, out))
+    return hk_cli_usage("gen", "-o %s is the kernel file itself; it would be "
+                               "overwritten",
+                        out);
   int cuda = !strcmp(target, "cuda");
   if (!cuda && strcmp(target, "cpu"))
     return hk_cli_usage("gen", "unknown target '%s' (expected cpu or cuda)",

@@ -561,6 +561,12 @@ static int check_modes(hk_kernel_t *kh, const run_opts *o, const char *backend,
 static int write_outputs(const run_call *c) {
   const hk_kernel_info_t *k = c->k;
   int printed = 0;
+  /* every --out file is written beside its target first, then all are
+   * renamed into place: one that cannot be written leaves every target as
+   * it was */
+  hku_pending *pend = calloc((size_t)k->nparams + 1, sizeof *pend);
+  int npend = 0;
+  if (!pend) return hk_cli_internal("run", "out of memory");
   for (int i = 0; i < k->nparams; i++) {
     const run_param *p = &c->ps[i];
     if (p->info->role != HK_ROLE_OUT && p->info->role != HK_ROLE_INOUT)
@@ -584,18 +590,39 @@ static int write_outputs(const run_call *c) {
       hku_diags d = HKU_DIAGS_INIT;
       hku_buf err = HKU_BUF_INIT;
       int rc = HK_EXIT_OK;
-      if (hk_npy_write(p->out_path, p->info->dtype, ndim, shape, data, &d))
-        rc = hk_cli_error("run", "--out %s: %s", p->info->name,
-                          hk_npy_error(&d, &err));
+      if (hk_npy_write_prepare(p->out_path, p->info->dtype, ndim, shape, data,
+                               &pend[npend], &d))
+        rc = hk_cli_error("run", "--out %s: %s%s", p->info->name,
+                          hk_npy_error(&d, &err),
+                          npend ? " (no --out file was changed)" : "");
+      else
+        npend++;
       hku_buf_free(&err);
       hku_diags_free(&d);
-      if (rc) return rc;
+      if (rc) {
+        while (npend) hku_output_abort(&pend[--npend]);
+        free(pend);
+        return rc;
+      }
     } else {
       printf(printed ? ", \"%s\": " : "{\"%s\": ", p->info->name);
       print_nested(data, p->info->dtype, ndim, shape);
       printed = 1;
     }
   }
+  int rc = HK_EXIT_OK;
+  for (int j = 0; j < npend; j++) {
+    hku_diags d = HKU_DIAGS_INIT;
+    hku_buf err = HKU_BUF_INIT;
+    if (rc == HK_EXIT_OK && hku_output_commit(&pend[j], &d))
+      rc = hk_cli_error("run", "--out: %s", hk_npy_error(&d, &err));
+    else
+      hku_output_abort(&pend[j]);
+    hku_buf_free(&err);
+    hku_diags_free(&d);
+  }
+  free(pend);
+  if (rc) return rc;
   if (printed) puts("}");
   if (fflush(stdout) != 0)
     return hk_cli_internal("run", "cannot write to standard output");

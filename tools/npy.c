@@ -1020,7 +1020,21 @@ int hk_npy_encode(hk_dtype_t t, int ndim, const size_t *shape, const void *data,
 
 int hk_npy_write(const char *path, hk_dtype_t t, int ndim, const size_t *shape,
                  const void *data, hku_diags *d) {
+  hku_pending p;
+  int rc = hk_npy_write_prepare(path, t, ndim, shape, data, &p, d);
+  if (rc) return rc;
+  hku_diags wd = HKU_DIAGS_INIT;
+  rc = hku_output_commit(&p, &wd);
+  if (rc && wd.n) hku_diags_move(d, &wd);
+  hku_diags_free(&wd);
+  return rc;
+}
+
+int hk_npy_write_prepare(const char *path, hk_dtype_t t, int ndim,
+                         const size_t *shape, const void *data,
+                         hku_pending *out, hku_diags *d) {
   npy_err_t e = {path ? path : "(null)", d};
+  out->tmp = out->path = NULL;
   if (!path || !*path) return npy_fail(&e, "no file name given");
   size_t nbytes;
   int rc = npy_check_args(t, ndim, shape, data, &nbytes, &e);
@@ -1033,7 +1047,7 @@ int hk_npy_write(const char *path, hk_dtype_t t, int ndim, const size_t *shape,
    * than it buys. */
   hku_part parts[2] = {{hdr, hn}, {data, nbytes}};
   hku_diags wd = HKU_DIAGS_INIT;
-  rc = hku_write_parts_atomic(path, parts, 2, HKU_KEEP_MODE, &wd);
+  rc = hku_output_prepare(path, parts, 2, HKU_KEEP_MODE, out, &wd);
   if (rc && wd.n) /* "cannot write: WHY (nothing was changed)", about path */
     hku_diags_move(d, &wd);
   else if (rc)

@@ -6,6 +6,7 @@
 
 #include "buf.h"
 #include "diag.h"
+#include "fsutil.h" /* hku_pending */
 #include "hk.h" /* hk_dtype_t */
 
 #define HK_NPY_MAXDIM 64
@@ -55,6 +56,14 @@ void hk_npy_free(hk_npy_t *a);
  * never destroys an existing one. Returns HK_OK, or fails (see above). */
 int hk_npy_write(const char *path, hk_dtype_t t, int ndim, const size_t *shape,
                  const void *data, hku_diags *d);
+/* The same in two steps (fsutil.h, hku_output_prepare): the bytes written
+ * beside PATH into *p, for hku_output_commit or hku_output_abort, so that
+ * several outputs are written all or none. PATH may be a symbolic link
+ * (the file it names is replaced) or a device or FIFO (written in place
+ * at once: /dev/stdout). */
+int hk_npy_write_prepare(const char *path, hk_dtype_t t, int ndim,
+                         const size_t *shape, const void *data, hku_pending *p,
+                         hku_diags *d);
 /* Encodes into a malloc'ed buffer (*bytes, *len) instead of a file. Returns HK_OK,
  * or fails (see above) with *bytes = NULL, *len = 0. */
 int hk_npy_encode(hk_dtype_t t, int ndim, const size_t *shape, const void *data,
