@@ -90,9 +90,10 @@ const char *hkc_param_ctype(const hkc_instance *in, const hkc_param *p);
 const char *hkc_param_stype(const hkc_instance *in, const hkc_param *p);
 /* Storage and what code sees differ for f16, bf16 and bool (kernel.h):
  * every parameter list made by hkc_put_param passes scalars as stored, and
- * names such a scalar "hk_s_NAME" (this prefix: "hk_s_" or ""); a function
- * holding author code then declares NAME, converted, with
- * hkc_put_scalar_locals (a line each, indented by ind). */
+ * names every scalar "hk_s_NAME" (this prefix: "hk_s_" for scalars, ""
+ * for buffers); a function holding author code then declares NAME, const
+ * and converted, with hkc_put_scalar_locals (a line each, indented by
+ * ind). */
 const char *hkc_scalar_pre(const hkc_instance *in, const hkc_param *p);
 void hkc_put_scalar_locals(hku_buf *o, const hkc_instance *in, int ind);
 int hkc_is_buffer(const hkc_param *p);

@@ -169,20 +169,31 @@ const char *hkc_param_stype(const hkc_instance *in, const hkc_param *p) {
 }
 
 const char *hkc_scalar_pre(const hkc_instance *in, const hkc_param *p) {
-  return !hkc_is_buffer(p) && hkc_dtype_converts(hkc_param_type(in, p))
-             ? "hk_s_"
-             : "";
+  (void)in;
+  return hkc_is_buffer(p) ? "" : "hk_s_";
 }
 
-void hkc_put_scalar_locals(hku_buf *o, const hkc_instance *in, int ind) {
+/* Every scalar, converted or not, is a const local: tcc drops the const of
+ * a function parameter, so that `alpha = 0` in a body compiled on tier
+ * jit (and changed the value for the elements after, on that thread
+ * only), where gcc refuses it; a local const it refuses too
+ * (compiler_tcc.c). */
+static void put_scalar_vars(hku_buf *o, const hkc_instance *in, int ind,
+                            int mutable_plain) {
   const hkc_kernel *k = in->k;
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     hk_dtype_t t = hkc_param_type(in, p);
-    if (hkc_is_buffer(p) || !hkc_dtype_converts(t)) continue;
-    hku_buf_printf(o, "%*sconst %s %s = %shk_s_%s%s;\n", ind, "", hkc_ctype(t),
-                   p->name, hkc_load_pre(t), p->name, hkc_conv_post(t));
+    if (hkc_is_buffer(p)) continue;
+    int cst = !(mutable_plain && !hkc_dtype_converts(t));
+    hku_buf_printf(o, "%*s%s%s %s = %shk_s_%s%s;\n", ind, "",
+                   cst ? "const " : "", hkc_ctype(t), p->name,
+                   hkc_load_pre(t), p->name, hkc_conv_post(t));
   }
+}
+
+void hkc_put_scalar_locals(hku_buf *o, const hkc_instance *in, int ind) {
+  put_scalar_vars(o, in, ind, 0);
 }
 
 int hkc_is_buffer(const hkc_param *p) { return p->role != HK_ROLE_SCALAR; }
@@ -432,7 +443,9 @@ void hkc_put_raw_function(hku_buf *o, const hkc_instance *in,
   hkc_put_params(o, in, "", 0, 0);
   hku_buf_put(o, "size_t n)\n{\n");
   hkc_put_holders(o, in, srcs, 1, 4);
-  hkc_put_scalar_locals(o, in, 4);
+  /* a raw body runs once: its scalars are its own variables, as a C
+   * function's parameters are (but the converted 16-bit ones) */
+  put_scalar_vars(o, in, 4, 1);
   hkc_put_voids(o, in, HKC_ROLES_ALL, 4);
   hku_buf_put(o, "    (void)n;\n    {\n");
   hkc_put_code(o, body, 8);

@@ -238,8 +238,8 @@ static void put_cuda_kernel(hku_buf *o, const hkc_instance *in, int noalias) {
                  noalias ? HK_ABI_CUDA_NOALIAS : HK_ABI_CUDA_KERNEL, in->name);
   hkc_put_params(o, in, noalias ? "__restrict__ " : "", 1, 0);
   hku_buf_put(o, "size_t n)\n{\n    int hk_bad = 0;\n");
+  hkc_put_scalar_locals(o, in, 4); /* the extents read them */
   put_extents(o, in, "return;");
-  hkc_put_scalar_locals(o, in, 4);
   put_setup(o, in);
   hkc_put_voids(o, in, HKC_ROLES_ALL, 4);
   hku_buf_printf(o,

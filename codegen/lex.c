@@ -531,6 +531,20 @@ static void check_tokens(checker *c, hkc_code_mode mode,
         continue;
       }
     }
+    if ((mode == HKC_CODE_ROWS || mode == HKC_CODE_ROWS_CUDA) &&
+        ((!strcmp(name, "static") && !(next && tok_is(c, next, "const"))) ||
+         !strcmp(name, "_Thread_local") || !strcmp(name, "__thread"))) {
+      /* rows and index-space bodies and the helpers: rows and indices run
+       * on any thread, in any order, so a variable that outlives one
+       * would make results depend on the thread count (a static const
+       * table cannot) */
+      err(c, k->off,
+          "'%s' variables are not allowed here: this code runs for many "
+          "rows or indices at once, on any thread (keep state in locals or "
+          "scratch arrays)",
+          name);
+      continue;
+    }
     if (mode == HKC_CODE_STMTS) {
       if (!strcmp(name, "return") || !strcmp(name, "goto")) {
         err(c, k->off,

@@ -29,11 +29,31 @@ __attribute__((visibility("hidden"))) FILE *hk__tcc_stdout;
 __attribute__((visibility("hidden"))) FILE *hk__tcc_stderr;
 __attribute__((visibility("hidden"))) char **hk__tcc_environ;
 
+/* tcc's warning for a store to a const object: gcc's (tier opt, hk build)
+ * is an error. Generated code declares what kernel code must not change
+ * const (an in buffer's element, a scalar, i and n), so tcc too must
+ * refuse it: compiled, `s = s + 1` on a scalar ran on tier jit, with
+ * results that depended on the thread count, and tier opt then failed. */
+#define READ_ONLY_WARNING ": warning: assignment of read-only location"
+
 static void collect(void *opaque, const char *msg) {
   hku_buf *msgs = opaque;
   if (!msgs) return;
+  const char *w = strstr(msg, READ_ONLY_WARNING);
+  if (w) { /* as an error, in gcc's words */
+    hku_buf_putn(msgs, msg, (size_t)(w - msg));
+    hku_buf_put(msgs, ": error: assignment of read-only location: kernel "
+                      "code cannot change an in buffer's element, a scalar "
+                      "parameter, i or n\n");
+    return;
+  }
   hku_buf_put(msgs, msg);
   hku_buf_putc(msgs, '\n');
+}
+
+/* 1 when collect turned a warning into an error. */
+static int has_error(const hku_buf *msgs) {
+  return msgs->len && strstr(hku_buf_str(msgs), ": error: ") != NULL;
 }
 
 /* Compiles src into a relocated state, or NULL with tcc's messages in
@@ -54,7 +74,7 @@ static TCCState *tcc_build(const char *src, hku_buf *msgs) {
     ok = tcc_set_output_type(s, TCC_OUTPUT_MEMORY) == 0;
     for (size_t i = 0; ok && i < nsyms; i++)
       ok = tcc_add_symbol(s, syms[i].name, syms[i].addr) == 0;
-    ok = ok && tcc_compile_string(s, src) == 0;
+    ok = ok && tcc_compile_string(s, src) == 0 && !has_error(msgs);
     ok = ok && tcc_relocate(s, TCC_RELOCATE_AUTO) >= 0;
   } else {
     hku_buf_put(msgs, "tcc: error: cannot create a compiler state\n");

@@ -357,7 +357,7 @@ run 0 "$HK" check "$T/nop.json"
 err_empty
 run 0 "$HK" gen "$T/nop.json" -o "$T/nop.c"
 run 0 "$HK" gen "$T/nop.json" --target cuda
-out_has "extern \"C\" __global__ void hk_cuda__nop_blank(float *x, int64_t m, size_t n)"
+out_has "extern \"C\" __global__ void hk_cuda__nop_blank(float *x, int64_t hk_s_m, size_t n)"
 for cc in gcc clang; do
   command -v $cc >/dev/null || continue
   run 0 $cc -std=c11 -pedantic-errors -Wall -Wextra -Werror -fPIC -c "$T/nop.c" -o "$T/nop.o"
@@ -499,6 +499,48 @@ run 1 "$HK" cache list clear
 err_has "unexpected argument 'clear'"
 run 1 "$HK" list extra
 err_has "unexpected argument 'extra'"
+
+# ---- kernel code cannot change what it reads ------------------------------
+# (tcc took `s = s + 1` on a scalar: the value then changed from element to
+# element, per thread; gcc refuses it)
+for body in 'y = s; s = s + 1;' 'y = x; x = 1;' 's += 1; y = x;' 'y = x; ++x;'; do
+  cat >"$T/ro.json" <<EOF2
+{"schema_version": 1, "name": "ro", "kind": "elementwise",
+ "params": [{"name": "x", "type": "f32", "role": "in"},
+            {"name": "s", "type": "f32", "role": "scalar"},
+            {"name": "y", "type": "f32", "role": "out"}],
+ "body": "$body"}
+EOF2
+  run 1 "$HK" check "$T/ro.json"
+  err_has "ro.json:5:"
+  err_has "assignment of read-only location"
+done
+# a raw body's scalars are its own variables, as a C function's parameters
+cat >"$T/rawmut.json" <<'EOF2'
+{"schema_version": 1, "name": "rawmut", "kind": "raw",
+ "params": [{"name": "x", "type": "f32", "role": "inout", "len": "m"},
+            {"name": "m", "type": "i64", "role": "scalar"}],
+ "cpu": "while (m > 0) { m = m - 1; x[m] = (float)m; }"}
+EOF2
+run 0 "$HK" check "$T/rawmut.json"
+# helpers (and rows and grid bodies) run for many elements at once: no
+# state that outlives a call, but constant tables
+for decl in 'static float c = 0;' '_Thread_local float c = 0;' 'static const float c = 2;'; do
+  cat >"$T/hs.json" <<EOF2
+{"schema_version": 1, "name": "hs", "kind": "elementwise",
+ "params": [{"name": "x", "type": "f32", "role": "in"},
+            {"name": "y", "type": "f32", "role": "out"}],
+ "helpers": [{"name": "f", "returns": "float", "params": "float v",
+              "body": "$decl return v * c;"}],
+ "body": "y = f(x);"}
+EOF2
+  case $decl in
+    'static const'*) run 0 "$HK" check "$T/hs.json" ;;
+    *) run 1 "$HK" check "$T/hs.json"
+       err_has "hs.json:5:"
+       err_has "variables are not allowed here" ;;
+  esac
+done
 
 # ---- outputs that are not plain files -----------------------------------
 mkdir -p "$T/outs"
