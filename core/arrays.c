@@ -187,12 +187,9 @@ static int check_array(const call *c, int i) {
     if (reach > lim - span) return fail_param(c, i, "strides reach too far");
     reach += span;
   }
-  if (p->role == HK_ROLE_SCALAR) {
-    if (count != 1)
-      return fail_param(c, i, "a scalar takes one value; the array has %lld",
-                        (long long)count);
-    return HK_OK;
-  }
+  if (p->role == HK_ROLE_SCALAR && count != 1)
+    return fail_param(c, i, "a scalar takes one value; the array has %lld",
+                      (long long)count);
   if (a->nbytes && count) {
     uintptr_t lo, hi, b = (uintptr_t)a->base;
     extent(a, &lo, &hi);
@@ -207,7 +204,7 @@ static int check_array(const call *c, int i) {
 /* 1 when a written array's elements are all distinct addresses (axes
  * sorted by stride, each stride beyond the reach of the smaller ones: a
  * sufficient test). */
-static int no_self_overlap(const hk_array_t *a) {
+int hk__array_distinct(const hk_array_t *a) {
   int64_t len[HK_MAX_DIMS], st[HK_MAX_DIMS];
   int nd = 0;
   for (int d = 0; d < a->ndim; d++) {
@@ -253,7 +250,7 @@ static int check_overlaps(const call *c, int allow_in_place) {
   for (int w = 0; w < c->nargs; w++) {
     if (!is_written(c, w)) continue;
     const hk_array_t *wa = &c->a[w];
-    if (!no_self_overlap(wa))
+    if (!hk__array_distinct(wa))
       return fail_param(c, w, "its elements overlap each other (a 0 or "
                               "repeating stride): it cannot be written");
     uintptr_t wlo, whi;
@@ -1030,6 +1027,11 @@ static int axes_mask(const call *c, const hk_call_opts_t *o, int D,
   *mask = 0;
   for (int x = 0; x < o->naxes; x++) {
     int ax = o->axes[x], a = ax < 0 ? ax + D : ax;
+    if (D == 0)
+      return hk__fail(HK_EINVAL,
+                      "%s: axis %d is out of range: the input is 0-d (one "
+                      "value), with no axis to reduce",
+                      c->info->name, ax);
     if (a < 0 || a >= D)
       return hk__fail(HK_EINVAL,
                       "%s: axis %d is out of range for an input of %d "
@@ -1506,8 +1508,13 @@ static int fast_call(const hk_kernel_t *k, const hk_kernel_info_t *info,
     const hk_role_t role = ps[i].role;
     if (x->dtype != ps[i].dtype) return 0;
     ptrs[i] = x->data;
-    if (role == HK_ROLE_SCALAR) {
-      if (x->ndim != 0) return 0;
+    if (role == HK_ROLE_SCALAR) { /* one value, present, in its bounds */
+      if (x->ndim != 0 || !x->data ||
+          (x->nbytes && ((uintptr_t)x->data < (uintptr_t)x->base ||
+                         (uintptr_t)x->data - (uintptr_t)x->base >
+                             x->nbytes - elem_size[ps[i].dtype] ||
+                         x->nbytes < elem_size[ps[i].dtype])))
+        return 0; /* the general path says why */
       continue;
     }
     size_t count = 1;
@@ -1590,6 +1597,11 @@ HK_API int hk_call_arrays(const hk_kernel_t *k, const hk_array_t *args,
                           const hk_call_opts_t *opts) {
   call c;
   int rc;
+  if (opts && (unsigned)opts->backend > (unsigned)HK_BACKEND_CUDA)
+    return hk__fail(HK_EINVAL,
+                    "hk_call_arrays: opts->backend is %d; expected "
+                    "HK_BACKEND_AUTO, HK_BACKEND_CPU or HK_BACKEND_CUDA",
+                    (int)opts->backend);
   if (k && args && fast_call(k, atomic_load_explicit(&k->info,
                                                      memory_order_acquire),
                              args, opts, &rc))
@@ -1729,6 +1741,20 @@ typedef struct select_ctx {
   char cands[512];
 } select_ctx;
 
+/* Is name one of the items of list ("a, b, c")? Whole items only: "f16"
+ * is not in "bf16". */
+static int in_list(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; *p;) {
+    const char *e = strstr(p, ", ");
+    size_t l = e ? (size_t)(e - p) : strlen(p);
+    if (l == n && !memcmp(p, name, n)) return 1;
+    if (!e) break;
+    p = e + 2;
+  }
+  return 0;
+}
+
 static int select_fn(hk_kernel_t *k, void *user) {
   select_ctx *s = user;
   const hk_kernel_info_t *in = hk_kernel_info(k);
@@ -1795,7 +1821,7 @@ HK_API int hk_kernel_select(hk_context_t *ctx, const char *name,
         break;
       }
       const char *t = hk_dtype_name(in->params[i].dtype);
-      if (!strstr(there, t)) {
+      if (!in_list(there, t)) {
         size_t o = strlen(there);
         snprintf(there + o, sizeof there - o, "%s%s", o ? ", " : "", t);
       }

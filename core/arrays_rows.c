@@ -149,6 +149,11 @@ static void span(const hk_array_t *a, uintptr_t *lo, uintptr_t *hi) {
 static int check_overlaps(const hk_kernel_info_t *in, const hk_array_t *a) {
   for (int i = 0; i < in->nparams; i++) {
     if (!is_written(in, i)) continue;
+    if (!hk__array_distinct(&a[i]))
+      return hk__fail(HK_EINVAL,
+                      "%s: parameter '%s': its elements overlap each other "
+                      "(a 0 or repeating stride): it cannot be written",
+                      in->name, in->params[i].name);
     uintptr_t lo, hi;
     span(&a[i], &lo, &hi);
     for (int j = 0; j < in->nparams; j++) {

@@ -208,6 +208,9 @@ HK_INTERNAL int hk__call_rows_cpu(const hk_kernel_t *k, size_t rows, size_t n,
  * HK_ENOMEM, or the rows call's errors. */
 HK_INTERNAL int hk__arrays_rows(const hk_kernel_t *k, const hk_array_t *a,
                                 const hk_call_opts_t *opts);
+/* 1 when every element of array a has its own address (arrays.c: a
+ * sufficient test, axes sorted by stride), so that it may be written. */
+HK_INTERNAL int hk__array_distinct(const hk_array_t *a);
 /* hk_call_out_shape for rows kernel k's written parameter param. */
 HK_INTERNAL int hk__arrays_rows_shape(const hk_kernel_t *k,
                                       const hk_array_t *a, int param,

@@ -507,6 +507,57 @@ static void test_errors(void) {
   r[1].strides[1] = 1;
   r[1].nbytes = 16;
   CHECK_INT_EQ(hk_call_arrays(sum, r, &o), HK_OK);
+  /* a scalar without data, or outside its bounds, on the contiguous path
+   * too (it was read from address 0 there) */
+  hk_kernel_t *scale = kfind("scale_f32"), *fill = kfind("fill_f32");
+  float alpha = 2, c4[4] = {1, 2, 3, 4}, o4[4] = {9, 9, 9, 9};
+  hk_array_t sc[3];
+  hk_array_init(&sc[0], c4, HK_F32, 1, (int64_t[]){4});
+  hk_array_init(&sc[1], NULL, HK_F32, 0, NULL);
+  hk_array_init(&sc[2], o4, HK_F32, 1, (int64_t[]){4});
+  CHECK_INT_EQ(hk_call_arrays(scale, sc, NULL), HK_EINVAL);
+  CHECK_CONTAINS(hk_last_error(), "parameter 'alpha': data is NULL");
+  hk_array_t fl[2];
+  hk_array_init(&fl[0], NULL, HK_F32, 0, NULL);
+  hk_array_init(&fl[1], o4, HK_F32, 1, (int64_t[]){4});
+  CHECK_INT_EQ(hk_call_arrays(fill, fl, NULL), HK_EINVAL);
+  CHECK_CONTAINS(hk_last_error(), "data is NULL");
+  hk_array_init(&sc[1], &alpha, HK_F32, 0, NULL);
+  sc[1].nbytes = 2; /* half a float */
+  CHECK_INT_EQ(hk_call_arrays(scale, sc, NULL), HK_EINVAL);
+  CHECK_CONTAINS(hk_last_error(), "parameter 'alpha': its strides reach "
+                                  "outside its buffer");
+  CHECK(o4[0] == 9 && o4[3] == 9);
+  sc[1].nbytes = 4;
+  CHECK_INT_EQ(hk_call_arrays(scale, sc, NULL), HK_OK);
+  CHECK(o4[0] == 2 && o4[3] == 8);
+  /* a backend that does not exist, on every path */
+  hk_call_opts_t bad = {.backend = (hk_backend_t)5};
+  CHECK_INT_EQ(hk_call_arrays(add, inplace, &bad), HK_EINVAL);
+  CHECK_CONTAINS(hk_last_error(), "opts->backend is 5");
+  bad.axes = (int[]){1};
+  bad.naxes = 1;
+  CHECK_INT_EQ(hk_call_arrays(sum, r, &bad), HK_EINVAL);
+  CHECK_CONTAINS(hk_last_error(), "opts->backend is 5");
+  /* a rows kernel's written array whose elements overlap */
+  hk_kernel_t *smax = kfind("softmax_f32");
+  float sx[16] = {0}, sy[16];
+  hk_array_t rw[2];
+  hk_array_init(&rw[0], sx, HK_F32, 2, (int64_t[]){4, 4});
+  hk_array_init(&rw[1], sy, HK_F32, 2, (int64_t[]){4, 4});
+  rw[1].strides[0] = 0;
+  CHECK_INT_EQ(hk_call_arrays(smax, rw, NULL), HK_EINVAL);
+  CHECK_CONTAINS(hk_last_error(), "parameter 'y': its elements overlap");
+  /* the dtypes an instance takes, each named once and whole (f16 was
+   * left out beside bf16) */
+  unsigned char u8[4] = {0};
+  hk_array_t ta[3];
+  hk_array_init(&ta[0], u8, HK_U8, 1, (int64_t[]){4});
+  hk_array_init(&ta[1], c4, HK_F32, 1, (int64_t[]){4});
+  hk_array_init(&ta[2], o4, HK_F32, 1, (int64_t[]){4});
+  hk_kernel_t *sel = NULL;
+  CHECK_INT_EQ(hk_kernel_select(ctx, "add", ta, 3, &sel), HK_EINVAL);
+  CHECK_CONTAINS(hk_last_error(), "its instances take bf16, f16, f32");
   /* the inputs were left unchanged by the refused calls: x was written
    * only by the in-place call (x + y) */
   hk_array_t big;
