@@ -96,6 +96,10 @@ static int default_dir(char **out, hku_diags *d) {
   return *out ? HK_OK : fail(d, HK_ENOMEM, NULL, "out of memory");
 }
 
+int hk__cache_default_dir(char **out, hku_diags *d) {
+  return default_dir(out, d);
+}
+
 /* mkdir -p with mode 0700 for every directory it creates; *created says
  * whether the last one was made here. */
 static int make_dirs(char *path, int *created, hku_diags *d) {

@@ -44,6 +44,9 @@ typedef struct hk_cache hk_cache_t;
  * (unsafe), HK_ENOMEM, with the reason in d. */
 HK_INTERNAL int hk__cache_open(const char *dir, int allow_unsafe,
                                hk_cache_t **out, hku_diags *d);
+/* The directory hk__cache_open(NULL, ...) would open, without creating
+ * it: HK_OK and *out (malloc'ed), or HK_EIO / HK_ENOMEM said in d. */
+HK_INTERNAL int hk__cache_default_dir(char **out, hku_diags *d);
 /* Closes c (NULL is fine); entries stay on disk. */
 HK_INTERNAL void hk__cache_close(hk_cache_t *c);
 /* The directory's path as resolved by hk__cache_open. */

@@ -309,6 +309,10 @@ else:
           rtol=2e-6, atol=1e-8)
     print("hk run --backend cuda matches NumPy")
 
+# an axis of a 0-d input (NumPy: AxisError) says that it is 0-d
+np.save("zero_d.npy", np.float32(3))
+fails_with(["sum_f32", "x=zero_d.npy", "--axis", "0"], "the input is 0-d")
+
 if fails:
     raise SystemExit(f"{fails} comparisons with NumPy failed")
 print("hk run matches NumPy")

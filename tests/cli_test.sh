@@ -542,6 +542,41 @@ EOF2
   esac
 done
 
+# ---- small things a user meets ------------------------------------------
+# suggestions: typos of a kernel or of its name without the type; nothing
+# for names too short to be a typo of anything
+run 1 "$HK" run softmx
+err_has "did you mean 'softmax'"
+run 1 "$HK" run sx
+err_has "no kernel named 'sx' (hk list shows them all)"
+# a whole reduction's inout result, written as (1,), is read back as its
+# 0-d value: two runs accumulate
+run 0 "$HK" run arange_f32 start=0 step=1 --n 6 --out "out=$T/six.npy"
+run 0 "$HK" run fill_f32 value=1 --n 1 --out "out=$T/acc0.npy"
+run 0 "$HK" run bias_grad_f32 --plugins "$SRC/plugins" "dout=$T/six.npy" \
+  "dbias=$T/acc0.npy" --out "dbias=$T/acc1.npy"
+run 0 "$HK" run bias_grad_f32 --plugins "$SRC/plugins" "dout=$T/six.npy" \
+  "dbias=$T/acc1.npy"
+out_is '{"dbias": [31]}'
+# a size no machine holds is the user's error
+run 1 "$HK" run fill_f32 value=1 --n 99999999999999999
+err_has "more than this machine's memory"
+# a file named twice is checked once
+run 0 "$HK" check "$T/dir/good.json" "$T/dir/./good.json"
+# listing into a full disk fails; listing a cache that is not there makes
+# nothing
+if [ -c /dev/full ]; then
+  "$HK" list >/dev/full 2>"$T/err"
+  got=$?
+  checks=$((checks + 1))
+  [ $got -eq 2 ] || { echo "FAIL: hk list >/dev/full: exit $got"; fails=$((fails + 1)); }
+  err_has "cannot write to standard output"
+fi
+run 0 "$HK" cache list --cache-dir "$T/no/cache/here"
+out_has "no cache there"
+checks=$((checks + 1))
+[ ! -e "$T/no" ] || { echo "FAIL: hk cache list made the folder"; fails=$((fails + 1)); }
+
 # ---- outputs that are not plain files -----------------------------------
 mkdir -p "$T/outs"
 # a symbolic link: the file it names is replaced, the link stays

@@ -1,6 +1,9 @@
 /* cmd_cache.c — hk cache: what the disk cache of compiled kernels holds. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cache.h"
@@ -74,6 +77,23 @@ int hk_cmd_cache(int argc, char **argv) {
   if (!what) return hk_cli_usage("cache", "say list or clear");
   hk_cache_t *c;
   hku_diags d = HKU_DIAGS_INIT;
+  /* listing or clearing a cache that does not exist creates nothing (a
+   * mistyped --cache-dir made the folder and its parents) */
+  char *def = NULL;
+  if (!dir && hk__cache_default_dir(&def, &d)) {
+    int rc = hk_cli_error("cache", "%s", hku_diags_words(&d, "out of memory"));
+    hku_diags_free(&d);
+    return rc;
+  }
+  struct stat st;
+  if (stat(dir ? dir : def, &st) != 0 && errno == ENOENT) {
+    printf("%s %s (no cache there)\n",
+           !strcmp(what, "list") ? "0 entries in" : "removed 0 files from",
+           dir ? dir : def);
+    free(def);
+    return HK_EXIT_OK;
+  }
+  free(def);
   if (hk__cache_open(dir, 0, &c, &d)) {
     int rc = hk_cli_error("cache", "%s", hku_diags_words(&d, "out of memory"));
     hku_diags_free(&d);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "build.h"
 #include "cli.h"
@@ -94,6 +95,12 @@ static int check_across(hkc_file **files, int n, hku_diags *d) {
 
 static const char *const kernel_files[] = {".json", NULL};
 
+/* A file's identity, to check each file once however it is named. */
+typedef struct file_id {
+  dev_t dev;
+  ino_t ino;
+} file_id;
+
 int hk_cmd_check(int argc, char **argv) {
   /* the files and folders, in the order given */
   const char **args = calloc((size_t)argc + 1, sizeof *args);
@@ -115,8 +122,11 @@ int hk_cmd_check(int argc, char **argv) {
   hku_diags d = HKU_DIAGS_INIT;
   int cap = 16, nfiles = 0;
   hkc_file **files = malloc((size_t)cap * sizeof *files);
+  file_id *ids = malloc((size_t)cap * sizeof *ids);
   int rc = HK_EXIT_OK;
-  if (!files) {
+  if (!files || !ids) {
+    free(files);
+    free(ids);
     free(args);
     return hk_cli_internal("check", "out of memory");
   }
@@ -133,19 +143,30 @@ int hk_cmd_check(int argc, char **argv) {
     }
     for (int j = 0; j < n; j++) {
       const char *path = paths ? paths[j] : args[i];
+      /* a file named twice (a.json ./a.json, or in a folder given too) is
+       * checked once: it does not clash with itself */
+      struct stat st = {0};
+      int seen = 0;
+      if (stat(path, &st) == 0)
+        for (int q = 0; q < nfiles && !seen; q++)
+          seen = ids[q].dev == st.st_dev && ids[q].ino == st.st_ino;
+      if (seen) continue;
       hkc_file *f;
       if (hkc_file_load(path, &f, &d) != 0) continue;
       (void)hk__build_check(f, &d); /* its problems are in d */
       if (nfiles == cap) {
         cap *= 2;
         hkc_file **nf = realloc(files, (size_t)cap * sizeof *files);
-        if (!nf) {
+        file_id *ni = nf ? realloc(ids, (size_t)cap * sizeof *ids) : NULL;
+        if (nf) files = nf;
+        if (!ni) {
           hkc_file_free(f);
           d.oom = 1;
           break;
         }
-        files = nf;
+        ids = ni;
       }
+      ids[nfiles] = (file_id){st.st_dev, st.st_ino};
       files[nfiles++] = f;
     }
     hku_free_list(paths, paths ? n : 0);
@@ -160,6 +181,7 @@ int hk_cmd_check(int argc, char **argv) {
   }
   for (int i = 0; i < nfiles; i++) hkc_file_free(files[i]);
   free(files);
+  free(ids);
   free(args);
   hku_diags_free(&d);
   return rc;

@@ -243,14 +243,40 @@ static int parse_args(int argc, char **argv, run_opts *o, int *help_shown) {
   return 0;
 }
 
+typedef struct closest {
+  const char *name;
+  const char *best;
+  size_t d;
+  char buf[128];
+} closest;
+
 static int closest_fn(hk_kernel_t *k, void *user) {
-  struct {
-    const char *name;
-    const char *best;
-    size_t d;
-  } *c = user;
-  size_t d = hku_edit_distance(c->name, hk_kernel_info(k)->name);
-  if (d < c->d) c->d = d, c->best = hk_kernel_info(k)->name;
+  closest *c = user;
+  const char *full = hk_kernel_info(k)->name;
+  size_t d = hku_edit_distance(c->name, full);
+  /* the instance's kernel name too ("softmx" -> softmax, which hk run
+   * takes and picks the instance of by the files' dtypes) */
+  char base[128];
+  const char *us = strrchr(full, '_');
+  size_t bl = us ? (size_t)(us - full) : 0;
+  if (bl && bl < sizeof base && hk_dtype_from_name(us + 1) != HK_DTYPE_INVALID) {
+    memcpy(base, full, bl);
+    base[bl] = '\0';
+    size_t db = hku_edit_distance(c->name, base);
+    if (db < d) d = db, full = NULL;
+  }
+  /* close enough to be a typo: at most a third of the name's letters
+   * (so that 'q' or 'sx' suggest nothing rather than 'all') */
+  size_t len = strlen(c->name);
+  if (d < c->d && d * 3 <= len && d < len) {
+    c->d = d;
+    if (full) {
+      snprintf(c->buf, sizeof c->buf, "%s", full);
+    } else {
+      snprintf(c->buf, sizeof c->buf, "%.*s", (int)bl, hk_kernel_info(k)->name);
+    }
+    c->best = c->buf;
+  }
   return 0;
 }
 
@@ -460,11 +486,7 @@ static hk_kernel_t *find_kernel(hk_context_t *ctx, const run_opts *o) {
   int picked = pick_instance(ctx, o, name, NULL, &k);
   if (picked == 1) return k;
   if (picked < 0) return NULL;
-  struct {
-    const char *name;
-    const char *best;
-    size_t d;
-  } c = {name, NULL, 4};
+  closest c = {name, NULL, 4, ""};
   hk_kernel_foreach(ctx, closest_fn, &c);
   if (c.best)
     hk_cli_error("run", "no kernel named '%s' (did you mean '%s'? hk list "

@@ -46,8 +46,15 @@ int main(int argc, char **argv) {
     return HK_EXIT_OK;
   }
   for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-    if (!strcmp(argv[1], commands[i].name))
-      return commands[i].run(argc - 1, argv + 1);
+    if (!strcmp(argv[1], commands[i].name)) {
+      int rc = commands[i].run(argc - 1, argv + 1);
+      /* whatever a command printed must have been written (a full disk, a
+       * closed pipe: `hk list > /dev/full` said nothing and exited 0) */
+      if ((fflush(stdout) != 0 || ferror(stdout)) && rc == HK_EXIT_OK)
+        rc = hk_cli_internal(commands[i].name,
+                             "cannot write to standard output");
+      return rc;
+    }
   fprintf(stderr, "hk: unknown command '%s'\nTry 'hk --help'.\n", argv[1]);
   return HK_EXIT_USER;
 }

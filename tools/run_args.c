@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "cli.h"
@@ -330,6 +331,15 @@ static int alloc_out(run_call *c, int i, size_t want) {
     return hk_cli_error("run", "%s: %zu elements is too many", p->info->name,
                         want);
   if (bytes) {
+    /* more than the machine holds is the request's fault (--n 1e17), not
+     * an internal failure */
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && psz > 0 &&
+        bytes / (size_t)psz > (size_t)pages)
+      return hk_cli_error("run", "%s: %zu elements need %zu bytes, more than "
+                                 "this machine's memory (%zu bytes)",
+                          p->info->name, want, bytes,
+                          (size_t)pages * (size_t)psz);
     if (posix_memalign(&p->owned, 64, bytes))
       return hk_cli_internal("run", "out of memory for %s (%zu bytes)",
                              p->info->name, bytes);
@@ -452,6 +462,15 @@ int run_call_prepare_arrays(run_call *c, const hk_call_opts_t *opts) {
     } else if (p->info->role != HK_ROLE_OUT) {
       if (p->info->role == HK_ROLE_INOUT && (rc = to_c_order(&p->npy))) break;
       rc = npy_array(p, &c->arr[i]);
+      /* the result of a whole reduction is written as one element of
+       * shape (1,) (write_outputs), and an inout result read back so must
+       * be the 0-d array the call takes: `dbias=r.npy --out dbias=r.npy`
+       * accumulates across runs */
+      if (!rc && p->info->role == HK_ROLE_INOUT &&
+          k->kind == HK_KIND_REDUCTION && !c->opts.axes && !c->opts.naxes &&
+          !c->opts.keepdims && c->arr[i].ndim > 0 &&
+          hk_array_size(&c->arr[i]) == 1)
+        c->arr[i].ndim = 0;
       c->args[i] = c->arr[i].data;
       p->ndim = p->npy.ndim;
       memcpy(p->shape, p->npy.shape, sizeof(size_t) * (size_t)p->ndim);
