@@ -134,7 +134,12 @@ static void put_extents_fn(hku_buf *o, const hkc_instance *in) {
                  "    (void)n;\n",
                  in->name);
   put_scalars_from_args(o, in);
-  put_extents(o, in, "return -1;");
+  /* on a bad extent, the extents so far (the bad one last) for the
+   * message (core/par.c) */
+  put_extents(o, in,
+              "{\n            hk_ext[0] = hk_e[0];\n            hk_ext[1] = "
+              "hk_e[1];\n            hk_ext[2] = hk_e[2];\n            return "
+              "-1;\n        }");
   hku_buf_put(o,
               "    hk_ext[0] = hk_e[0];\n    hk_ext[1] = hk_e[1];\n"
               "    hk_ext[2] = hk_e[2];\n    return hk_count;\n}\n\n");

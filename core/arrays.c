@@ -1589,7 +1589,8 @@ static int fast_call(const hk_kernel_t *k, const hk_kernel_info_t *info,
     *rc = hk__call_failure(k);
     return 1;
   }
-  *rc = hk__run(&im->e, ptrs, n); /* a grid's bad extent fails */
+  *rc = hk__run(&im->e, ptrs, n);
+  if (__builtin_expect(*rc != HK_OK, 0)) *rc = hk__named(k, *rc); /* a grid's bad extent */
   return 1;
 }
 

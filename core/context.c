@@ -573,10 +573,20 @@ int hk__call_failure(const hk_kernel_t *k) {
   }
 }
 
+/* rc, with the thread's last error prefixed by k's name when rc is an
+ * error (a grid's bad extent, said without it by hk__run). */
+int hk__named(const hk_kernel_t *k, int rc) {
+  if (__builtin_expect(rc == HK_OK, 1)) return rc;
+  char why[1024];
+  snprintf(why, sizeof why, "%s", hk_last_error());
+  return hk__fail(rc, "%s: %s", atomic_load(&k->info)->name, why);
+}
+
 int hk__call_cpu(const hk_kernel_t *k, size_t n, void *const *args) {
   const hk_impl_t *im = atomic_load_explicit(&k->impl, memory_order_acquire);
   if (__builtin_expect(im == NULL, 0)) return hk__call_failure(k);
-  return hk__run(&im->e, args, n);
+  int rc = hk__run(&im->e, args, n);
+  return __builtin_expect(rc == HK_OK, 1) ? rc : hk__named(k, rc);
 }
 
 int hk__call_rows_cpu(const hk_kernel_t *k, size_t rows, size_t n,
@@ -598,7 +608,8 @@ HK_API int hk_call(const hk_kernel_t *k, size_t n, void *const *args) {
     return hk__call_auto(k, n, args);
   const hk_impl_t *im = atomic_load_explicit(&k->impl, memory_order_acquire);
   if (__builtin_expect(im == NULL, 0)) return hk__call_failure(k);
-  return hk__run(&im->e, args, n);
+  int rc = hk__run(&im->e, args, n);
+  return __builtin_expect(rc == HK_OK, 1) ? rc : hk__named(k, rc);
 }
 
 HK_API int hk_kernel_lens(const hk_kernel_t *k, size_t n, void *const *args,

@@ -48,12 +48,8 @@ static inline int hk__run(const hk_entry_t *e, void *const *args, size_t n) {
     case HK_KIND_ROWS: /* a flat call: one row of n elements */
       e->range(args, n, 0, 1, NULL);
       return HK_OK;
-    case HK_KIND_GRID:
-      if (hk__par_grid(e->range, args, n, e->flags) != HK_OK)
-        return hk__fail(HK_EINVAL,
-                        "a grid kernel's extent is negative, or the index "
-                        "count overflows int64");
-      return HK_OK;
+    case HK_KIND_GRID: /* a bad extent: said by hk__par_grid */
+      return hk__par_grid(e->range, args, n, e->flags);
   }
   return HK_OK;
 }

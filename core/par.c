@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "abi.h"
+#include "dispatch.h" /* hk__fail */
 #include "hk.h"
 #include "threadpool.h"
 
@@ -203,7 +204,16 @@ HK_INTERNAL int hk__par_grid(hk_range_fn range, void *const *args, size_t n,
                              unsigned flags) {
   int64_t x[4] = {-1, 1, 1, 1};
   range(args, n, 0, 0, x);
-  if (x[0] < 0) return HK_EINVAL;
+  if (x[0] < 0) {
+    /* the extents up to the bad one (generated code stores them) */
+    int neg = x[1] < 0 || x[2] < 0 || x[3] < 0;
+    return hk__fail(HK_EINVAL,
+                    "the index space's extents (%lld, %lld, %lld, 1s past "
+                    "its rank) %s",
+                    (long long)x[1], (long long)x[2], (long long)x[3],
+                    neg ? "hold a negative one"
+                        : "multiply to more than int64 holds");
+  }
   size_t count = (size_t)x[0];
   int heavy = (flags & HK_ABI_HEAVY) != 0;
   int threads;

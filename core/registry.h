@@ -215,6 +215,9 @@ HK_INTERNAL int hk__array_distinct(const hk_array_t *a);
 HK_INTERNAL int hk__arrays_rows_shape(const hk_kernel_t *k,
                                       const hk_array_t *a, int param,
                                       int *ndim, int64_t *shape);
+/* rc, with the thread's last error prefixed by k's name when rc is an
+ * error (context.c). */
+HK_INTERNAL int hk__named(const hk_kernel_t *k, int rc);
 /* Why k has no CPU implementation (unloaded, stale, no cpu target). */
 HK_INTERNAL int hk__call_failure(const hk_kernel_t *k);
 

@@ -352,7 +352,13 @@ static void test_exact_tier(hk_tier_t tier) {
     void *argsn[] = {f ? (void *)od : (void *)oi, &E0, &E1, &neg,
                      f ? (void *)&kd : (void *)&ki};
     CHECK_INT_EQ(hk_call(k, 0, argsn), HK_EINVAL);
-    CHECK(strstr(hk_last_error(), "extent is negative") != NULL);
+    /* named: the kernel, and the extents up to the bad one */
+    CHECK_CONTAINS(hk_last_error(), hk_kernel_info(k)->name);
+    CHECK_CONTAINS(hk_last_error(), "hold a negative one");
+    char ext[64];
+    snprintf(ext, sizeof ext, "(%lld, %lld, -2,", (long long)E0,
+             (long long)E1);
+    CHECK_CONTAINS(hk_last_error(), ext);
     CHECK(f ? od[0] == -5 : oi[0] == -5);
     if (f) continue;
     hk_array_t arr[5];
@@ -360,6 +366,7 @@ static void test_exact_tier(hk_tier_t tier) {
     void *const sc[4] = {&E0, &E1, &neg, &ki};
     for (int i = 0; i < 4; i++) hk_array_init(&arr[i + 1], sc[i], HK_I64, 0, NULL);
     CHECK_INT_EQ(hk_call_arrays(k, arr, NULL), HK_EINVAL);
+    CHECK_CONTAINS(hk_last_error(), "negative");
   }
   /* 2-D over 150,000 indices: cut into tasks mid-row on 2 threads; a u16
    * extent; the other kernel's helper and const of the same names */
