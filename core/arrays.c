@@ -246,6 +246,35 @@ static int is_written(const call *c, int i) {
 
 /* Written arrays may not overlap themselves or any other array, except an
  * in array they equal exactly (in place; elementwise kernels only). */
+/* 1 when arrays a and b, whose extents meet, still share no byte: every
+ * element of each lies at its data plus a multiple of g bytes, g the
+ * greatest common divisor of both arrays' byte strides, so when their
+ * data lie apart by d modulo g, with both element sizes fitting between
+ * (an interleaved pair such as x[0::2] and x[1::2]), none meets. A
+ * sufficient test only (as NumPy's may_share_memory without its
+ * solver): the call refuses what it cannot tell apart. */
+static int interleaved(const hk_array_t *a, const hk_array_t *b) {
+  uint64_t g = 0;
+  const hk_array_t *ab[2] = {a, b};
+  for (int q = 0; q < 2; q++) {
+    uint64_t es = hk_dtype_size(ab[q]->dtype);
+    for (int d = 0; d < ab[q]->ndim; d++) {
+      if (ab[q]->shape[d] < 2) continue;
+      int64_t st = ab[q]->strides[d];
+      uint64_t v = (uint64_t)(st < 0 ? -st : st) * es;
+      while (v) { /* gcd(g, v) */
+        uint64_t t = g % v;
+        g = v;
+        v = t;
+      }
+    }
+  }
+  if (g == 0) return 0;
+  const uint64_t pa = (uintptr_t)a->data, pb = (uintptr_t)b->data;
+  const uint64_t d = pb >= pa ? (pb - pa) % g : (g - (pa - pb) % g) % g;
+  return d >= hk_dtype_size(a->dtype) && g - d >= hk_dtype_size(b->dtype);
+}
+
 static int check_overlaps(const call *c, int allow_in_place) {
   for (int w = 0; w < c->nargs; w++) {
     if (!is_written(c, w)) continue;
@@ -264,6 +293,7 @@ static int check_overlaps(const call *c, int allow_in_place) {
       if (lo == hi || hi <= wlo || whi <= lo) continue;
       if (allow_in_place && !is_written(c, j) && same_array(wa, &c->a[j]))
         continue;
+      if (interleaved(wa, &c->a[j])) continue;
       return hk__fail(HK_EINVAL,
                       "%s: parameter '%s' overlaps parameter '%s' in memory "
                       "(only the very same array may be written in place)",

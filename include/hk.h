@@ -547,7 +547,9 @@ HK_API int hk_kernel_prepare(hk_kernel_t *k, hk_backend_t b);
  * broadcast axis) or negative (a reversed view). Non-contiguous arrays give
  * the same results as their contiguous copies. An out or inout array may
  * not overlap another parameter's array unless it is exactly the same
- * array (in place). Every array's dtype must be its parameter's type: no
+ * array (in place); arrays that share no element though their spans meet
+ * are allowed when their strides show it (interleaved views, x[0::2] and
+ * x[1::2]), else refused. Every array's dtype must be its parameter's type: no
  * conversion happens (hk_kernel_select() picks the instance for the
  * arrays' dtypes).
  *

@@ -478,6 +478,34 @@ static void test_errors(void) {
   CHECK_CONTAINS(hk_last_error(), "'out' overlaps parameter 'x'");
   hk_array_t inplace[3] = {a[0], a[1], a[0]};
   CHECK_INT_EQ(hk_call_arrays(add, inplace, NULL), HK_OK);
+  /* interleaved arrays share no element: x[0::2] + 1 into x[1::2] (and
+   * back) is allowed; x[0::2] into x[2::2] is not */
+  {
+    float v[8] = {0, 1, 2, 3, 4, 5, 6, 7}, one = 1;
+    hk_array_t il[3];
+    hk_array_init(&il[0], v, HK_F32, 1, (int64_t[]){4});
+    il[0].strides[0] = 2;
+    il[0].base = v; /* the whole of v */
+    il[0].nbytes = sizeof v;
+    hk_array_init(&il[1], &one, HK_F32, 0, NULL);
+    il[2] = il[0];
+    il[2].data = v + 1;
+    CHECK_MSG(hk_call_arrays(add, il, NULL) == HK_OK, "%s", hk_last_error());
+    CHECK(v[1] == 1 && v[3] == 3 && v[5] == 5 && v[7] == 7);
+    il[2].data = v + 2;
+    il[2].shape[0] = 3;
+    il[0].shape[0] = 3;
+    CHECK_INT_EQ(hk_call_arrays(add, il, NULL), HK_EINVAL);
+    CHECK_CONTAINS(hk_last_error(), "'out' overlaps parameter 'x'");
+    /* reversed: x[6::-2] into x[7::-2] */
+    il[0].data = v + 6;
+    il[0].strides[0] = -2;
+    il[0].shape[0] = 4;
+    il[2] = il[0];
+    il[2].data = v + 7;
+    CHECK_MSG(hk_call_arrays(add, il, NULL) == HK_OK, "%s", hk_last_error());
+    CHECK(v[7] == 7 && v[1] == 1);
+  }
   /* an out with a 0 stride */
   hk_array_t z[3] = {a[0], a[1], a[2]};
   z[2].strides[0] = 0;
