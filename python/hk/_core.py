@@ -1,20 +1,30 @@
 """Contexts and kernels: hk.Context, hk.Kernel, hk.list_kernels."""
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _hk
+from ._stdlib import base_name
 
 PathLike = Union[str, "os.PathLike[str]"]
+Plugins = Union[PathLike, Sequence[PathLike]]
+
+
+def _folders(plugins: Plugins) -> List[str]:
+    """plugins as a list of folders: one str or os.PathLike is one folder
+    (not, as a sequence, one folder per character)."""
+    if isinstance(plugins, (str, bytes, os.PathLike)):
+        plugins = [plugins]
+    return [os.fsdecode(p) for p in plugins]
 
 
 class Context(_hk.Context):
     """A registry of kernels: the stdlib and user kernels.
 
     ``plugins`` lists plugin folders (their ``*.json`` and ``*.so`` files are
-    loaded); ``None`` takes ``HK_PLUGIN_PATH``, ``[]`` none. Kernel files are
+    loaded), or names one (a str or os.PathLike); ``None`` takes
+    ``HK_PLUGIN_PATH``, ``[]`` none. Kernel files are
     compiled at once by libtcc (tier ``"jit"``), then by the system compiler
     in the background (tier ``"opt"``, cached on disk). A context may be
     shared by any number of Python threads; calls release the GIL.
@@ -24,7 +34,7 @@ class Context(_hk.Context):
     >>> saxpy(2.0, x, y)          # y = 2 x + y, in place
     """
 
-    def __init__(self, plugins: Optional[Sequence[PathLike]] = None, *,
+    def __init__(self, plugins: Optional[Plugins] = None, *,
                  cache_dir: Optional[PathLike] = None, tier: str = "auto",
                  cc: Optional[str] = None, cache: bool = True,
                  allow_unsafe_plugins: bool = False,
@@ -34,7 +44,7 @@ class Context(_hk.Context):
                     else 0)
                  | (_hk.WATCH if watch else 0))
         if plugins is not None:
-            plugins = [os.fspath(p) for p in plugins]
+            plugins = _folders(plugins)
         super().__init__(plugins,
                          None if cache_dir is None else os.fspath(cache_dir),
                          tier, cc, flags)
@@ -59,12 +69,22 @@ class Context(_hk.Context):
         return "<hk.Context%s>" % (" closed" if self.closed else "")
 
 
-def _names_in(text: str) -> List[str]:
-    """The kernel names a kernel file's text declares."""
-    doc = json.loads(text)
-    if isinstance(doc, dict) and isinstance(doc.get("kernels"), list):
-        return [k["name"] for k in doc["kernels"]]
-    return [doc["name"]]
+def _names_from(ctx: Context, source: str) -> List[str]:
+    """The names of the kernels libhk loaded from source (a path, or
+    ``<name>`` for a string), in name order. Asked of libhk, which parsed
+    the file, rather than read again here: libhk takes what Python's json
+    may not (a UTF-8 BOM, a prebuilt .so). libhk knows instances
+    (``saxpy_f32``, ``saxpy_f64``): those sharing a name less their type
+    suffixes are one kernel (``saxpy``); an instance alone keeps its whole
+    name (a kernel named ``gelu_bf16``, or of one type: either calls the
+    same)."""
+    groups: Dict[str, List[str]] = {}
+    for info in ctx.kernels():
+        if info["origin"] != "stdlib" and info["source"] == source:
+            groups.setdefault(base_name(info["name"]), []).append(
+                info["name"])
+    return sorted(base if len(inst) > 1 else inst[0]
+                  for base, inst in groups.items())
 
 
 class Kernel(_hk.Kernel):
@@ -90,22 +110,24 @@ class Kernel(_hk.Kernel):
                   context: Optional[Context] = None
                   ) -> Union["Kernel", Tuple["Kernel", ...]]:
         """The kernel(s) of a kernel file held in ``text`` (``name`` stands
-        for the file in messages). Errors raise :class:`hk.KernelError`.
-        Loaded into ``context``, or into a context of its own."""
+        for the file in messages; several kernels come in name order).
+        Errors raise :class:`hk.KernelError`. Loaded into ``context``, or
+        into a context of its own."""
         ctx = context if context is not None else Context(plugins=[])
         ctx.load_string(text, name)
-        ks = tuple(cls(ctx, n) for n in _names_in(text))
+        ks = tuple(cls(ctx, n) for n in _names_from(ctx, "<%s>" % name))
         return ks[0] if len(ks) == 1 else ks
 
     @classmethod
     def from_file(cls, path: PathLike, *, context: Optional[Context] = None
                   ) -> Union["Kernel", Tuple["Kernel", ...]]:
-        """The kernel(s) of the kernel file at ``path``."""
+        """The kernel(s) of the kernel file (``.json``) or prebuilt plugin
+        (``.so``, made by ``hk build``) at ``path``; several in name
+        order."""
         ctx = context if context is not None else Context(plugins=[])
-        ctx.load_file(os.fspath(path))
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-        ks = tuple(cls(ctx, n) for n in _names_in(text))
+        path = os.fsdecode(path)
+        ctx.load_file(path)
+        ks = tuple(cls(ctx, n) for n in _names_from(ctx, path))
         return ks[0] if len(ks) == 1 else ks
 
     @property
@@ -127,10 +149,10 @@ class Kernel(_hk.Kernel):
             return "<hk.Kernel %s (closed context)>" % self.name
 
 
-def list_kernels(plugins: Optional[Sequence[PathLike]] = None,
+def list_kernels(plugins: Optional[Plugins] = None,
                  allow_unsafe_plugins: bool = False) -> List[Dict[str, Any]]:
     """What ``hk list --json`` prints: every kernel (the stdlib and those
-    of ``plugins``, else ``HK_PLUGIN_PATH``) with its kind, targets, origin,
+    of ``plugins``, a folder or a list of them, else ``HK_PLUGIN_PATH``) with its kind, targets, origin,
     tier, GPU, note, source, doc and parameters. Waits for tier opt first,
     as ``hk list`` does."""
     with Context(plugins, allow_unsafe_plugins=allow_unsafe_plugins) as ctx:

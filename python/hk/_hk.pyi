@@ -1,5 +1,5 @@
 """Types of the _hk extension (python/src/): the C layer of hk."""
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 version: str
 ALLOW_UNSAFE_PERMISSIONS: int
@@ -10,7 +10,7 @@ class Context:
     problems: str
     closed: bool
     generation: int
-    def __init__(self, plugins: Optional[Sequence[str]] = ...,
+    def __init__(self, plugins: Optional[Union[str, Sequence[str]]] = ...,
                  cache_dir: Optional[str] = ..., tier: str = ...,
                  cc: Optional[str] = ..., flags: int = ...) -> None: ...
     def close(self) -> None: ...
@@ -35,6 +35,7 @@ class Array:
     dtype: str
     device: str
     ptr: int
+    readonly: bool
     __cuda_array_interface__: Dict[str, Any]
     __array_interface__: Dict[str, Any]
     def __dlpack__(self, *, stream: Any = ...) -> Any: ...

@@ -1,5 +1,5 @@
 """hk.ElementwiseKernel and hk.ReductionKernel: CuPy's signatures, as sugar
-that writes a kernel file and loads it (hk.Kernel.from_json)."""
+that writes a kernel file and loads it (as hk.Kernel.from_json)."""
 from __future__ import annotations
 
 import json
@@ -52,10 +52,9 @@ def _types(params: List[Dict[str, str]],
 def _load(desc: dict, context: Optional[Context]) -> Kernel:
     # one field per line: located errors name a line of their own
     text = json.dumps(desc, indent=1)
-    k = Kernel.from_json(text, name="%s %s" % (desc["kind"], desc["name"]),
-                         context=context)
-    assert isinstance(k, Kernel)
-    return k
+    ctx = context if context is not None else Context(plugins=[])
+    ctx.load_string(text, "%s %s" % (desc["kind"], desc["name"]))
+    return Kernel(ctx, desc["name"])
 
 
 def ElementwiseKernel(in_params: str, out_params: str, operation: str,

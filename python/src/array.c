@@ -15,15 +15,30 @@ typedef struct {
   hk_array_t a;       /* C-contiguous unless borrowed */
   int where;          /* HKPY_HOST or HKPY_DEVICE */
   hk_buffer_t *buf;   /* owned memory, or NULL */
-  dl_managed *lent;   /* borrowed memory: the producer's tensor */
+  void *lent;         /* borrowed memory: the producer's DLPack tensor */
+  int lent_v;         /* lent is a DLPack 1.0 (versioned) tensor */
+  int readonly;       /* borrowed from a read-only source */
   PyObject *owner;    /* what keeps the borrowed memory alive */
 } hkpy_Array;
 
 static void array_dealloc(hkpy_Array *self) {
   hk_buffer_destroy(self->buf);
-  if (self->lent && self->lent->deleter) self->lent->deleter(self->lent);
+  dl_release(self->lent, self->lent_v);
   Py_XDECREF(self->owner);
   Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Whether hk may not write self: a read-only source, or a NumPy owner made
+ * read-only since (a.flags.writeable = False after from_dlpack(a)). */
+static int array_readonly(const hkpy_Array *self) {
+  return self->readonly ||
+         (self->owner && PyArray_Check(self->owner) &&
+          !PyArray_ISWRITEABLE((PyArrayObject *)self->owner));
+}
+
+static PyObject *array_get_readonly(hkpy_Array *self, void *u) {
+  (void)u;
+  return PyBool_FromLong(array_readonly(self));
 }
 
 static PyObject *tuple_of(const int64_t *v, int n) {
@@ -113,7 +128,8 @@ static PyObject *interface(hkpy_Array *self, int want) {
   return Py_BuildValue("{s:N,s:s,s:(N,O),s:N,s:i}", "shape",
                        tuple_of(self->a.shape, self->a.ndim), "typestr",
                        typestr(self->a.dtype), "data",
-                       PyLong_FromVoidPtr(self->a.data), Py_False,
+                       PyLong_FromVoidPtr(self->a.data),
+                       array_readonly(self) ? Py_True : Py_False,
                        "strides", strides, "version", 3);
 }
 
@@ -155,6 +171,13 @@ static PyObject *array_dlpack(hkpy_Array *self, PyObject *args,
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|$O", names, &stream))
     return NULL;
   (void)stream; /* hk's calls return once their work is done */
+  if (array_readonly(self)) {
+    /* a "dltensor" capsule cannot say read-only: its consumer would write
+     * (NumPy refuses the same) */
+    PyErr_SetString(PyExc_BufferError, "__dlpack__: the array is read-only, "
+                    "which a DLPack capsule cannot signal");
+    return NULL;
+  }
   export_t *e = PyMem_RawCalloc(1, sizeof *e);
   if (!e) return PyErr_NoMemory();
   memcpy(e->shape, self->a.shape, sizeof e->shape);
@@ -245,6 +268,12 @@ static PyObject *array_copy_from(hkpy_Array *self, PyObject *src) {
                     "this array is a non-contiguous view)");
     return NULL;
   }
+  if (array_readonly(self)) {
+    Py_DECREF(s);
+    PyErr_SetString(PyExc_ValueError, "copy_from: the array is read-only "
+                    "(borrowed from read-only memory)");
+    return NULL;
+  }
   size_t n = (size_t)nbytes_of(&self->a);
   int rc = HK_OK;
   const void *from = PyArray_DATA(s);
@@ -278,25 +307,56 @@ PyObject *hkpy_array_empty(PyObject *shape, PyObject *dtype,
   if (!seq) return NULL;
   int64_t dims[HK_MAX_DIMS];
   Py_ssize_t nd = PySequence_Fast_GET_SIZE(seq);
-  for (Py_ssize_t i = 0; i < nd && i < HK_MAX_DIMS; i++)
-    dims[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+  char msg[160] = "";
+  /* hk_array_init refuses with no message (hk_last_error() would be an
+   * earlier call's): say what is wrong here */
+  if (nd > HK_MAX_DIMS)
+    snprintf(msg, sizeof msg, "empty: shape has %zd dimensions; hk takes at "
+             "most %d", nd, HK_MAX_DIMS);
+  for (Py_ssize_t i = 0; !*msg && i < nd; i++) {
+    int over = 0;
+    dims[i] = PyLong_AsLongLongAndOverflow(PySequence_Fast_GET_ITEM(seq, i),
+                                           &over);
+    if (dims[i] == -1 && PyErr_Occurred()) break;
+    if (over)
+      snprintf(msg, sizeof msg, "empty: shape[%zd] does not fit in 64 bits",
+               i);
+    else if (dims[i] < 0)
+      snprintf(msg, sizeof msg, "empty: shape[%zd] is negative", i);
+  }
   Py_DECREF(seq);
   if (PyErr_Occurred()) return NULL;
+  /* hk_array_init's own rule: the strides (elements, from the last axis
+   * on) and the size in bytes fit in an int64_t, zero lengths or not */
+  int64_t count = 1;
+  for (Py_ssize_t i = nd - 1; !*msg && i >= 0; i--) {
+    if (dims[i] != 0 && count > INT64_MAX / dims[i])
+      snprintf(msg, sizeof msg, "empty: the size overflows: more than 2**63 "
+               "- 1 elements (from shape[%zd] on)", i);
+    else
+      count *= dims[i];
+  }
+  if (!*msg && count > INT64_MAX / (int64_t)hk_dtype_size(t))
+    snprintf(msg, sizeof msg, "empty: the size overflows: %lld elements of "
+             "%zu bytes", (long long)count, hk_dtype_size(t));
+  if (*msg) return hkpy_raise(HK_EINVAL, msg);
   hkpy_Array *self = PyObject_New(hkpy_Array, &hkpy_ArrayType);
   if (!self) return NULL;
   self->buf = NULL;
   self->lent = NULL;
+  self->lent_v = 0;
+  self->readonly = 0;
   self->owner = NULL;
   self->where = where;
-  int rc = nd > HK_MAX_DIMS ? HK_EINVAL
-                            : hk_array_init(&self->a, NULL, t, (int)nd, dims);
+  int rc = hk_array_init(&self->a, NULL, t, (int)nd, dims);
   if (rc == HK_OK)
     rc = hk_buffer_create(&self->buf,
                           where == HKPY_DEVICE ? HK_MEM_DEVICE : HK_MEM_HOST,
                           (size_t)nbytes_of(&self->a));
   if (rc != HK_OK) {
     Py_DECREF(self);
-    return hkpy_raise(rc, NULL);
+    return hkpy_raise(rc, rc == HK_EINVAL ? "empty: hk refused the shape"
+                                          : NULL);
   }
   self->a.data = hk_buffer_data(self->buf);
   self->a.base = NULL;
@@ -306,6 +366,14 @@ PyObject *hkpy_array_empty(PyObject *shape, PyObject *dtype,
 
 const hk_array_t *hkpy_array_desc(PyObject *arr) {
   return &((hkpy_Array *)arr)->a;
+}
+
+void hkpy_array_take(hkpy_arg *g, PyObject *arr) {
+  hkpy_Array *self = (hkpy_Array *)arr;
+  g->a = self->a;
+  g->where = self->where;
+  g->readonly = array_readonly(self);
+  g->via = "hk.Array";
 }
 
 PyObject *hkpy_array_from_dlpack(PyObject *obj) {
@@ -329,6 +397,8 @@ PyObject *hkpy_array_from_dlpack(PyObject *obj) {
   self->where = g.where;
   self->buf = NULL;
   self->lent = g.managed; /* deleted with self */
+  self->lent_v = g.versioned;
+  self->readonly = g.readonly;
   /* what keeps the memory alive: the capsule, NumPy's array, or the
    * __cuda_array_interface__ object itself */
   self->owner = g.capsule ? g.capsule : g.arr;
@@ -359,6 +429,9 @@ static PyGetSetDef array_getset[] = {
      NULL},
     {"device", (getter)array_device, NULL, "'cpu' or 'cuda'.", NULL},
     {"ptr", (getter)array_ptr, NULL, "The address of element 0.", NULL},
+    {"readonly", (getter)array_get_readonly, NULL,
+     "True when borrowed from read-only memory: kernels refuse it as an "
+     "out or inout array.", NULL},
     {"__cuda_array_interface__", (getter)array_cai, NULL,
      "CUDA arrays only (version 3).", NULL},
     {"__array_interface__", (getter)array_ai, NULL,

@@ -14,9 +14,16 @@ hk_context_t *hkpy_context_get(hkpy_Context *c) {
   return c->ctx;
 }
 
-/* A NULL-terminated copy of a sequence of str (or os.PathLike). */
+/* A NULL-terminated copy of a sequence of str (or os.PathLike); one str,
+ * bytes or os.PathLike is one folder (a str is a sequence too: of
+ * characters, each no folder). */
 static const char **str_list(PyObject *seq, PyObject **keep) {
-  *keep = PySequence_Fast(seq, "plugins must be a list of folders");
+  if (PyUnicode_Check(seq) || PyBytes_Check(seq) ||
+      PyObject_HasAttrString(seq, "__fspath__"))
+    *keep = PyTuple_Pack(1, seq);
+  else
+    *keep = PySequence_Fast(seq, "plugins must be a folder or a list of "
+                                 "folders");
   if (!*keep) return NULL;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(*keep);
   const char **v = PyMem_Calloc((size_t)n + 1, sizeof *v);

@@ -132,6 +132,7 @@ int hkpy_arg_ndarray(hkpy_arg *g, PyArrayObject *arr, const char *kname,
   }
   Py_INCREF(arr);
   g->arr = (PyObject *)arr;
+  g->readonly = !PyArray_ISWRITEABLE(arr);
   g->where = HKPY_HOST;
   g->via = "NumPy";
   return 0;
@@ -151,7 +152,7 @@ static int tuple_of_ints(PyObject *o, int64_t *v, int max, int *n) {
 
 /* Fills g from obj's __cuda_array_interface__ (version 2 or 3). */
 static int take_cai(hkpy_arg *g, PyObject *cai, const char *kname,
-                    const char *pname, hk_role_t r) {
+                    const char *pname) {
   const char *what = NULL;
   if (!PyDict_Check(cai)) {
     what = "is not a dict";
@@ -192,11 +193,11 @@ static int take_cai(hkpy_arg *g, PyObject *cai, const char *kname,
     goto bad;
   }
   int ro = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
-  if (ro && r != HK_ROLE_IN) {
-    PyErr_Format(PyExc_ValueError, "%s: parameter '%s' is written (%s), but "
-                 "the GPU array is read-only", kname, pname, hk_role_name(r));
-    return -1;
+  if (ro < 0) {
+    what = "'data' has no read_only flag";
+    goto bad;
   }
+  g->readonly = ro;
   g->a.data = ptr;
   g->a.dtype = t;
   g->a.ndim = nd;
@@ -269,22 +270,73 @@ static int dlpack_device(PyObject *obj, const char *kname,
   return (int)type;
 }
 
+/* obj.__dlpack__(max_version=(1, 0)): DLPack 1.0's versioned capsule,
+ * whose flags say whether the memory is read-only; producers older than
+ * 1.0 take no max_version (TypeError), and are asked again without it. */
+static PyObject *call_dlpack(PyObject *obj) {
+  PyObject *meth = PyObject_GetAttrString(obj, "__dlpack__");
+  if (!meth) return NULL;
+  PyObject *args = PyTuple_New(0);
+  PyObject *kw = Py_BuildValue("{s:(ii)}", "max_version", 1, 0);
+  PyObject *cap = args && kw ? PyObject_Call(meth, args, kw) : NULL;
+  if (!cap && PyErr_ExceptionMatches(PyExc_TypeError)) {
+    PyErr_Clear();
+    cap = PyObject_CallObject(meth, NULL);
+  }
+  Py_XDECREF(args);
+  Py_XDECREF(kw);
+  Py_DECREF(meth);
+  return cap;
+}
+
+/* Whether the producer of a pre-1.0 capsule (which cannot say) lends
+ * read-only memory: what its buffer protocol says, when it has one. */
+static int producer_readonly(PyObject *obj) {
+  if (!PyObject_CheckBuffer(obj)) return 0;
+  Py_buffer view;
+  if (PyObject_GetBuffer(obj, &view, PyBUF_WRITABLE) == 0) {
+    PyBuffer_Release(&view);
+    return 0;
+  }
+  PyErr_Clear();
+  return 1;
+}
+
 /* Consumes obj.__dlpack__() into g (kept until hkpy_arg_release). */
 static int take_dlpack(hkpy_arg *g, PyObject *obj, int where,
                        const char *kname, const char *pname) {
-  PyObject *cap = PyObject_CallMethod(obj, "__dlpack__", NULL);
+  PyObject *cap = call_dlpack(obj);
   if (!cap) return -1;
-  if (!PyCapsule_IsValid(cap, "dltensor")) {
+  const dl_tensor *t;
+  if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
+    dl_managed_v *m = PyCapsule_GetPointer(cap, "dltensor_versioned");
+    if (m->version.major != 1) {
+      /* a layout this file does not know: not even its deleter is safe */
+      Py_DECREF(cap);
+      PyErr_Format(PyExc_ValueError, "%s: parameter '%s': a DLPack %u.%u "
+                   "tensor (hk reads DLPack 1.x and older)", kname, pname,
+                   (unsigned)m->version.major, (unsigned)m->version.minor);
+      return -1;
+    }
+    PyCapsule_SetName(cap, "used_dltensor_versioned");
+    g->capsule = cap;
+    g->managed = m;
+    g->versioned = 1;
+    g->readonly = (m->flags & DL_FLAG_READ_ONLY) != 0;
+    t = &m->t;
+  } else if (PyCapsule_IsValid(cap, "dltensor")) {
+    dl_managed *m = PyCapsule_GetPointer(cap, "dltensor");
+    PyCapsule_SetName(cap, "used_dltensor");
+    g->capsule = cap;
+    g->managed = m;
+    g->readonly = producer_readonly(obj);
+    t = &m->t;
+  } else {
     Py_DECREF(cap);
     PyErr_Format(PyExc_ValueError, "%s: parameter '%s': __dlpack__() did "
                  "not return an unused \"dltensor\" capsule", kname, pname);
     return -1;
   }
-  dl_managed *m = PyCapsule_GetPointer(cap, "dltensor");
-  PyCapsule_SetName(cap, "used_dltensor");
-  g->capsule = cap;
-  g->managed = m;
-  const dl_tensor *t = &m->t;
   hk_dtype_t dt = dtype_from_dl(t->dtype);
   if (dt == HK_DTYPE_INVALID || t->ndim < 0 || t->ndim > HK_MAX_DIMS) {
     PyErr_Format(PyExc_TypeError, "%s: parameter '%s': DLPack tensor of "
@@ -316,12 +368,49 @@ static int is_value(PyObject *o) {
          PyArray_IsScalar(o, Generic);
 }
 
+/* repr(o) for a message, cut after 40 characters: a message names the
+ * value, it need not print all 400 digits of 10**400. */
+static PyObject *short_repr(PyObject *o) {
+  PyObject *r = PyObject_Repr(o);
+  if (!r) {
+    PyErr_Clear();
+    return PyUnicode_FromFormat("<%.80s object>", Py_TYPE(o)->tp_name);
+  }
+  if (PyUnicode_GET_LENGTH(r) <= 43) return r;
+  PyObject *cut = PyUnicode_Substring(r, 0, 40);
+  Py_DECREF(r);
+  if (!cut) return NULL;
+  r = PyUnicode_FromFormat("%U...", cut);
+  Py_DECREF(cut);
+  return r;
+}
+
+/* Raises exc (OverflowError, TypeError) for value o of parameter pname. */
+static int bad_value(PyObject *exc, PyObject *o, hk_dtype_t t,
+                     const char *kname, const char *pname) {
+  PyObject *r = short_repr(o);
+  if (!r) return -1;
+  if (exc == PyExc_OverflowError)
+    PyErr_Format(exc, "%s: parameter '%s': %U does not fit in %s", kname,
+                 pname, r, hk_dtype_name(t));
+  else
+    PyErr_Format(exc, "%s: parameter '%s' is %s: %U is not a value of that "
+                 "type", kname, pname, hk_dtype_name(t), r);
+  Py_DECREF(r);
+  return -1;
+}
+
 /* Stores o as one element of dtype t at dst. */
 static int store_value(PyObject *o, hk_dtype_t t, void *dst,
                        const char *kname, const char *pname) {
   if (t == HK_F32 || t == HK_F64 || t == HK_F16 || t == HK_BF16) {
     double d = PyFloat_AsDouble(o);
-    if (d == -1.0 && PyErr_Occurred()) goto bad;
+    if (d == -1.0 && PyErr_Occurred()) {
+      /* an int beyond any double (10**400) */
+      if (!PyErr_ExceptionMatches(PyExc_OverflowError)) goto bad;
+      PyErr_Clear();
+      return bad_value(PyExc_OverflowError, o, t, kname, pname);
+    }
     if (t == HK_F32) *(float *)dst = (float)d;
     else if (t == HK_F64) *(double *)dst = d;
     else if (t == HK_F16) *(uint16_t *)dst = hk_f16_from_double(d);
@@ -361,17 +450,11 @@ static int store_value(PyObject *o, hk_dtype_t t, void *dst,
   case HK_U64: ok = ok && (over == 0 ? v >= 0 : 1); *(uint64_t *)dst = u; break;
   default: ok = 0; break;
   }
-  if (!ok) {
-    PyErr_Format(PyExc_OverflowError, "%s: parameter '%s': %R does not fit "
-                 "in %s", kname, pname, o, hk_dtype_name(t));
-    return -1;
-  }
+  if (!ok) return bad_value(PyExc_OverflowError, o, t, kname, pname);
   return 0;
 bad:
   PyErr_Clear();
-  PyErr_Format(PyExc_TypeError, "%s: parameter '%s' is %s: %R is not a "
-               "value of that type", kname, pname, hk_dtype_name(t), o);
-  return -1;
+  return bad_value(PyExc_TypeError, o, t, kname, pname);
 }
 
 /* ---- one argument --------------------------------------------------------- */
@@ -379,6 +462,7 @@ bad:
 int hkpy_arg_take(hkpy_arg *g, PyObject *obj, const char *kname,
                   const char *pname, hk_role_t r) {
   g->obj = obj;
+  int rc = -1;
   if (PyArray_Check(obj)) {
     if (r == HK_ROLE_SCALAR) {
       if (PyArray_NDIM((PyArrayObject *)obj) == 0) {
@@ -390,17 +474,19 @@ int hkpy_arg_take(hkpy_arg *g, PyObject *obj, const char *kname,
                    PyArray_NDIM((PyArrayObject *)obj));
       return -1;
     }
-    PyArrayObject *arr = (PyArrayObject *)obj;
-    if (r != HK_ROLE_IN && !PyArray_ISWRITEABLE(arr)) {
-      PyErr_Format(PyExc_ValueError, "%s: parameter '%s' is written (%s), "
-                   "but the array is read-only", kname, pname,
-                   hk_role_name(r));
-      return -1;
-    }
-    return hkpy_arg_ndarray(g, arr, kname, pname);
-  }
-  if (is_value(obj) || (r == HK_ROLE_IN && (PyList_Check(obj) ||
-                                            PyTuple_Check(obj)))) {
+    rc = hkpy_arg_ndarray(g, (PyArrayObject *)obj, kname, pname);
+  } else if (hkpy_array_check(obj) && r != HK_ROLE_SCALAR) {
+    hkpy_array_take(g, obj);
+    rc = 0;
+  } else if (r == HK_ROLE_IN && PyArray_IsScalar(obj, Generic)) {
+    /* a NumPy scalar has a dtype: a 0-d array of it, not an untyped
+     * Python number */
+    PyObject *arr = PyArray_FromScalar(obj, NULL);
+    if (!arr) return -1;
+    rc = hkpy_arg_ndarray(g, (PyArrayObject *)arr, kname, pname);
+    Py_DECREF(arr);
+  } else if (is_value(obj) || (r == HK_ROLE_IN && (PyList_Check(obj) ||
+                                                   PyTuple_Check(obj)))) {
     if (r == HK_ROLE_IN || r == HK_ROLE_SCALAR) {
       g->value = 1;
       return 0;
@@ -412,9 +498,10 @@ int hkpy_arg_take(hkpy_arg *g, PyObject *obj, const char *kname,
   } else {
     PyObject *cai = PyObject_GetAttrString(obj, "__cuda_array_interface__");
     if (cai) {
-      int rc = take_cai(g, cai, kname, pname, r);
+      rc = take_cai(g, cai, kname, pname);
       Py_DECREF(cai);
-      return rc;
+      if (rc) return -1;
+      goto taken;
     }
     PyErr_Clear();
     if (PyObject_HasAttrString(obj, "__dlpack__") &&
@@ -422,25 +509,39 @@ int hkpy_arg_take(hkpy_arg *g, PyObject *obj, const char *kname,
       int dev = dlpack_device(obj, kname, pname);
       if (dev < 0) return -1;
       if (dev == DL_CPU || dev == DL_CUDA_HOST)
-        return take_dlpack(g, obj, HKPY_HOST, kname, pname);
-      if (dev == DL_CUDA || dev == DL_CUDA_MANAGED)
-        return take_dlpack(g, obj, HKPY_DEVICE, kname, pname);
-      PyErr_Format(PyExc_ValueError, "%s: parameter '%s': a DLPack array on "
-                   "device type %d (hk runs on the CPU and CUDA GPUs)",
-                   kname, pname, dev);
-      return -1;
-    }
-    if (PyObject_CheckBuffer(obj) ||
-        PyObject_HasAttrString(obj, "__array_interface__") ||
-        PyObject_HasAttrString(obj, "__array_struct__")) {
-      int flags = r == HK_ROLE_IN ? 0 : NPY_ARRAY_WRITEABLE;
-      PyObject *arr = PyArray_FromAny(obj, NULL, 0, 0, flags, NULL);
+        rc = take_dlpack(g, obj, HKPY_HOST, kname, pname);
+      else if (dev == DL_CUDA || dev == DL_CUDA_MANAGED)
+        rc = take_dlpack(g, obj, HKPY_DEVICE, kname, pname);
+      else
+        PyErr_Format(PyExc_ValueError, "%s: parameter '%s': a DLPack array "
+                     "on device type %d (hk runs on the CPU and CUDA GPUs)",
+                     kname, pname, dev);
+    } else if (PyObject_CheckBuffer(obj) ||
+               PyObject_HasAttrString(obj, "__array_interface__") ||
+               PyObject_HasAttrString(obj, "__array_struct__")) {
+      /* read-only buffers too: refused below, with the parameter named */
+      PyObject *arr = PyArray_FromAny(obj, NULL, 0, 0, 0, NULL);
       if (!arr) return -1;
-      int rc = hkpy_arg_ndarray(g, (PyArrayObject *)arr, kname, pname);
+      rc = hkpy_arg_ndarray(g, (PyArrayObject *)arr, kname, pname);
       Py_DECREF(arr);
-      return rc;
+    } else {
+      goto wrong;
     }
   }
+  if (g->value) return 0;
+  if (rc) {
+    if (!PyErr_Occurred()) goto wrong;
+    return -1;
+  }
+taken:
+  if (g->readonly && r != HK_ROLE_IN) {
+    PyErr_Format(PyExc_ValueError, "%s: parameter '%s' is written (%s), but "
+                 "the array is read-only (%s)", kname, pname, hk_role_name(r),
+                 g->via);
+    return -1;
+  }
+  return 0;
+wrong:
   PyErr_Format(PyExc_TypeError, "%s: parameter '%s' (%s) must be %s: got "
                "%.80s", kname, pname, hk_role_name(r),
                r == HK_ROLE_IN ? "an array or a value" : "a writable array",
@@ -448,17 +549,36 @@ int hkpy_arg_take(hkpy_arg *g, PyObject *obj, const char *kname,
   return -1;
 }
 
+/* A list (or tuple) made into a new C-contiguous ndarray of dtype t,
+ * element by element as Python values are (store_value): a value the type
+ * cannot hold (1.7 or 2**40 for an i32) is refused, never cast. */
+static PyObject *list_array(PyObject *o, hk_dtype_t t, const char *kname,
+                            const char *pname) {
+  PyArrayObject *objs = (PyArrayObject *)PyArray_FromAny(
+      o, PyArray_DescrFromType(NPY_OBJECT), 0, 0, NPY_ARRAY_CARRAY, NULL);
+  if (!objs) return NULL;
+  PyObject *arr = PyArray_SimpleNew(PyArray_NDIM(objs), PyArray_SHAPE(objs),
+                                    hkpy_typenum(t));
+  if (arr) {
+    PyObject **src = PyArray_DATA(objs);
+    char *dst = PyArray_DATA((PyArrayObject *)arr);
+    npy_intp n = PyArray_SIZE(objs);
+    size_t es = hk_dtype_size(t);
+    for (npy_intp i = 0; i < n; i++)
+      if (store_value(src[i], t, dst + (size_t)i * es, kname, pname)) {
+        Py_CLEAR(arr);
+        break;
+      }
+  }
+  Py_DECREF(objs);
+  return arr;
+}
+
 int hkpy_arg_finish(hkpy_arg *g, hk_dtype_t t, const char *kname,
                     const char *pname) {
   PyObject *o = g->obj;
   if (PyList_Check(o) || PyTuple_Check(o)) {
-    if (t == HK_BF16) {
-      PyErr_Format(PyExc_TypeError, "%s: parameter '%s' is bf16: pass an "
-                   "array (uint16 bits), not a list", kname, pname);
-      return -1;
-    }
-    PyObject *arr = PyArray_FromAny(o, PyArray_DescrFromType(hkpy_typenum(t)),
-                                    0, 0, NPY_ARRAY_CARRAY, NULL);
+    PyObject *arr = list_array(o, t, kname, pname);
     if (!arr) return -1;
     int rc = hkpy_arg_ndarray(g, (PyArrayObject *)arr, kname, pname);
     Py_DECREF(arr);
@@ -478,8 +598,7 @@ int hkpy_arg_finish(hkpy_arg *g, hk_dtype_t t, const char *kname,
 void hkpy_arg_release(hkpy_arg *g) {
   Py_CLEAR(g->arr);
   if (g->capsule) {
-    dl_managed *m = g->managed;
-    if (m && m->deleter) m->deleter(m);
+    dl_release(g->managed, g->versioned);
     Py_CLEAR(g->capsule);
     g->managed = NULL;
   }

@@ -74,8 +74,10 @@ PyObject *hkpy_array_empty(PyObject *shape, PyObject *dtype,
 /* An hk.Array's descriptor. */
 const hk_array_t *hkpy_array_desc(PyObject *arr);
 /* hk.from_dlpack: obj's memory (DLPack, __cuda_array_interface__, NumPy),
- * borrowed. */
+ * borrowed; a read-only source stays read-only. */
 PyObject *hkpy_array_from_dlpack(PyObject *obj);
+/* Whether obj is an hk.Array. */
+#define hkpy_array_check(obj) (Py_TYPE(obj) == &hkpy_ArrayType)
 
 /* ---- convert.c --------------------------------------------------------- */
 
@@ -88,6 +90,8 @@ typedef struct {
   PyObject *arr;      /* owned: the ndarray made or kept for it, or NULL */
   PyObject *capsule;  /* owned: a consumed DLPack capsule, or NULL */
   void *managed;      /* its DLManagedTensor (deleted by hkpy_arg_release) */
+  int versioned;      /* managed is DLPack 1.0's DLManagedTensorVersioned */
+  int readonly;       /* the memory may not be written (out/inout refused) */
   int where;          /* HKPY_NONE (a value not yet made), HOST, DEVICE */
   int value;          /* 1: a Python value, made once the dtype is known */
   const char *via;    /* "NumPy", "__cuda_array_interface__", "DLPack" */
@@ -122,5 +126,7 @@ void hkpy_arg_release(hkpy_arg *g);
 /* Fills g->a from an ndarray (kept in g->arr, a new reference taken). */
 int hkpy_arg_ndarray(hkpy_arg *g, PyArrayObject *arr, const char *kname,
                      const char *pname);
+/* Fills g from an hk.Array (its descriptor, where, read-only); array.c. */
+void hkpy_array_take(hkpy_arg *g, PyObject *arr);
 
 #endif

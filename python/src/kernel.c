@@ -12,6 +12,7 @@
  * no tuple, no dict, no Python frame. */
 #include "hkpy.h"
 
+#include <limits.h>
 #include <string.h>
 
 #define NCACHE 8
@@ -391,29 +392,85 @@ twice:
   return -1;
 }
 
-/* Reads axis= of a reduction into kw->opts. */
-static int reduction_axes(hkpy_Kernel *K, call_kw *kw) {
+/* Whether g is an array by now: given as one, or a list made into one
+ * (hkpy_arg_finish), not a Python value. */
+static int is_array(const hkpy_arg *g) {
+  return g->obj && g->where != HKPY_NONE;
+}
+
+/* One axis o of an input of nd axes (-1: not known, any int), into *out
+ * (a C int: hk.h's type), checked as NumPy does: an int, not a bool, in
+ * -nd..nd-1; one too large for a C int is out of range too, never cut to
+ * fit. Out of range is hk.ArgumentError, in hk's words. 0, or -1 with an
+ * exception. */
+static int axis_value(const char *kname, PyObject *o, int nd, int *out,
+                      const char *want) {
+  PyObject *i = PyBool_Check(o) ? NULL : PyNumber_Index(o);
+  if (!i) {
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError, "%s: axis must be %s: got %.80s", kname,
+                 want, Py_TYPE(o)->tp_name);
+    return -1;
+  }
+  int over = 0;
+  long long v = PyLong_AsLongLongAndOverflow(i, &over);
+  long long lo = nd < 0 ? INT_MIN : -nd, hi = nd < 0 ? INT_MAX : nd - 1;
+  if (!over && v >= lo && v <= hi) {
+    Py_DECREF(i);
+    *out = (int)v;
+    return 0;
+  }
+  /* the axis as text, cut: 10**400 need not be printed whole */
+  PyObject *str = PyObject_Str(i);
+  Py_DECREF(i);
+  const char *txt = str ? PyUnicode_AsUTF8(str) : NULL;
+  if (!txt) {
+    Py_XDECREF(str);
+    return -1;
+  }
+  const char *cut = strlen(txt) > 40 ? "..." : "";
+  char msg[300];
+  if (nd == 0)
+    snprintf(msg, sizeof msg, "%s: axis %.40s%s is out of range: the input "
+             "is 0-d (one value), with no axis", kname, txt, cut);
+  else if (nd < 0)
+    snprintf(msg, sizeof msg, "%s: axis %.40s%s is out of range", kname,
+             txt, cut);
+  else
+    snprintf(msg, sizeof msg, "%s: axis %.40s%s is out of range for an "
+             "input of %d axes (allowed: %d to %d)", kname, txt, cut, nd,
+             -nd, nd - 1);
+  Py_DECREF(str);
+  hkpy_raise(HK_EINVAL, msg);
+  return -1;
+}
+
+/* Reads axis= of a reduction into kw->opts; k is the instance picked (its
+ * name in messages), the axes those of the in arrays broadcast (hk's
+ * rule: the most any of them has). */
+static int reduction_axes(hkpy_Kernel *K, hk_kernel_t *k, hkpy_arg *g,
+                          call_kw *kw) {
   if (!kw->axis) return 0;
+  const char *kname = hk_kernel_info(k)->name;
+  int nd = 0;
+  for (int p = 0; p < K->nparams; p++)
+    if (K->role[p] == HK_ROLE_IN && is_array(&g[p]) && g[p].a.ndim > nd)
+      nd = g[p].a.ndim;
   PyObject *seq = PyTuple_Check(kw->axis) || PyList_Check(kw->axis)
                       ? kw->axis : NULL;
-  int n = seq ? (int)PySequence_Size(seq) : 1;
+  Py_ssize_t n = seq ? PySequence_Fast_GET_SIZE(seq) : 1;
   if (n > HK_MAX_DIMS) {
     PyErr_Format(PyExc_ValueError, "%s: more than %d axes", K->cname,
                  HK_MAX_DIMS);
     return -1;
   }
-  for (int i = 0; i < n; i++) {
+  for (Py_ssize_t i = 0; i < n; i++) {
     PyObject *o = seq ? PySequence_Fast_GET_ITEM(seq, i) : kw->axis;
-    long v = PyLong_AsLong(o);
-    if (v == -1 && PyErr_Occurred()) {
-      PyErr_Format(PyExc_TypeError, "%s: axis must be an int or a tuple of "
-                   "ints", K->cname);
+    if (axis_value(kname, o, nd, &kw->axes[i], "an int or a tuple of ints"))
       return -1;
-    }
-    kw->axes[i] = (int)v;
   }
   kw->opts.axes = kw->axes;
-  kw->opts.naxes = n;
+  kw->opts.naxes = (int)n;
   return 0;
 }
 
@@ -433,24 +490,19 @@ static void move_to_last(hk_array_t *a, int axis) {
  * last one, nothing to move); -2 with an exception. */
 static int rows_axis(hkpy_Kernel *K, call_kw *kw, hkpy_arg *g) {
   if (!kw->axis) return -1;
-  long v = PyLong_AsLong(kw->axis);
-  if (v == -1 && PyErr_Occurred()) {
-    PyErr_Format(PyExc_TypeError, "%s: axis must be an int", K->cname);
-    return -2;
-  }
   int nd = -1;
   for (int p = 0; p < K->nparams && nd < 0; p++)
     if (K->role[p] != HK_ROLE_SCALAR && K->row[p] == HK_ROW_FULL &&
-        g[p].obj && !g[p].value)
+        is_array(&g[p]))
       nd = g[p].a.ndim;
-  if (nd <= 0) return -1;
-  if (v < -nd || v >= nd) {
-    PyErr_Format(PyExc_ValueError, "%s: axis %ld is out of range for %d "
-                 "axes", K->cname, v, nd);
+  int v;
+  /* no array to run over (a value): nothing to move, the axis is only
+   * checked to be an int */
+  if (axis_value(K->cname, kw->axis, nd > 0 ? nd : -1, &v, "an int"))
     return -2;
-  }
+  if (nd <= 0) return -1;
   v = v < 0 ? v + nd : v;
-  return v == nd - 1 ? -1 : (int)v;
+  return v == nd - 1 ? -1 : v;
 }
 
 /* Allocates out parameter p (not given): a NumPy array, or for a call on
@@ -625,13 +677,14 @@ static PyObject *call_once(hkpy_Kernel *K, PyObject *const *args,
     if (g[p].obj && !g[p].value) g[p].a.dtype = pi[p].dtype; /* u16->bf16 */
   }
   int axis = -1;
-  if (K->kind == HK_KIND_REDUCTION && reduction_axes(K, &kw)) goto done;
+  if (K->kind == HK_KIND_REDUCTION && reduction_axes(K, k, g, &kw))
+    goto done;
   if (K->kind == HK_KIND_ROWS) {
     axis = rows_axis(K, &kw, g);
     if (axis == -2) goto done;
     if (axis >= 0)
       for (int p = 0; p < np; p++)
-        if (g[p].obj && !g[p].value && K->role[p] != HK_ROLE_SCALAR &&
+        if (is_array(&g[p]) && K->role[p] != HK_ROLE_SCALAR &&
             K->row[p] == HK_ROW_FULL && g[p].a.ndim > axis)
           move_to_last(&g[p].a, axis);
   }

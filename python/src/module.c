@@ -60,12 +60,22 @@ static PyObject *cuda_init(PyObject *m, PyObject *unused) {
   Py_RETURN_NONE;
 }
 
+/* hk.h: hk_set_threads refuses more (HK_EINVAL, with no message of its
+ * own: hk_last_error() would be some earlier call's). */
+#define HKPY_MAX_THREADS 256
+
 static PyObject *set_threads(PyObject *m, PyObject *arg) {
   (void)m;
-  long n = PyLong_AsLong(arg);
+  int over = 0;
+  long long n = PyLong_AsLongLongAndOverflow(arg, &over);
   if (n == -1 && PyErr_Occurred()) return NULL;
+  if (over || n < 0 || n > HKPY_MAX_THREADS) {
+    PyErr_Format(PyExc_ValueError, "threads must be 0..%d (0: every CPU): "
+                 "got %.40R", HKPY_MAX_THREADS, arg);
+    return NULL;
+  }
   int rc = hk_set_threads((int)n);
-  if (rc != HK_OK) return hkpy_raise(rc, NULL);
+  if (rc != HK_OK) return hkpy_raise(rc, hk_strerror(rc));
   Py_RETURN_NONE;
 }
 

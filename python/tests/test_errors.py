@@ -136,3 +136,86 @@ def test_objects_never_initialised():
         c.kernels()
     with pytest.raises(TypeError):
         hk.Kernel(object(), "add")
+
+
+def test_borrowed_read_only_memory_is_not_written():
+    b = b"\x00\x00\x80\x3f" * 4
+    with pytest.raises(ValueError, match="'out'.*read-only"):
+        hk.fill(5.0, out=hk.from_dlpack(np.frombuffer(b, np.float32)))
+    assert b == b"\x00\x00\x80\x3f" * 4
+    a = np.ones(4, np.float32)
+    a.flags.writeable = False
+    h = hk.from_dlpack(a)
+    assert h.readonly
+    with pytest.raises(ValueError, match="'out'.*read-only"):
+        hk.add(a, a, out=h)
+    np.testing.assert_array_equal(hk.add(h, h), [2, 2, 2, 2])  # read: fine
+    with pytest.raises(ValueError, match="read-only"):
+        h.copy_from(np.zeros(4, np.float32))
+    assert not np.asarray(h).flags.writeable    # __array_interface__ says so
+    with pytest.raises(BufferError):
+        h.__dlpack__()                          # a capsule could not
+    with pytest.raises(ValueError, match="'out'.*read-only"):
+        hk.fill(1.0, out=memoryview(bytearray(16)).toreadonly().cast("f"))
+    c = np.ones(4, np.float32)
+    hc = hk.from_dlpack(c)
+    c.flags.writeable = False                   # after borrowing
+    with pytest.raises(ValueError, match="'out'.*read-only"):
+        hk.add(c, c, out=hc)
+    assert (a == 1).all() and (c == 1).all()
+
+
+def test_axis_is_checked_not_truncated():
+    x = np.ones((2, 3, 4), np.float32)
+    for ax in (2**32, 2**32 + 1, 2**63, -2**70, (0, 2**40)):
+        with pytest.raises(ValueError, match=r"axis .* out of range.* 3 axes"):
+            hk.sum(x, axis=ax)
+        with pytest.raises(ValueError, match=r"axis .* out of range.* 3 axes"):
+            hk.softmax(x, axis=ax if isinstance(ax, int) else 2**40)
+    with pytest.raises(ValueError, match=r"axis \d{40}\.\.\. is out of range"):
+        hk.sum(x, axis=10**100)
+    for f in (hk.sum, hk.softmax):
+        with pytest.raises(TypeError, match="axis.*bool"):
+            f(x, axis=True)
+    assert hk.sum(x, axis=np.int64(2)).shape == (2, 3)
+
+
+def test_set_threads_range():
+    before = hk.get_threads()
+    for n in (-1, 257, 10**6, 2**40, 2**70):
+        with pytest.raises(ValueError, match=r"threads must be 0\.\.256"):
+            hk.set_threads(n)
+    assert hk.get_threads() == before
+
+
+def test_empty_says_what_is_wrong():
+    with pytest.raises(ValueError, match=r"shape\[1\] is negative"):
+        hk.empty((3, -1))
+    with pytest.raises(ValueError, match="9 dimensions.*at most 8"):
+        hk.empty((1,) * 9)
+    for shape in ((2**62, 4), (2**61,), (0, 2**62, 4)):
+        with pytest.raises(ValueError, match="overflows"):
+            hk.empty(shape)
+    with pytest.raises(ValueError, match="64 bits"):
+        hk.empty((2**70,))
+
+
+def test_huge_values_are_named_short():
+    for out in (np.empty(2, np.float32), np.empty(2, np.int32)):
+        with pytest.raises(OverflowError, match=r"'value': 1{1}0{39}\.\.\. "
+                           "does not fit") as e:
+            hk.fill(10**400, out=out)
+        assert len(str(e.value)) < 120
+
+
+def test_lists_are_values_of_the_type():
+    i32 = np.ones(3, np.int32)
+    with pytest.raises(TypeError, match="'y' is i32: 1.7 is not a value"):
+        hk.mul(i32, [1.7, 2.2, 3.9])
+    with pytest.raises(OverflowError, match="'y': 1099511627776 does not fit"):
+        hk.add(np.ones(2, np.int32), [2**40, 1])
+    with pytest.raises(TypeError, match="'y'"):
+        hk.add(np.ones(2, np.int32), [[1, 2], [3]])
+    np.testing.assert_array_equal(hk.add(i32, [1, 2, 3]), [2, 3, 4])
+    np.testing.assert_array_equal(hk.add(np.ones(2, np.float32), [1.5, 2]),
+                                  [2.5, 3])

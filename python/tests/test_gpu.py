@@ -1,6 +1,8 @@
 """GPU arrays: __cuda_array_interface__ and DLPack. Without a GPU the
 CPU-side checks run: fake device arrays give clear errors, DLPack host
 arrays run in place."""
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -24,6 +26,49 @@ class DLHost:
 
     def __dlpack__(self, stream=None):
         return self.a.__dlpack__()
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                ("lanes", ctypes.c_uint16),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.c_void_p), ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLVersioned(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32),
+                ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p),
+                ("flags", ctypes.c_uint64), ("t", _DLTensor)]
+
+
+_VERSIONED = b"dltensor_versioned"  # the capsule keeps a pointer to it
+
+
+class DL1Host:
+    """A DLPack 1.0 producer (NumPy 2's kind) of a float32 array, its
+    capsule flagged read-only or not; it keeps the tensor alive."""
+
+    def __init__(self, a, readonly):
+        self.a, self.readonly, self.lent = a, readonly, []
+
+    def __dlpack__(self, stream=None, max_version=None):
+        assert max_version is not None and max_version[0] == 1
+        shape = (ctypes.c_int64 * self.a.ndim)(*self.a.shape)
+        m = _DLVersioned(1, 0)
+        self.lent.append((m, shape))  # no deleter: kept until self goes
+        m.flags = 1 if self.readonly else 0  # DLPACK_FLAG_BITMASK_READ_ONLY
+        m.t.data, m.t.device_type, m.t.ndim = self.a.ctypes.data, 1, 1
+        m.t.code, m.t.bits, m.t.lanes = 2, 32, 1
+        m.t.shape = shape
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype = ctypes.py_object
+        new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        return new(ctypes.addressof(m), _VERSIONED, None)
 
     def __dlpack_device__(self):
         return (1, 0)
@@ -73,6 +118,23 @@ def test_dlpack_host_arrays_run_in_place():
     np.testing.assert_array_equal(z, 2 * x)
     np.testing.assert_array_equal(hk.mul(DLHost(x[:, ::2]), 3.0),
                                   3 * x[:, ::2])
+
+
+def test_dlpack_1_read_only_flag():
+    x = np.arange(4, dtype=np.float32)
+    ro = DL1Host(x, readonly=True)
+    with pytest.raises(ValueError, match="'out'.*read-only.*DLPack"):
+        hk.add(x, x, out=ro)
+    h = hk.from_dlpack(ro)
+    assert h.readonly and h.ptr == x.ctypes.data
+    with pytest.raises(ValueError, match="'out'.*read-only"):
+        hk.fill(1.0, out=h)
+    np.testing.assert_array_equal(hk.add(ro, ro), 2 * x)   # read: fine
+    del h                                   # before its producer
+    np.testing.assert_array_equal(x, np.arange(4))
+    z = np.zeros(4, np.float32)
+    hk.add(x, x, out=DL1Host(z, readonly=False))
+    np.testing.assert_array_equal(z, 2 * x)
 
 
 def test_hk_arrays_and_dlpack_on_the_host():

@@ -190,3 +190,35 @@ def test_raw_kernel_out_from_len():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     y = k(a, np.ones(3, np.float32), 2, 3)     # y's len: rows
     np.testing.assert_array_equal(y, a.sum(axis=1))
+
+
+def test_plugins_may_be_one_folder(plugins):
+    for one in (str(plugins), plugins):
+        ctx = hk.Context(plugins=one)
+        assert not ctx.problems
+        assert ctx.kernel("saxpy").name == "saxpy"
+        ctx.close()
+    names = {k["name"] for k in hk.list_kernels(plugins=str(plugins))}
+    assert {"saxpy_f32", "huber_loss_f64"} <= names
+
+
+def test_from_file_takes_what_libhk_takes(tmp_path):
+    tmp_path.chmod(0o700)
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + (ROOT / "plugins" / "saxpy.json")
+                    .read_bytes())
+    assert hk.Kernel.from_file(bom).name == "saxpy"
+    assert hk.Kernel.from_json(bom.read_text("utf-8")).name == "saxpy"
+    cli = os.environ.get("HK_CLI")
+    if not cli:
+        pytest.skip("HK_CLI (the hk command) not set")
+    so = tmp_path / "saxpy.so"
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)  # the sanitizer build's hk has its own
+    subprocess.run([cli, "build", str(ROOT / "plugins" / "saxpy.json"), "-o",
+                    str(so)], env=env, check=True, capture_output=True)
+    k = hk.Kernel.from_file(so)
+    assert (k.name, k.tier) == ("saxpy", "so")
+    y = np.ones(3, np.float32)
+    k(2.0, np.ones(3, np.float32), y)
+    np.testing.assert_array_equal(y, [3, 3, 3])

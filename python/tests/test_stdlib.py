@@ -120,3 +120,34 @@ def test_fill_and_arange_take_values():
 def test_tiers_visible():
     assert hk.add.__self__.tier == "inline"
     assert {i["name"] for i in hk.add.__self__.instances} >= {"add_f32"}
+
+
+def test_rows_kernels_take_lists_on_any_axis():
+    lst = [[0.0, 1.0, 3.0], [2.0, 5.0, -1.0]]
+    x = np.array(lst)
+    for f in (hk.softmax, hk.log_softmax):
+        for axis in (0, 1, -2):
+            np.testing.assert_allclose(f(lst, axis=axis, dtype="f64"),
+                                       f(x, axis=axis), rtol=1e-12)
+        out = np.empty((2, 3))
+        assert f(lst, axis=0, out=out) is out
+        np.testing.assert_allclose(out, f(x, axis=0), rtol=1e-12)
+    np.testing.assert_allclose(hk.softmax(lst, axis=0, dtype=np.float64),
+                               _softmax(x, 0), rtol=1e-12)
+    w, b = np.ones(2), np.zeros(2)
+    for got, want in zip(hk.layernorm(lst, w, b, 1e-5, axis=0),
+                         hk.layernorm(x, w, b, 1e-5, axis=0)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_numpy_scalars_are_typed():
+    e = hk.exp(np.float32(1))
+    assert e.dtype == np.float32 and e == pytest.approx(math.e)
+    s = hk.sum(np.float64(2))
+    assert isinstance(s, np.float64) and s == 2
+    assert hk.add(np.ones(2, np.int32), np.int32(3)).dtype == np.int32
+    with pytest.raises(hk.ArgumentError, match="'y' is f64 with 'x' f32"):
+        hk.add(np.ones(2, np.float32), np.float64(2))
+    out = np.empty(2, np.float32)
+    hk.fill(np.float64(3), out=out)       # a scalar parameter: a value
+    assert (out == 3).all()
