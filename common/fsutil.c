@@ -150,23 +150,26 @@ static int open_temp(const char *path, unsigned mode, char **tmpname) {
   return -1;
 }
 
-int hku_write_parts_atomic(const char *path, const hku_part *parts,
-                           int nparts, unsigned mode, hku_diags *d) {
-  char *tmp = NULL;
+/* Writes the parts into a new file beside target (open_temp), with mode
+ * or (HKU_KEEP_MODE) target's permissions; *tmp its name. HK_OK, or an
+ * error said in d about shown, nothing left behind. */
+static int write_beside(const char *shown, const char *target,
+                        const hku_part *parts, int nparts, unsigned mode,
+                        char **tmp, hku_diags *d) {
   struct stat st;
-  int keep = mode == HKU_KEEP_MODE && stat(path, &st) == 0 &&
+  int keep = mode == HKU_KEEP_MODE && stat(target, &st) == 0 &&
              S_ISREG(st.st_mode);
-  int fd = open_temp(path, mode == HKU_KEEP_MODE ? 0666u : mode, &tmp);
-  if (fd < 0 && errno == EISDIR) {
-    hku_diag_add(d, HKU_ERROR, path, 0, 0,
-                 "cannot write: not a file name (it ends with '/')");
-    return HK_EIO;
-  }
+  *tmp = NULL;
+  int fd = open_temp(target, mode == HKU_KEEP_MODE ? 0666u : mode, tmp);
   if (fd < 0) {
     int er = errno;
-    hku_diag_add(d, HKU_ERROR, path, 0, 0,
-                 "cannot write: cannot create a file next to it: %s",
-                 strerror(er));
+    if (er == EISDIR)
+      hku_diag_add(d, HKU_ERROR, shown, 0, 0,
+                   "cannot write: not a file name (it ends with '/')");
+    else
+      hku_diag_add(d, HKU_ERROR, shown, 0, 0,
+                   "cannot write: cannot create a file next to it: %s",
+                   strerror(er));
     return er == ENOMEM ? HK_ENOMEM : HK_EIO;
   }
   /* Replacing a file keeps its permissions, as writing in place would. */
@@ -178,17 +181,36 @@ int hku_write_parts_atomic(const char *path, const hku_part *parts,
     failed = 1;
     er = errno;
   }
-  if (!failed && rename(tmp, path) != 0) {
-    failed = 1;
-    er = errno;
-  }
   if (failed) {
-    unlink(tmp);
-    hku_diag_add(d, HKU_ERROR, path, 0, 0,
+    unlink(*tmp);
+    free(*tmp);
+    *tmp = NULL;
+    hku_diag_add(d, HKU_ERROR, shown, 0, 0,
                  "cannot write: %s (nothing was changed)", strerror(er));
+    return HK_EIO;
+  }
+  return HK_OK;
+}
+
+/* Renames tmp over target (freed either way; removed on failure). */
+static int rename_over(char *tmp, const char *target, hku_diags *d) {
+  int rc = HK_OK;
+  if (rename(tmp, target) != 0) {
+    int er = errno;
+    unlink(tmp);
+    hku_diag_add(d, HKU_ERROR, target, 0, 0,
+                 "cannot write: %s (nothing was changed)", strerror(er));
+    rc = HK_EIO;
   }
   free(tmp);
-  return failed ? HK_EIO : HK_OK;
+  return rc;
+}
+
+int hku_write_parts_atomic(const char *path, const hku_part *parts,
+                           int nparts, unsigned mode, hku_diags *d) {
+  char *tmp;
+  int rc = write_beside(path, path, parts, nparts, mode, &tmp, d);
+  return rc ? rc : rename_over(tmp, path, d);
 }
 
 /* ---- Output files the user named ---------------------------------------- */
@@ -278,53 +300,19 @@ int hku_output_prepare(const char *path, const hku_part *parts, int nparts,
                  "changed)", strerror(er));
     return er == ENOMEM ? HK_ENOMEM : HK_EIO;
   }
-  struct stat old;
-  int keep = mode == HKU_KEEP_MODE && stat(real, &old) == 0 &&
-             S_ISREG(old.st_mode);
-  int fd = open_temp(real, mode == HKU_KEEP_MODE ? 0666u : mode, &p->tmp);
-  if (fd < 0) {
-    int er = errno;
-    if (er == EISDIR)
-      hku_diag_add(d, HKU_ERROR, path, 0, 0,
-                   "cannot write: not a file name (it ends with '/')");
-    else
-      hku_diag_add(d, HKU_ERROR, path, 0, 0,
-                   "cannot write: cannot create a file next to it: %s",
-                   strerror(er));
+  int rc = write_beside(path, real, parts, nparts, mode, &p->tmp, d);
+  if (rc) {
     free(real);
-    return er == ENOMEM ? HK_ENOMEM : HK_EIO;
+    return rc;
   }
   p->path = real;
-  /* Replacing a file keeps its permissions, as writing in place would. */
-  int failed = keep && fchmod(fd, old.st_mode & 07777) != 0;
-  for (int i = 0; i < nparts && !failed; i++)
-    failed = hku_write_all(fd, parts[i].p, parts[i].n) != HK_OK;
-  int er = errno;
-  if (close(fd) != 0 && !failed) {
-    failed = 1;
-    er = errno;
-  }
-  if (failed) {
-    hku_output_abort(p);
-    hku_diag_add(d, HKU_ERROR, path, 0, 0,
-                 "cannot write: %s (nothing was changed)", strerror(er));
-    return HK_EIO;
-  }
   return HK_OK;
 }
 
 int hku_output_commit(hku_pending *p, hku_diags *d) {
   if (!p->tmp) return HK_OK; /* written in place already */
-  int rc = HK_OK;
-  if (rename(p->tmp, p->path) != 0) {
-    int er = errno;
-    hku_diag_add(d, HKU_ERROR, p->path, 0, 0,
-                 "cannot write: %s (nothing was changed)", strerror(er));
-    rc = HK_EIO;
-  } else {
-    free(p->tmp);
-    p->tmp = NULL;
-  }
+  int rc = rename_over(p->tmp, p->path, d);
+  p->tmp = NULL;
   hku_output_abort(p);
   return rc;
 }
