@@ -762,20 +762,22 @@ static void check_rows(void) {
   static const char *const forms[] = {"r_sumsq_into", "r_scaled"};
   static const int64_t ms[] = {1, 3, 16, 17, 100};
   fill(PAT_UNIT, 300000);
-  for (size_t j = 0; j < COUNT(ms); j++) {
-    int64_t R = 300000 / ms[j] < 9000 ? 300000 / ms[j] : 9000;
-    for (int th = 1; th <= 2; th++) {
-      for (size_t q = 0; q < COUNT(std); q++) {
-        char tn[64];
-        snprintf(tn, sizeof tn, "t_%s", std[q]);
-        rows_case(g_ctx[C_JIT], std[q], R, ms[j], th); /* inline */
-        for (int c = 0; c < C_COUNT; c++)
-          if (g_ctx[c]) rows_case(g_ctx[c], tn, R, ms[j], th);
-      }
-      for (size_t q = 0; q < COUNT(forms); q++)
-        for (int c = 0; c < C_COUNT; c++)
-          if (g_ctx[c]) rows_case(g_ctx[c], forms[q], R, ms[j], th);
+  /* one thread: every kernel, context and row length over 600 rows; two
+   * threads: rows of 17 numerous enough (over hk__par_min's 131072
+   * elements) to be cut into tasks of rows, each its own rowred call */
+  for (size_t j = 0; j <= COUNT(ms); j++) {
+    const int th = j == COUNT(ms) ? 2 : 1;
+    const int64_t m = th == 2 ? 17 : ms[j], R = th == 2 ? 8000 : 600;
+    for (size_t q = 0; q < COUNT(std); q++) {
+      char tn[64];
+      snprintf(tn, sizeof tn, "t_%s", std[q]);
+      rows_case(g_ctx[C_JIT], std[q], R, m, th); /* inline */
+      for (int c = 0; c < C_COUNT; c++)
+        if (g_ctx[c]) rows_case(g_ctx[c], tn, R, m, th);
     }
+    for (size_t q = 0; q < COUNT(forms); q++)
+      for (int c = 0; c < C_COUNT; c++)
+        if (g_ctx[c]) rows_case(g_ctx[c], forms[q], R, m, th);
   }
 }
 
