@@ -30,6 +30,8 @@ typedef struct lp {
   int errors;
   int consts_only; /* a compile-time count: literals and consts only */
   int64_t v;       /* the value of what was just parsed (consts_only) */
+  int known;       /* ... and whether v is it: literals and consts only
+                    * (a divisor known to be 0 is an error in any len) */
 } lp;
 
 /* Reports the first problem of the expression at byte off of its
@@ -120,6 +122,7 @@ static int primary_number(lp *L) {
   }
   if (L->out) hku_buf_printf(L->out, "(int64_t)%lluLL", v);
   L->v = (int64_t)v;
+  L->known = 1;
   return HK_OK;
 }
 
@@ -172,6 +175,7 @@ static int primary_name(lp *L) {
   memcpy(name, L->t + s, len);
   name[len] = '\0';
   size_t after = L->p;
+  L->known = 0; /* n or a scalar: known when called */
   while (after < L->n && L->t[after] == ' ') after++;
   if (after < L->n && L->t[after] == '(') {
     lerr(L, s, "calls '%s', which is not allowed: %s", name, GRAMMAR);
@@ -180,6 +184,7 @@ static int primary_name(lp *L) {
   for (int i = 0; i < L->k->nconsts; i++)
     if (L->k->consts[i].name && !strcmp(L->k->consts[i].name, name)) {
       L->v = L->k->consts[i].value;
+      L->known = 1;
       if (L->out) hku_buf_printf(L->out, "(int64_t)%lldLL", (long long)L->v);
       return HK_OK;
     }
@@ -277,9 +282,16 @@ static int unary(lp *L) {
 
 /* L->v = lhs op L->v, in checked int64 arithmetic; in a compile-time
  * count an overflow or a division by zero is an error (reported). */
-static int fold(lp *L, char op, int64_t lhs, size_t at) {
+static int fold(lp *L, char op, int64_t lhs, int lhs_known, size_t at) {
   int64_t r = L->v, v = 0;
   int bad = 0;
+  if ((op == '/' || op == '%') && L->known && r == 0) {
+    /* every call would fail (said at run time only as "negative or too
+     * large") */
+    lerr(L, at, "divides by zero");
+    return HK_ESCHEMA;
+  }
+  L->known = L->known && lhs_known;
   switch (op) {
     case '+': bad = __builtin_add_overflow(lhs, r, &v); break;
     case '-': bad = __builtin_sub_overflow(lhs, r, &v); break;
@@ -316,10 +328,12 @@ static int chain(lp *L, const char *ops, int (*operand)(lp *)) {
     size_t at = L->p;
     char op = L->t[L->p++];
     int64_t lhs = L->v;
+    int lhs_known = L->known;
     hku_buf rhs = HKU_BUF_INIT;
     if (saved) L->out = &rhs;
     rc = operand(L);
-    if (rc == HK_OK && fold(L, op, lhs, at) != HK_OK) rc = HK_ESCHEMA;
+    if (rc == HK_OK && fold(L, op, lhs, lhs_known, at) != HK_OK)
+      rc = HK_ESCHEMA;
     if (saved) {
       const char *fn = op == '+' ? "add" : op == '-' ? "sub"
                        : op == '*' ? "mul" : op == '/' ? "div" : "mod";
@@ -377,7 +391,7 @@ static int run(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
   }
   map[n] = src->len;
   text[n] = '\0';
-  lp L = {map, doc, src, k, in, text, n, 0, out, d, 0, value != NULL, 0};
+  lp L = {map, doc, src, k, in, text, n, 0, out, d, 0, value != NULL, 0, 0};
   size_t first = 0;
   while (first < n && text[first] == ' ') first++;
   int rc;

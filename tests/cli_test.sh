@@ -523,6 +523,11 @@ cat >"$T/rawmut.json" <<'EOF2'
  "cpu": "while (m > 0) { m = m - 1; x[m] = (float)m; }"}
 EOF2
 run 0 "$HK" check "$T/rawmut.json"
+# a len that divides by a known zero fails every call: an error in check
+sed 's|"len": "m"|"len": "m / (2 - 2)"|' "$T/rawmut.json" >"$T/divz.json"
+run 1 "$HK" check "$T/divz.json"
+err_has "divz.json:2:69:"
+err_has "len: divides by zero"
 # helpers (and rows and grid bodies) run for many elements at once: no
 # state that outlives a call, but constant tables
 for decl in 'static float c = 0;' '_Thread_local float c = 0;' 'static const float c = 2;'; do
