@@ -616,9 +616,24 @@ HK_API int hk_kernel_lens(const hk_kernel_t *k, size_t n, void *const *args,
                           int64_t *lens) {
   const hk_impl_t *im = atomic_load_explicit(&k->impl, memory_order_acquire);
   if (!im) return hk__call_failure(k);
-  if (im->e.lens(args, n, lens))
-    return hk__fail(HK_EINVAL, "%s: a buffer length expression is negative",
-                    atomic_load(&k->info)->name);
+  const hk_kernel_info_t *info = atomic_load(&k->info);
+  /* lens writes the counts in parameter order and stops at a bad one:
+   * the last one written is it (a sentinel marks the rest) */
+  const int64_t unset = INT64_MIN;
+  for (int i = 0; i < info->nparams; i++) lens[i] = unset;
+  if (im->e.lens(args, n, lens)) {
+    int bad = -1;
+    for (int i = 0; i < info->nparams && lens[i] != unset; i++) bad = i;
+    if (bad >= 0 && info->params[bad].len)
+      return hk__fail(HK_EINVAL,
+                      "%s: parameter '%s': its length, %s, is negative or "
+                      "overflows int64 for these scalars (and n = %zu)",
+                      info->name, info->params[bad].name,
+                      info->params[bad].len, n);
+    return hk__fail(HK_EINVAL,
+                    "%s: a buffer length expression is negative or overflows "
+                    "int64", info->name);
+  }
   return HK_OK;
 }
 

@@ -122,7 +122,13 @@ static void check_lens(const hk_kernel_t *k, size_t o, hk_dtype_t t) {
   if (ops[o].op == OP_SOFTMAX) { /* a negative length is refused */
     rows = -1;
     CHECK_INT_EQ(hk_kernel_lens(k, 1000, args, lens), HK_EINVAL);
-    CHECK_CONTAINS(hk_last_error(), "negative");
+    CHECK_CONTAINS(hk_last_error(), "parameter 'x': its length, rows * "
+                                    "cols, is negative");
+    rows = (int64_t)1 << 62; /* overflows: named as well */
+    cols = 8;
+    CHECK_INT_EQ(hk_kernel_lens(k, 1000, args, lens), HK_EINVAL);
+    CHECK_CONTAINS(hk_last_error(), "parameter 'x'");
+    CHECK_CONTAINS(hk_last_error(), "overflows int64");
   }
   (void)t;
 }
