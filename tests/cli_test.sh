@@ -523,6 +523,16 @@ cat >"$T/rawmut.json" <<'EOF2'
  "cpu": "while (m > 0) { m = m - 1; x[m] = (float)m; }"}
 EOF2
 run 0 "$HK" check "$T/rawmut.json"
+# a stdlib kernel's name is refused by every load, so by check too (but
+# in the stdlib's own files)
+cat >"$T/stdname.json" <<'EOF2'
+{"schema_version": 1, "name": "add_f32", "kind": "elementwise",
+ "params": [{"name": "x", "type": "f32", "role": "in"},
+            {"name": "y", "type": "f32", "role": "out"}],
+ "body": "y = x;"}
+EOF2
+run 1 "$HK" check "$T/stdname.json"
+err_has "stdname.json:1:31: error: name: \"add_f32\" is a stdlib kernel"
 # a len that divides by a known zero fails every call: an error in check
 sed 's|"len": "m"|"len": "m / (2 - 2)"|' "$T/rawmut.json" >"$T/divz.json"
 run 1 "$HK" check "$T/divz.json"
