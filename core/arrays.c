@@ -244,8 +244,6 @@ static int is_written(const call *c, int i) {
   return r == HK_ROLE_OUT || r == HK_ROLE_INOUT;
 }
 
-/* Written arrays may not overlap themselves or any other array, except an
- * in array they equal exactly (in place; elementwise kernels only). */
 /* 1 when arrays a and b, whose extents meet, still share no byte: every
  * element of each lies at its data plus a multiple of g bytes, g the
  * greatest common divisor of both arrays' byte strides, so when their
@@ -275,6 +273,9 @@ static int interleaved(const hk_array_t *a, const hk_array_t *b) {
   return d >= hk_dtype_size(a->dtype) && g - d >= hk_dtype_size(b->dtype);
 }
 
+/* Written arrays may not overlap themselves or any other array, except an
+ * in array they equal exactly (in place; elementwise kernels only) or one
+ * they interleave with. */
 static int check_overlaps(const call *c, int allow_in_place) {
   for (int w = 0; w < c->nargs; w++) {
     if (!is_written(c, w)) continue;
@@ -1620,7 +1621,8 @@ static int fast_call(const hk_kernel_t *k, const hk_kernel_info_t *info,
     return 1;
   }
   *rc = hk__run(&im->e, ptrs, n);
-  if (__builtin_expect(*rc != HK_OK, 0)) *rc = hk__named(k, *rc); /* a grid's bad extent */
+  if (__builtin_expect(*rc != HK_OK, 0)) /* a grid's bad extent */
+    *rc = hk__named(k, *rc);
   return 1;
 }
 
