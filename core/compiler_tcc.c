@@ -31,9 +31,9 @@ __attribute__((visibility("hidden"))) char **hk__tcc_environ;
 
 /* tcc's warning for a store to a const object: gcc's (tier opt, hk build)
  * is an error. Generated code declares what kernel code must not change
- * const (an in buffer's element, a scalar, i and n), so tcc too must
- * refuse it: compiled, `s = s + 1` on a scalar ran on tier jit, with
- * results that depended on the thread count, and tier opt then failed. */
+ * const (an in buffer's element, a scalar), so tcc too must refuse it:
+ * compiled, `s = s + 1` on a scalar ran on tier jit, with results that
+ * depended on the thread count, and tier opt then failed. */
 #define READ_ONLY_WARNING ": warning: assignment of read-only location"
 
 static void collect(void *opaque, const char *msg) {
@@ -43,8 +43,8 @@ static void collect(void *opaque, const char *msg) {
   if (w) { /* as an error, in gcc's words */
     hku_buf_putn(msgs, msg, (size_t)(w - msg));
     hku_buf_put(msgs, ": error: assignment of read-only location: kernel "
-                      "code cannot change an in buffer's element, a scalar "
-                      "parameter, i or n\n");
+                      "code cannot change an in buffer's element or a "
+                      "scalar parameter\n");
     return;
   }
   hku_buf_put(msgs, msg);
@@ -53,7 +53,7 @@ static void collect(void *opaque, const char *msg) {
 
 /* 1 when collect turned a warning into an error. */
 static int has_error(const hku_buf *msgs) {
-  return msgs->len && strstr(hku_buf_str(msgs), ": error: ") != NULL;
+  return msgs && msgs->len && strstr(hku_buf_str(msgs), ": error: ") != NULL;
 }
 
 /* Compiles src into a relocated state, or NULL with tcc's messages in
