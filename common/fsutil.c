@@ -263,8 +263,7 @@ void hku_output_abort(hku_pending *p) {
 int hku_output_prepare(const char *path, const hku_part *parts, int nparts,
                        unsigned mode, hku_pending *p, hku_diags *d) {
   p->tmp = p->path = NULL;
-  struct stat st, lst;
-  char *real;
+  struct stat st;
   if (stat(path, &st) == 0) {
     if (S_ISDIR(st.st_mode)) {
       hku_diag_add(d, HKU_ERROR, path, 0, 0,
@@ -288,12 +287,10 @@ int hku_output_prepare(const char *path, const hku_part *parts, int nparts,
                    strerror(er));
       return HK_EIO;
     }
-    /* a regular file, maybe through links: replace the file itself */
-    real = lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode) ? realpath(path, NULL)
-                                                          : strdup(path);
-  } else {
-    real = follow_links(path); /* none yet, or a link to none: create it */
   }
+  /* a regular file, none yet, maybe through links (to none: it is
+   * created): the file itself is replaced */
+  char *real = follow_links(path);
   if (!real) {
     int er = errno;
     hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot write: %s (nothing was "

@@ -75,7 +75,7 @@ static char *concat(const char *a, const char *b) {
 
 /* The default directory by the rules in cache.h: HK_OK and *out
  * (malloc'ed), or HK_EIO / HK_ENOMEM said in d. */
-static int default_dir(char **out, hku_diags *d) {
+int hk__cache_default_dir(char **out, hku_diags *d) {
   const char *v = getenv("HK_CACHE_DIR");
   if (v && *v) {
     *out = concat(v, "");
@@ -94,10 +94,6 @@ static int default_dir(char **out, hku_diags *d) {
     *out = concat(v, "/.cache/hk");
   }
   return *out ? HK_OK : fail(d, HK_ENOMEM, NULL, "out of memory");
-}
-
-int hk__cache_default_dir(char **out, hku_diags *d) {
-  return default_dir(out, d);
 }
 
 /* mkdir -p with mode 0700 for every directory it creates; *created says
@@ -168,7 +164,7 @@ HK_INTERNAL int hk__cache_open(const char *dir, int allow_unsafe,
     rc = (path = concat(dir, "")) ? HK_OK
                                   : fail(d, HK_ENOMEM, NULL, "out of memory");
   else
-    rc = default_dir(&path, d);
+    rc = hk__cache_default_dir(&path, d);
   if (rc) return rc;
   /* Trailing slashes would make the last mkdir look like a parent's. */
   for (size_t n = strlen(path); n > 1 && path[n - 1] == '/'; n--)
