@@ -360,6 +360,15 @@ static int check_signature(hkc_parser *P, const hkc_kernel *k,
                                    k->targets, P->d));
 }
 
+/* 1 when a helper's "returns" is void (spaces aside). */
+static int returns_void(const char *t) {
+  while (*t == ' ' || *t == '\t' || *t == '\n') t++;
+  if (strncmp(t, "void", 4) != 0) return 0;
+  for (t += 4; *t == ' ' || *t == '\t' || *t == '\n'; t++) {
+  }
+  return *t == '\0';
+}
+
 /* Reports a recursion: helper h calls helper `to`, from which h can be
  * reached again. seen marks the helpers visited in this walk. */
 static int reaches(const hkc_kernel *k, int from, int target, char *seen) {
@@ -413,6 +422,13 @@ int hkc_check_helpers(hkc_parser *P, const hkc_kernel *k) {
       rc = counted(P, hkc_check_code_calls(P->doc, &d->body, HKC_CODE_ROWS,
                                            NULL, NULL, k->targets, calls,
                                            P->d));
+    if (rc == HK_OK && d->body.text && d->returns.text &&
+        !returns_void(d->returns.text) && !hkc_code_uses(&d->body, "return"))
+      src_err(P, &d->body, 0,
+              "helper '%s' returns %s but its body has no return statement "
+              "(what a call gives would be undefined; a helper that gives "
+              "nothing returns \"void\")",
+              d->name ? d->name : "?", d->returns.text);
   }
   free(calls);
   if (rc == HK_OK) check_recursion(P, k);

@@ -469,6 +469,11 @@ static const bad_case bad_cases[] = {
      "   \"body\": \"return v ? f(v - 1) : 0;\"}],\n" BODY,
      "<bad.json>:6:24: error: helpers[0].body: helper 'f' calls itself: "
      "recursion is not allowed"},
+    {"a helper of a type without a return",
+     G P GRID " \"helpers\": [{\"name\": \"f\", \"returns\": \"float\", \"params\": \"float v\",\n"
+     "   \"body\": \"float w = v * 2; (void)w;\"}],\n" BODY,
+     "<bad.json>:6:13: error: helpers[0].body: helper 'f' returns float but "
+     "its body has no return statement"},
     {"two helpers calling each other",
      G P GRID " \"helpers\": [{\"name\": \"f\", \"body\": \"g();\"},\n"
      "  {\"name\": \"g\", \"body\": \"int u = 0; (void)u; f();\"}],\n" BODY,
