@@ -196,6 +196,10 @@ err_empty
 run 0 "$HK" run fill_f32 value=2 --n 6 --out "out=$T/y.npy"
 run 0 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy"
 out_is '{"out": [2, 2.5, 3, 3.5, 4, 4.5]}'
+# a stdlib kernel by name, no plugin folder: no cache folder is made
+run 0 env HK_CACHE_DIR="$T/nocache" HK_PLUGIN_PATH= "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy"
+checks=$((checks + 1))
+[ ! -e "$T/nocache" ] || { echo "FAIL: hk run of a stdlib kernel made the cache folder"; fails=$((fails + 1)); }
 run 0 "$HK" run mul_f32 "x=$T/x.npy" "y=$T/y.npy" --out "out=$T/m.npy"
 out_empty
 run 0 "$HK" run scale_f32 "x=$T/m.npy" alpha=1

@@ -751,8 +751,13 @@ int hk_cmd_run(int argc, char **argv) {
                 : !strcmp(tier, "opt") ? HK_TIER_OPT
                                        : HK_TIER_AUTO;
     opts.log = log_stderr;
+    /* a name with no plugin folder can only be the stdlib's: nothing
+     * compiles, so no cache folder is opened (or made) */
+    const char *pp = getenv("HK_PLUGIN_PATH");
+    int stdlib_only =
+        !is_kernel_file(o.kernel) && !o.nplugins && !(pp && *pp);
     opts.flags = (o.allow_unsafe ? HK_ALLOW_UNSAFE_PERMISSIONS : 0) |
-                 (o.no_cache ? HK_NO_CACHE : 0);
+                 (o.no_cache || stdlib_only ? HK_NO_CACHE : 0);
     if (hk_context_create(&ctx, &opts) != HK_OK)
       rc = hk_cli_internal("run", "%s", hk_last_error());
     else if (*hk_context_problems(ctx))
