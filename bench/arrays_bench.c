@@ -353,9 +353,11 @@ static void numpy_rows(void) {
   FILE *f = fdopen(fd, "w");
   fputs(NUMPY_SCRIPT, f);
   fclose(f);
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %d 2>/dev/null", path, bench_reps);
-  FILE *p = popen(cmd, "r");
+  char cmd[768];
+  const char *py = bench_numpy_python();
+  snprintf(cmd, sizeof cmd, "'%s' %s %d 2>/dev/null", py ? py : "python3",
+           path, bench_reps);
+  FILE *p = py ? popen(cmd, "r") : NULL;
   char name[32];
   double ns;
   printf("\nNumPy (x - x.max(-1, keepdims=True) ... formulations), (256, 768) "
@@ -373,7 +375,9 @@ static void numpy_rows(void) {
     got++;
   }
   if (p) pclose(p);
-  if (!got) printf("  skipped: NumPy not available to /usr/bin/python3\n");
+  if (!got)
+    printf("  skipped: NumPy not available (HK_NUMPY_PYTHON, python3, "
+           "/usr/bin/python3)\n");
   unlink(path);
 }
 

@@ -109,7 +109,7 @@ static void numpy_times(const size_t *sizes, int nsizes, int reps,
                         double np_ns[][NOPS]) {
   for (int s = 0; s < nsizes; s++)
     for (int op = 0; op < NOPS; op++) np_ns[s][op] = -1;
-  char script[2048], cmd[256];
+  char script[2048], cmd[768];
   snprintf(script, sizeof script, numpy_py, COLS);
   char path[] = "/tmp/hk_math_bench_XXXXXX";
   int fd = mkstemp(path);
@@ -117,10 +117,12 @@ static void numpy_times(const size_t *sizes, int nsizes, int reps,
   FILE *f = fdopen(fd, "w");
   fputs(script, f);
   fclose(f);
-  int len = snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %d", path, reps);
+  const char *py = bench_numpy_python();
+  int len = snprintf(cmd, sizeof cmd, "'%s' %s %d", py ? py : "python3", path,
+                     reps);
   for (int s = 0; s < nsizes; s++)
     len += snprintf(cmd + len, sizeof cmd - (size_t)len, " %zu", sizes[s]);
-  FILE *p = popen(cmd, "r");
+  FILE *p = py ? popen(cmd, "r") : NULL;
   char line[256], name[32];
   size_t n;
   double ns;

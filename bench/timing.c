@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 int bench_reps = 11;
@@ -15,6 +16,25 @@ double bench_now_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+const char *bench_numpy_python(void) {
+  static const char *found;
+  static int looked;
+  if (looked) return found;
+  looked = 1;
+  const char *env = getenv("HK_NUMPY_PYTHON");
+  const char *const tries[] = {env && *env ? env : NULL, "python3",
+                               "/usr/bin/python3"};
+  for (size_t i = 0; i < sizeof tries / sizeof tries[0] && !found; i++) {
+    char cmd[512];
+    if (!tries[i] || strchr(tries[i], '\'') ||
+        snprintf(cmd, sizeof cmd, "'%s' -c 'import numpy' >/dev/null 2>&1",
+                 tries[i]) >= (int)sizeof cmd)
+      continue;
+    if (system(cmd) == 0) found = tries[i];
+  }
+  return found;
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;

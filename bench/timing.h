@@ -26,6 +26,11 @@ extern FILE *bench_json;        /* a JSON copy of the report, or NULL */
 extern const char *bench_name;  /* "hk bench --arrays": error messages */
 
 double bench_now_ns(void);
+/* The Python that has NumPy, as hk bench's main table finds it:
+ * $HK_NUMPY_PYTHON when set, else python3 on PATH (a virtual
+ * environment's), else /usr/bin/python3 (Debian's python3-numpy), the
+ * first that imports numpy; NULL when none does. Looked up once. */
+const char *bench_numpy_python(void);
 /* Uniform in [-2, 2), from a fixed seed. */
 float bench_frand(void);
 /* n floats aligned to 64 bytes, filled by bench_frand(); aborts when out of
