@@ -1512,6 +1512,30 @@ __attribute__((constructor)) static void elem_size_init(void) {
   for (int t = 0; t < 256; t++) elem_size[t] = hk_dtype_size((hk_dtype_t)t);
 }
 
+/* The fast paths' checks of one array. A scalar: one value, present, in
+ * its bounds. */
+static inline int fast_scalar_ok(const hk_array_t *x, size_t es) {
+  return x->ndim == 0 && x->data &&
+         (!x->nbytes || ((uintptr_t)x->data >= (uintptr_t)x->base &&
+                         (uintptr_t)x->data - (uintptr_t)x->base <=
+                             x->nbytes - es &&
+                         x->nbytes >= es));
+}
+
+/* A dense run of count elements of es bytes: present (unless empty), its
+ * size without overflow, in its bounds; its bytes [*lo, *hi). */
+static inline int fast_run_ok(const hk_array_t *x, size_t count, size_t es,
+                              uintptr_t *lo, uintptr_t *hi) {
+  size_t bytes;
+  if (__builtin_mul_overflow(count, es, &bytes) || (!x->data && count))
+    return 0;
+  *lo = (uintptr_t)x->data;
+  *hi = *lo + bytes;
+  return *hi >= *lo &&
+         (!x->nbytes || (*lo >= (uintptr_t)x->base &&
+                         *hi <= (uintptr_t)x->base + x->nbytes));
+}
+
 /* The fast path: every buffer contiguous and of one shape, every scalar
  * 0-d, no axes (a reduction reduces all into 0-d outputs): one flat call,
  * after checks that cost a few ns per array (one pass over the arrays,
@@ -1539,12 +1563,8 @@ static int fast_call(const hk_kernel_t *k, const hk_kernel_info_t *info,
     const hk_role_t role = ps[i].role;
     if (x->dtype != ps[i].dtype) return 0;
     ptrs[i] = x->data;
-    if (role == HK_ROLE_SCALAR) { /* one value, present, in its bounds */
-      if (x->ndim != 0 || !x->data ||
-          (x->nbytes && ((uintptr_t)x->data < (uintptr_t)x->base ||
-                         (uintptr_t)x->data - (uintptr_t)x->base >
-                             x->nbytes - elem_size[ps[i].dtype] ||
-                         x->nbytes < elem_size[ps[i].dtype])))
+    if (role == HK_ROLE_SCALAR) {
+      if (!fast_scalar_ok(x, elem_size[ps[i].dtype]))
         return 0; /* the general path says why */
       continue;
     }
@@ -1581,17 +1601,9 @@ static int fast_call(const hk_kernel_t *k, const hk_kernel_info_t *info,
       }
       count = n;
     }
-    size_t bytes;
-    if (__builtin_mul_overflow(count, elem_size[ps[i].dtype], &bytes) ||
-        (!x->data && count))
+    if (!fast_run_ok(x, count, elem_size[ps[i].dtype], &lo[i], &hi[i]))
       return 0;
-    lo[i] = (uintptr_t)x->data;
-    hi[i] = lo[i] + bytes;
-    if (hi[i] < lo[i] ||
-        (x->nbytes && (lo[i] < (uintptr_t)x->base ||
-                       hi[i] > (uintptr_t)x->base + x->nbytes)))
-      return 0;
-    if (bytes) bufs |= (uint64_t)1 << i;
+    if (hi[i] != lo[i]) bufs |= (uint64_t)1 << i;
     if (role != HK_ROLE_IN) written |= (uint64_t)1 << i;
   }
   if (nd < 0) return 0;
@@ -1708,13 +1720,8 @@ static int fast_rows_reduce(const hk_kernel_t *k,
     if (x->dtype != ps[i].dtype) return 0;
     ptrs[i] = x->data;
     steps[i] = 0;
-    if (role == HK_ROLE_SCALAR) { /* one value, present, in its bounds */
-      if (x->ndim != 0 || !x->data ||
-          (x->nbytes && ((uintptr_t)x->data < (uintptr_t)x->base ||
-                         (uintptr_t)x->data - (uintptr_t)x->base >
-                             x->nbytes - es ||
-                         x->nbytes < es)))
-        return 0;
+    if (role == HK_ROLE_SCALAR) {
+      if (!fast_scalar_ok(x, es)) return 0;
       continue;
     }
     size_t count;
@@ -1741,14 +1748,7 @@ static int fast_rows_reduce(const hk_kernel_t *k,
       steps[i] = (ptrdiff_t)es;
       written |= (uint64_t)1 << i;
     }
-    size_t bytes;
-    if (!x->data || __builtin_mul_overflow(count, es, &bytes)) return 0;
-    lo[i] = (uintptr_t)x->data;
-    hi[i] = lo[i] + bytes;
-    if (hi[i] < lo[i] ||
-        (x->nbytes && (lo[i] < (uintptr_t)x->base ||
-                       hi[i] > (uintptr_t)x->base + x->nbytes)))
-      return 0;
+    if (!fast_run_ok(x, count, es, &lo[i], &hi[i])) return 0;
     bufs |= (uint64_t)1 << i;
   }
   /* a written array may share no byte with another */
