@@ -531,6 +531,14 @@ static void put_pragmas(hku_buf *o) {
       "#define HK_LANE_LOOP _Pragma(\"GCC unroll 1\")\n"
       "#else\n"
       "#define HK_LANE_LOOP\n"
+      "#endif\n"
+      "/* A reduction's tree over its lanes in vectors (GCC's vector\n"
+      " * extensions, which clang has too; emit_c.c): the same pairs combined,\n"
+      " * so the same bits as the scalar tree tcc runs. */\n"
+      "#if defined(__GNUC__) && !defined(__TINYC__)\n"
+      "#define HK_VEC_TREE 1\n"
+      "#else\n"
+      "#define HK_VEC_TREE 0\n"
       "#endif\n\n");
 }
 
