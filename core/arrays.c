@@ -1658,13 +1658,14 @@ static void rows_task(void *ctx, size_t t) {
 
 /* The fast path of axis reductions, the common case: the in arrays
  * C-contiguous and of one shape, the reduced axes its last ones (not all
- * of them), each row within one block of the fixed tree (hk__reduce_blocks),
- * the results C-contiguous of the kept shape (with keepdims' 1s), nothing
- * written overlapping, on the CPU (CUDA not started). No plan: the general path's
- * (call_reduction) costs ~2400 instructions a call, ~330 ns, which was a
- * fifth of a per-row sum over (256, 768). Same rows, same entry, so the
- * same bits. Returns 1 with *rc when it made the call, 0 when the general
- * path must look (it also words every error). */
+ * of them), each row within one block of the fixed tree
+ * (hk__reduce_blocks), the results C-contiguous of the kept shape (with
+ * keepdims' 1s), nothing written overlapping, on the CPU (CUDA not
+ * started). No plan: the general path's (call_reduction) costs ~2400
+ * instructions a call, ~330 ns, which was a fifth of a per-row sum over
+ * (256, 768). Same rows, same entry, so the same bits. Returns 1 with *rc
+ * when it made the call, 0 when the general path must look (it also
+ * words every error). */
 static int fast_rows_reduce(const hk_kernel_t *k,
                             const hk_kernel_info_t *info,
                             const hk_array_t *a, const hk_call_opts_t *o,
