@@ -1103,6 +1103,24 @@ static int red_shapes(const call *c, const hk_call_opts_t *o, int *D,
 static int gpu_reduction(const call *c, const hk_call_opts_t *o, int D,
                          const int64_t *ishape, unsigned rmask);
 
+/* Rows per task of an axis reduction over npos rows of m elements on the
+ * CPU: about ARR_TASKS_PER_THREAD tasks a thread, each of ARR_TASK_MIN
+ * elements or more; 0 when the rows run in one task on the caller (one
+ * thread, one row, or fewer elements than hk__par_min). call_reduction
+ * and the fast path (fast_rows_reduce) split alike. */
+static size_t rows_per_task(size_t npos, size_t m, uint32_t flags) {
+  const int threads = hk__tpool_threads();
+  if (m == 0) m = 1;
+  if (npos <= 1 || threads <= 1 ||
+      npos * m < hk__par_min[(flags & HK_ABI_HEAVY) != 0])
+    return 0;
+  size_t ntask = (size_t)threads * ARR_TASKS_PER_THREAD;
+  size_t group = (npos + ntask - 1) / ntask;
+  size_t minp = ARR_TASK_MIN / m;
+  if (group < minp) group = minp;
+  return group < 1 ? 1 : group;
+}
+
 /* A reduction over axes, strided or broadcast inputs: on the GPU (gpu) or
  * the CPU's threads. */
 static int call_reduction(const call *c, const hk_call_opts_t *o, int gpu) {
@@ -1180,22 +1198,13 @@ static int call_reduction(const call *c, const hk_call_opts_t *o, int gpu) {
     free(P);
     return HK_OK;
   }
-  int threads = hk__tpool_threads();
-  size_t total = npos * (m ? m : 1);
   red_job job = {P, 0};
-  if (npos > 1 && threads > 1 &&
-      total >= hk__par_min[(c->e->flags & HK_ABI_HEAVY) != 0]) {
-    size_t ntask = (size_t)threads * ARR_TASKS_PER_THREAD;
-    size_t group = (npos + ntask - 1) / ntask;
-    size_t minp = ARR_TASK_MIN / (m ? m : 1);
-    if (group < minp) group = minp;
-    if (group < 1) group = 1;
-    P->group = group;
+  const size_t group = rows_per_task(npos, m, c->e->flags);
+  P->group = group ? group : npos;
+  if (group)
     hk__tpool_run(red_task, &job, (npos + group - 1) / group);
-  } else {
-    P->group = npos;
+  else
     red_task(&job, 0);
-  }
   free(P);
   if (atomic_load(&job.failed))
     return hk__fail(HK_ENOMEM, "%s: out of memory", c->info->name);
@@ -1760,20 +1769,12 @@ static int fast_rows_reduce(const hk_kernel_t *k,
       if (!(hi[j] <= lo[i] || hi[i] <= lo[j])) return 0;
     }
   }
-  rows_job job = {im->e.rowred, ptrs, steps, m, npos, npos};
-  const int threads = hk__tpool_threads();
-  if (npos > 1 && threads > 1 &&
-      total >= hk__par_min[(im->e.flags & HK_ABI_HEAVY) != 0]) {
-    size_t ntask = (size_t)threads * ARR_TASKS_PER_THREAD;
-    size_t group = (npos + ntask - 1) / ntask;
-    size_t minp = ARR_TASK_MIN / m;
-    if (group < minp) group = minp;
-    if (group < 1) group = 1;
-    job.group = group;
+  const size_t group = rows_per_task(npos, m, im->e.flags);
+  rows_job job = {im->e.rowred, ptrs, steps, m, npos, group ? group : npos};
+  if (group)
     hk__tpool_run(rows_task, &job, (npos + group - 1) / group);
-  } else {
+  else
     rows_task(&job, 0);
-  }
   *rc = HK_OK;
   return 1;
 }
