@@ -47,6 +47,13 @@ void hkc_linemap_note(hku_buf *o, const hkc_src *src, size_t src_off,
  * independent partial sums that the compiler turns into vector registers.
  * Part of the result's definition (it fixes the order of combination). */
 int hkc_reduce_lanes(size_t acc_size);
+/* argmax and argmin in vectors (emit_argsel.c): the form of a reduction
+ * instance whose combine is the stdlib's argmax or argmin, written exactly
+ * (HKC_ARGSEL_NONE otherwise), and the block reducer's body for that form
+ * (for gcc and clang: HK_VEC_TREE). */
+enum { HKC_ARGSEL_NONE, HKC_ARGSEL_MAX, HKC_ARGSEL_MIN };
+int hkc_argsel_form(const hkc_instance *in);
+void hkc_put_argsel_part(hku_buf *o, const hkc_instance *in, int form);
 
 /* Appends C for every instance of every kernel of the files. HK_OK, or
  * HK_ENOMEM (the files are already valid, so nothing else can fail). */

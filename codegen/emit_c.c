@@ -557,6 +557,11 @@ static void emit_part(hku_buf *o, const hkc_instance *in) {
   hku_buf_printf(o, "HK_INLINE %s hk_part__%s(", acc, nm);
   hkc_put_params(o, in, "hk_p_", 1, 1);
   hku_buf_put(o, "size_t n, size_t hk_begin, size_t hk_end)\n{\n");
+  const int argsel = hkc_argsel_form(in);
+  if (argsel) {
+    hku_buf_put(o, "#if HK_VEC_TREE\n");
+    hkc_put_argsel_part(o, in, argsel);
+  }
   /* a struct's expressions are in its functions */
   hkc_put_holders(o, in, srcs, is_struct(in) ? 0 : 3, 4);
   hkc_put_scalar_locals(o, in, 4);
@@ -646,7 +651,9 @@ static void emit_part(hku_buf *o, const hkc_instance *in) {
   put_element_locals(o, in, 8, 0);
   hku_buf_printf(o, "        hk_acc = hk_combine__%s(hk_acc, ", nm);
   put_map_value(o, in);
-  hku_buf_put(o, ");\n    }\n    return hk_acc;\n}\n\n");
+  hku_buf_put(o, ");\n    }\n    return hk_acc;\n");
+  if (argsel) hku_buf_put(o, "#endif\n");
+  hku_buf_put(o, "}\n\n");
 }
 
 /* Finalizes hk_acc into the results taken from the argument array:

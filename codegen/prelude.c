@@ -539,6 +539,14 @@ static void put_pragmas(hku_buf *o) {
       "#define HK_VEC_TREE 1\n"
       "#else\n"
       "#define HK_VEC_TREE 0\n"
+      "#endif\n"
+      "/* The bytes of a hand-written vector (emit_argsel.c): AVX's 32 on\n"
+      " * AVX-512 too, whatever HK_VECTOR_WIDTH says (four such vectors\n"
+      " * already read faster than NumPy's argmax). */\n"
+      "#if defined(__AVX__)\n"
+      "#define HK_VB 32\n"
+      "#else\n"
+      "#define HK_VB 16\n"
       "#endif\n\n");
 }
 

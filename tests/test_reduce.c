@@ -390,6 +390,36 @@ static void check_float_kernels(void) {
   }
 }
 
+/* argmax/argmin over signed zeros: -0 and +0 are equal (the first wins),
+ * as are the lanes of the vector loop (codegen/emit_argsel.c) that hold
+ * them; with and without a NaN, at lengths that leave a tail. */
+static void check_arg_zeros(void) {
+  static const size_t ns[] = {77, 1000};
+  static const double vals[] = {-0.0, 0.0, -0.0, 0.0, -1.0, -INFINITY};
+  for (size_t si = 0; si < COUNT(ns); si++) {
+    size_t n = ns[si];
+    for (int nan = 0; nan < 2; nan++) {
+      for (size_t i = 0; i < n; i++) g_f64[i] = vals[rnd(&g_seed) % 6];
+      if (nan) g_f64[n / 2 + (size_t)(rnd(&g_seed) % (n / 2))] = NAN;
+      for (size_t i = 0; i < n; i++) g_f32[i] = (float)g_f64[i];
+      for (int t = 0; t < 2; t++)
+        for (int mx = 0; mx < 2; mx++) {
+          char nm[32];
+          snprintf(nm, sizeof nm, "%s_%s", mx ? "argmax" : "argmin",
+                   t ? "f64" : "f32");
+          int64_t got;
+          void *args[] = {t ? (void *)g_f64 : (void *)g_f32, &got};
+          res_t res[] = {{&got, 8, NULL}};
+          run_all(nm, 1, n, args, res, 1);
+          int64_t want = ref_arg(g_f64, n, mx);
+          CHECK_MSG(got == want, "%s over signed zeros, n %zu, NaN %d: %lld, "
+                    "expected %lld", nm, n, nan, (long long)got,
+                    (long long)want);
+        }
+    }
+  }
+}
+
 /* The typed functions give the registry's bits (through hk__par_reduce
  * above HK_REDUCE_BLOCK). */
 static void check_typed(void) {
@@ -1046,6 +1076,7 @@ int main(void) {
            g_have_cc ? "HK_TEST_REDUCE_JIT_ONLY" : "no cc");
   if (g_ctx[C_JIT]) {
     PART("float kernels", check_float_kernels());
+    PART("signed zeros", check_arg_zeros());
     PART("typed functions", check_typed());
     PART("integer kernels", check_int_kernels());
     PART("forms", check_forms());
