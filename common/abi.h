@@ -36,6 +36,18 @@
  *       reduction over short rows spent most of its time calling range
  *       once per row). Plugins built before it have none; the core then
  *       calls range per row. n must be at most HK_REDUCE_BLOCK.
+ *   colred(args, n, b0, b1, ncols, steps, partials)  reductions; optional
+ *       elements [b0, b1) (one block of hk__reduce_blocks, or all n) of
+ *       ncols reductions side by side: element r of reduction c of in
+ *       parameter i at (char *)args[i] + r * steps[i] + c * its element
+ *       size; per c, what range does over a dense copy of its elements
+ *       (the same bits). partials == NULL: stores reduction c's results at
+ *       (char *)args[i] + c * steps[i] for each out and inout i; else
+ *       stores its accumulator at partials + c * acc_size. Column sums
+ *       (an axis reduction over a leading axis) read each row once, where
+ *       range per column read each cache line once per column in it.
+ *       Plugins built before it have none; the core then gathers each
+ *       column and calls range.
  *   lens(args, n, lens)
  *       writes each parameter's element count (-1 for scalars) into
  *       lens[0..nparams); returns 0, or -1 when a `len` expression is
@@ -65,6 +77,7 @@
 #define HK_ABI_MERGE "hk_merge__"         /* hk_merge_fn, reductions */
 #define HK_ABI_LENS "hk_lens__"           /* hk_lens_fn */
 #define HK_ABI_ROWRED "hk_rowred__"       /* hk_rowred_fn, reductions */
+#define HK_ABI_COLRED "hk_colred__"       /* hk_colred_fn, reductions */
 /* hk build's portable plugins on x86-64 also hold each entry point
  * compiled for x86-64-v3, named with this suffix (HK_ABI_RANGE "NAME"
  * HK_ABI_V3_SUFFIX), which the loader prefers on CPUs that have it. */
@@ -226,6 +239,9 @@ typedef void (*hk_merge_fn)(void *const *args, size_t n, const void *partials,
 typedef int (*hk_lens_fn)(void *const *args, size_t n, int64_t *lens);
 typedef void (*hk_rowred_fn)(void *const *args, size_t n, size_t r0,
                              size_t r1, const ptrdiff_t *steps);
+typedef void (*hk_colred_fn)(void *const *args, size_t n, size_t b0,
+                             size_t b1, size_t ncols, const ptrdiff_t *steps,
+                             void *partials);
 
 /* A stdlib kernel instance as the generator emits it into libhk. */
 typedef struct hk_stdlib_entry {
@@ -234,6 +250,7 @@ typedef struct hk_stdlib_entry {
   hk_merge_fn merge; /* reductions, else NULL */
   hk_lens_fn lens;
   hk_rowred_fn rowred; /* reductions, else NULL */
+  hk_colred_fn colred; /* reductions, else NULL */
   uint32_t acc_size; /* reductions: accumulator bytes, else 0 */
   uint32_t flags;    /* HK_ABI_* */
   void (*typed)(void); /* the typed function hk_NAME, cast */

@@ -22,8 +22,9 @@ HK_INTERNAL int hk__build_unit(const hkc_file *f, hkc_lang lang,
 
 /* The prefixes of the C entry points the compiled code of instance in
  * defines, each followed by its name: HK_ABI_RANGE, HK_ABI_LENS and, for a
- * reduction, HK_ABI_MERGE and HK_ABI_ROWRED (the one optional: code built
- * before it lacks it), in that order. Returns how many (2 or 4). */
+ * reduction, HK_ABI_MERGE, HK_ABI_ROWRED and HK_ABI_COLRED (the last two
+ * optional: code built before them lacks them), in that order. Returns
+ * how many (2 or 5). */
 HK_INTERNAL int hk__entry_prefixes(const hkc_instance *in,
                                    const char *const **prefixes);
 

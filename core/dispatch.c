@@ -95,7 +95,8 @@ hk_entry_t hk__stdlib_entry(const hk_stdlib_entry_t *s) {
   const hk_stdlib_entry_t *v = variant_of(s);
   hk_entry_t e = {.kind = v->info.kind, .range = v->range,
                   .merge = v->merge,    .lens = v->lens,
-                  .rowred = v->rowred,  .acc_size = v->acc_size,
+                  .rowred = v->rowred,  .colred = v->colred,
+                  .acc_size = v->acc_size,
                   .flags = v->flags};
   return e;
 }

@@ -80,7 +80,7 @@ static void run_variant(int v, size_t i, size_t n, const call_data *in,
       memcpy(out->buf[p], in->buf[p], in->bytes[p]);
   }
   hk_entry_t e = {.kind = info->kind, .range = s->range, .merge = s->merge,
-                  .lens = s->lens, .rowred = s->rowred,
+                  .lens = s->lens, .rowred = s->rowred, .colred = s->colred,
                   .acc_size = s->acc_size, .flags = s->flags};
   hk__run(&e, out->args, n);
 }

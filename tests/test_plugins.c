@@ -84,9 +84,10 @@ static void test_bad_so(void) {
   }
   hk_context_destroy(c);
 
-  /* A reduction built before the rowred entry point (abi.h): it loads,
-   * and sums over the last axis of (R, m) call its range per row: the
-   * row sums in order, for short rows and long ones. */
+  /* A reduction built before the rowred and colred entry points (abi.h):
+   * it loads, and sums over the last axis of (R, m) call its range per
+   * row, over the first axis per column: the sums in order, for short
+   * rows and long ones. */
   PATH(old, "old_reduction.so");
   if (cc_shared(src, old, "-DOLD_REDUCTION") == 0) {
     c = mkctx(HK_TIER_JIT, NULL, P("cache_bad"), 0, NULL);
@@ -110,6 +111,19 @@ static void test_bad_so(void) {
       }
       CHECK_MSG(bad == 0, "t_rsum over (%lld, %lld): %lld rows wrong",
                 (long long)R, (long long)m, (long long)bad);
+      /* and over axis 0 (no colred entry either: each column gathered) */
+      static const int first[] = {0};
+      hk_call_opts_t o0 = {.axes = first, .naxes = 1};
+      hk_array_init(&a[1], g_got, HK_F32, 1, &shapes[s][1]);
+      CHECK_MSG(hk_call_arrays(k, a, &o0) == HK_OK, "%s", hk_last_error());
+      bad = 0;
+      for (int64_t j = 0; j < m; j++) {
+        float want = 0;
+        for (int64_t r = 0; r < R; r++) want = want + gx32[r * m + j];
+        bad += memcmp(&want, (float *)g_got + j, 4) != 0;
+      }
+      CHECK_MSG(bad == 0, "t_rsum over the columns of (%lld, %lld): %lld "
+                "wrong", (long long)R, (long long)m, (long long)bad);
     }
     hk_context_destroy(c);
   } else {

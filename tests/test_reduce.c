@@ -865,6 +865,111 @@ static void rows_case(hk_context_t *ctx, const char *nm, int64_t R, int64_t m,
   for (int i = 0; i < 8; i++) free(outs[i]);
 }
 
+/* Axis 0 of (m, C), or axis 1 of (B, m, C) (B > 1): a reduction per
+ * column, by the kernel's colred entry (abi.h: every row read once for a
+ * group of columns; several blocks past HK_REDUCE_BLOCK rows). Each
+ * column's results must be the bits of the flat call on a dense copy of
+ * that column, for the kernels of rows_case, inline and on every tier. */
+static void cols_case(hk_context_t *ctx, const char *nm, int64_t B, int64_t m,
+                      int64_t C, int threads) {
+  hk_kernel_t *k = find(ctx, nm);
+  if (!k) return;
+  const hk_kernel_info_t *in = hk_kernel_info(k);
+  hk_array_t a[8];
+  unsigned char *outs[8] = {0};
+  size_t es[8] = {0};
+  float sc = 1.5f;
+  const int64_t npos = B * C;
+  void *col = malloc((size_t)m * 8);
+  if (!col) return;
+  CHECK(in->nparams <= 8);
+  for (int i = 0; i < in->nparams && i < 8; i++) {
+    const hk_param_info_t *pi = &in->params[i];
+    es[i] = hk_dtype_size(pi->dtype);
+    if (pi->role == HK_ROLE_IN) {
+      void *d = pi->dtype == HK_F64 ? (void *)g_f64 : (void *)g_f32;
+      if (B > 1) hk_array_init(&a[i], d, pi->dtype, 3, (int64_t[]){B, m, C});
+      else hk_array_init(&a[i], d, pi->dtype, 2, (int64_t[]){m, C});
+    } else if (pi->role == HK_ROLE_SCALAR) {
+      hk_array_init(&a[i], &sc, HK_F32, 0, NULL);
+    } else { /* a result per column: an inout's starts at 1 + p */
+      outs[i] = malloc((size_t)npos * es[i]);
+      if (!outs[i]) return;
+      for (int64_t p = 0; p < npos; p++) {
+        if (pi->dtype == HK_F64) ((double *)(void *)outs[i])[p] = 1.0 + (double)p;
+        else memset(outs[i] + (size_t)p * es[i], 0xA5, es[i]);
+      }
+      if (B > 1) hk_array_init(&a[i], outs[i], pi->dtype, 2, (int64_t[]){B, C});
+      else hk_array_init(&a[i], outs[i], pi->dtype, 1, (int64_t[]){C});
+    }
+  }
+  hk_set_threads(threads);
+  static const int ax0[] = {0}, ax1[] = {1};
+  hk_call_opts_t o = {.axes = B > 1 ? ax1 : ax0, .naxes = 1};
+  int rc = hk_call_arrays(k, a, &o);
+  hk_set_threads(0);
+  CHECK_MSG(rc == HK_OK, "%s: %s", nm, hk_last_error());
+  int64_t bad = 0;
+  for (int64_t p = 0; rc == HK_OK && p < npos; p++) {
+    const int64_t b = p / C, c = p % C;
+    void *args[8];
+    unsigned char want[8][8];
+    for (int i = 0; i < in->nparams; i++) {
+      const hk_param_info_t *pi = &in->params[i];
+      if (pi->role == HK_ROLE_IN) {
+        const unsigned char *d = a[i].data;
+        for (int64_t r = 0; r < m; r++)
+          memcpy((unsigned char *)col + (size_t)r * es[i],
+                 d + (size_t)((b * m + r) * C + c) * es[i], es[i]);
+        args[i] = col;
+      } else if (pi->role == HK_ROLE_SCALAR) {
+        args[i] = &sc;
+      } else {
+        double init = 1.0 + (double)p;
+        if (pi->dtype == HK_F64) memcpy(want[i], &init, 8);
+        else memset(want[i], 0xA5, es[i]);
+        args[i] = want[i];
+      }
+    }
+    CHECK_INT_EQ(hk_call(k, (size_t)m, args), HK_OK);
+    for (int i = 0; i < in->nparams; i++)
+      if (outs[i] && memcmp(want[i], outs[i] + (size_t)p * es[i], es[i]))
+        bad++;
+  }
+  CHECK_MSG(bad == 0, "%s over columns of (%lld, %lld, %lld), %d threads "
+            "(tier %s): %lld results differ from the flat calls'", nm,
+            (long long)B, (long long)m, (long long)C, threads,
+            hk_tier_name(hk_kernel_tier(k)), (long long)bad);
+  for (int i = 0; i < 8; i++) free(outs[i]);
+  free(col);
+}
+
+static void check_cols(void) {
+  static const char *const std[] = {"sum_f32", "argmax_f32", "var_f32",
+                                    "logsumexp_f32", "minmax_f32"};
+  static const char *const forms[] = {"r_sumsq_into", "r_scaled"};
+  /* (B, m, C): short and odd columns, several blocks (40000 rows), a
+   * middle axis; the last with 2 threads (spans of columns) */
+  static const int64_t shapes[][4] = {{1, 1, 37, 1},  {1, 17, 300, 1},
+                                      {1, 100, 5, 1}, {1, 40000, 5, 1},
+                                      {2, 33, 70, 1}, {1, 300, 700, 2}};
+  fill(PAT_UNIT, 300000);
+  for (size_t j = 0; j < COUNT(shapes); j++) {
+    const int64_t B = shapes[j][0], m = shapes[j][1], C = shapes[j][2];
+    const int th = (int)shapes[j][3];
+    for (size_t q = 0; q < COUNT(std); q++) {
+      char tn[64];
+      snprintf(tn, sizeof tn, "t_%s", std[q]);
+      cols_case(g_ctx[C_JIT], std[q], B, m, C, th); /* inline */
+      for (int c = 0; c < C_COUNT; c++)
+        if (g_ctx[c]) cols_case(g_ctx[c], tn, B, m, C, th);
+    }
+    for (size_t q = 0; q < COUNT(forms); q++)
+      for (int c = 0; c < C_COUNT; c++)
+        if (g_ctx[c]) cols_case(g_ctx[c], forms[q], B, m, C, th);
+  }
+}
+
 static void check_rows(void) {
   static const char *const std[] = {"sum_f32", "argmax_f32", "var_f32",
                                     "logsumexp_f32", "minmax_f32"};
@@ -1083,6 +1188,7 @@ int main(void) {
     PART("lens", check_lens());
     PART("axes", check_axes());
     PART("rows", check_rows());
+    PART("columns", check_cols());
   }
   PART("bad files", check_bad_files());
   for (int c = 0; c < C_COUNT; c++) hk_context_destroy(g_ctx[c]);
