@@ -72,6 +72,11 @@ suite "gcc, Release" build-test "" \
 # rows_emulate runs generated CUDA as host C++: the first suite runs them;
 # nothing of them runs under sanitizers.
 exclude="^(gen_compile|test_nvrtc|rows_emulate)$"
+# test_reduce's tiers opt and so are objects gcc compiles at run time,
+# uninstrumented (24 s of its 42 here, compiling): the first suite checks
+# their bits; the sanitized ones run tier jit and the stdlib (below too).
+HK_TEST_REDUCE_JIT_ONLY=1
+export HK_TEST_REDUCE_JIT_ONLY
 suite "clang, AddressSanitizer + UndefinedBehaviorSanitizer" build-asan "" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
   -DHK_SANITIZE=address,undefined -DHK_CUDA=OFF
@@ -89,11 +94,6 @@ t0=$(date +%s)
   echo "$rc" >build-fuzz/smoke.rc
 ) &
 fuzz_pid=$!
-# test_reduce's tiers opt and so (their compiles: 17 s of its 44 under
-# TSan) are the other suites' to check; here it runs the pool over tier jit
-# and the stdlib.
-HK_TEST_REDUCE_JIT_ONLY=1
-export HK_TEST_REDUCE_JIT_ONLY
 suite "clang, ThreadSanitizer (threaded tests)" build-tsan \
   "^test_(threadpool|registry|calls|loader|opt|plugins|arrays|reduce|rows|types)$" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DHK_SANITIZE=thread \
