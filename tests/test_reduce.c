@@ -748,6 +748,40 @@ static void check_axes(void) {
   }
 }
 
+/* A result's starting bits at position p: an f64 inout's 1 + p (the
+ * forms accumulate into it), else 0xA5 bytes. */
+static void result_init(hk_dtype_t t, unsigned char *d, size_t es, int64_t p) {
+  double init = 1.0 + (double)p;
+  if (t == HK_F64) memcpy(d, &init, 8);
+  else memset(d, 0xA5, es);
+}
+
+/* The flat call over position p's m elements (ins: each in parameter's
+ * dense run), its results against position p's in outs: how many differ. */
+static int64_t flat_differs(hk_kernel_t *k, size_t m, void *const *ins,
+                            float *sc, int64_t p, unsigned char *const *outs,
+                            const size_t *es) {
+  const hk_kernel_info_t *in = hk_kernel_info(k);
+  void *args[8];
+  unsigned char want[8][8];
+  for (int i = 0; i < in->nparams; i++) {
+    const hk_param_info_t *pi = &in->params[i];
+    if (pi->role == HK_ROLE_IN) {
+      args[i] = ins[i];
+    } else if (pi->role == HK_ROLE_SCALAR) {
+      args[i] = sc;
+    } else {
+      result_init(pi->dtype, want[i], es[i], p);
+      args[i] = want[i];
+    }
+  }
+  CHECK_INT_EQ(hk_call(k, m, args), HK_OK);
+  int64_t bad = 0;
+  for (int i = 0; i < in->nparams; i++)
+    if (outs[i] && memcmp(want[i], outs[i] + (size_t)p * es[i], es[i])) bad++;
+  return bad;
+}
+
 /* Axis -1 over (R, m) for short and odd m (the rowred entry: every row in
  * one call of the generated loop, abi.h): each row's results must be the
  * bits of the flat call on that row, for a plain, an index (argmax), a
@@ -776,10 +810,8 @@ static void rows_case(hk_context_t *ctx, const char *nm, int64_t R, int64_t m,
     } else { /* a result per row: an inout's starts at 1 + r */
       outs[i] = malloc((size_t)R * es[i]);
       if (!outs[i]) return;
-      for (int64_t r = 0; r < R; r++) {
-        if (pi->dtype == HK_F64) ((double *)(void *)outs[i])[r] = 1.0 + (double)r;
-        else memset(outs[i] + (size_t)r * es[i], 0xA5, es[i]);
-      }
+      for (int64_t r = 0; r < R; r++)
+        result_init(pi->dtype, outs[i] + (size_t)r * es[i], es[i], r);
       hk_array_init(&a[i], outs[i], pi->dtype, 1, (int64_t[]){R});
     }
   }
@@ -791,25 +823,10 @@ static void rows_case(hk_context_t *ctx, const char *nm, int64_t R, int64_t m,
   CHECK_MSG(rc == HK_OK, "%s: %s", nm, hk_last_error());
   int64_t bad = 0;
   for (int64_t r = 0; rc == HK_OK && r < R; r++) {
-    void *args[8];
-    unsigned char want[8][8];
-    for (int i = 0; i < in->nparams; i++) {
-      const hk_param_info_t *pi = &in->params[i];
-      if (pi->role == HK_ROLE_IN)
-        args[i] = (unsigned char *)a[i].data + (size_t)(r * m) * es[i];
-      else if (pi->role == HK_ROLE_SCALAR)
-        args[i] = &sc;
-      else {
-        double init = 1.0 + (double)r;
-        if (pi->dtype == HK_F64) memcpy(want[i], &init, 8);
-        else memset(want[i], 0xA5, es[i]);
-        args[i] = want[i];
-      }
-    }
-    CHECK_INT_EQ(hk_call(k, (size_t)m, args), HK_OK);
+    void *ins[8];
     for (int i = 0; i < in->nparams; i++)
-      if (outs[i] && memcmp(want[i], outs[i] + (size_t)r * es[i], es[i]))
-        bad++;
+      ins[i] = (unsigned char *)a[i].data + (size_t)(r * m) * es[i];
+    bad += flat_differs(k, (size_t)m, ins, &sc, r, outs, es);
   }
   CHECK_MSG(bad == 0, "%s over (%lld, %lld), %d threads (tier %s): %lld "
             "results differ from the flat calls'", nm, (long long)R,
@@ -833,15 +850,9 @@ static void rows_case(hk_context_t *ctx, const char *nm, int64_t R, int64_t m,
       if (!outs[i]) continue;
       outs2[i] = malloc((size_t)(R * step) * es[i]);
       if (!outs2[i]) break;
-      for (int64_t r = 0; r < R; r++) {
-        unsigned char *d = outs2[i] + (size_t)(r * step) * es[i];
-        if (in->params[i].dtype == HK_F64) {
-          double init = 1.0 + (double)r;
-          memcpy(d, &init, 8);
-        } else {
-          memset(d, 0xA5, es[i]);
-        }
-      }
+      for (int64_t r = 0; r < R; r++)
+        result_init(in->params[i].dtype,
+                    outs2[i] + (size_t)(r * step) * es[i], es[i], r);
       hk_array_init(&b[i], outs2[i], a[i].dtype, v == 0 ? 2 : 1,
                     v == 0 ? (int64_t[]){R, 1} : (int64_t[]){R});
       if (v == 2) b[i].strides[0] = 2;
@@ -880,7 +891,7 @@ static void cols_case(hk_context_t *ctx, const char *nm, int64_t B, int64_t m,
   size_t es[8] = {0};
   float sc = 1.5f;
   const int64_t npos = B * C;
-  void *col = malloc((size_t)m * 8);
+  unsigned char *col = malloc((size_t)m * 8 * 8); /* a column per in */
   if (!col) return;
   CHECK(in->nparams <= 8);
   for (int i = 0; i < in->nparams && i < 8; i++) {
@@ -894,11 +905,9 @@ static void cols_case(hk_context_t *ctx, const char *nm, int64_t B, int64_t m,
       hk_array_init(&a[i], &sc, HK_F32, 0, NULL);
     } else { /* a result per column: an inout's starts at 1 + p */
       outs[i] = malloc((size_t)npos * es[i]);
-      if (!outs[i]) return;
-      for (int64_t p = 0; p < npos; p++) {
-        if (pi->dtype == HK_F64) ((double *)(void *)outs[i])[p] = 1.0 + (double)p;
-        else memset(outs[i] + (size_t)p * es[i], 0xA5, es[i]);
-      }
+      if (!outs[i]) goto done;
+      for (int64_t p = 0; p < npos; p++)
+        result_init(pi->dtype, outs[i] + (size_t)p * es[i], es[i], p);
       if (B > 1) hk_array_init(&a[i], outs[i], pi->dtype, 2, (int64_t[]){B, C});
       else hk_array_init(&a[i], outs[i], pi->dtype, 1, (int64_t[]){C});
     }
@@ -912,34 +921,22 @@ static void cols_case(hk_context_t *ctx, const char *nm, int64_t B, int64_t m,
   int64_t bad = 0;
   for (int64_t p = 0; rc == HK_OK && p < npos; p++) {
     const int64_t b = p / C, c = p % C;
-    void *args[8];
-    unsigned char want[8][8];
+    void *ins[8];
     for (int i = 0; i < in->nparams; i++) {
-      const hk_param_info_t *pi = &in->params[i];
-      if (pi->role == HK_ROLE_IN) {
-        const unsigned char *d = a[i].data;
-        for (int64_t r = 0; r < m; r++)
-          memcpy((unsigned char *)col + (size_t)r * es[i],
-                 d + (size_t)((b * m + r) * C + c) * es[i], es[i]);
-        args[i] = col;
-      } else if (pi->role == HK_ROLE_SCALAR) {
-        args[i] = &sc;
-      } else {
-        double init = 1.0 + (double)p;
-        if (pi->dtype == HK_F64) memcpy(want[i], &init, 8);
-        else memset(want[i], 0xA5, es[i]);
-        args[i] = want[i];
-      }
+      if (in->params[i].role != HK_ROLE_IN) continue;
+      const unsigned char *d = a[i].data;
+      ins[i] = col + (size_t)i * (size_t)m * 8;
+      for (int64_t r = 0; r < m; r++) /* the column's dense copy */
+        memcpy((unsigned char *)ins[i] + (size_t)r * es[i],
+               d + (size_t)((b * m + r) * C + c) * es[i], es[i]);
     }
-    CHECK_INT_EQ(hk_call(k, (size_t)m, args), HK_OK);
-    for (int i = 0; i < in->nparams; i++)
-      if (outs[i] && memcmp(want[i], outs[i] + (size_t)p * es[i], es[i]))
-        bad++;
+    bad += flat_differs(k, (size_t)m, ins, &sc, p, outs, es);
   }
   CHECK_MSG(bad == 0, "%s over columns of (%lld, %lld, %lld), %d threads "
             "(tier %s): %lld results differ from the flat calls'", nm,
             (long long)B, (long long)m, (long long)C, threads,
             hk_tier_name(hk_kernel_tier(k)), (long long)bad);
+done:
   for (int i = 0; i < 8; i++) free(outs[i]);
   free(col);
 }
