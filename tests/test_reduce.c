@@ -126,7 +126,7 @@ static void make_contexts(void) {
   g_ctx[C_JIT] = mkctx_logged(HK_TIER_JIT, P("k"), P("cache_jit"));
   /* tools/test.sh's ThreadSanitizer suite: the compiled tiers' objects are
    * not instrumented, and the other suites check their bits */
-  if (!g_have_cc || getenv("HK_TEST_REDUCE_JIT_ONLY")) return;
+  if (!g_have_cc || getenv("HK_TEST_JIT_ONLY")) return;
   g_ctx[C_OPT] = mkctx_logged(HK_TIER_OPT, P("k"), P("cache_opt"));
   check_make_dir(P("so"));
   const char *files[] = {"forms", "t_reductions", "bias_grad"};
@@ -1173,9 +1173,9 @@ int main(void) {
   g_f64 = malloc(NMAX * sizeof *g_f64);
   if (!g_f32 || !g_f64) CHECK_SKIP("out of memory");
   PART("contexts", make_contexts());
-  if (!g_have_cc || getenv("HK_TEST_REDUCE_JIT_ONLY"))
+  if (!g_have_cc || getenv("HK_TEST_JIT_ONLY"))
     printf("NOTE: %s: tiers opt and so not checked\n",
-           g_have_cc ? "HK_TEST_REDUCE_JIT_ONLY" : "no cc");
+           g_have_cc ? "HK_TEST_JIT_ONLY" : "no cc");
   if (g_ctx[C_JIT]) {
     PART("float kernels", check_float_kernels());
     PART("signed zeros", check_arg_zeros());

@@ -72,11 +72,12 @@ suite "gcc, Release" build-test "" \
 # rows_emulate runs generated CUDA as host C++: the first suite runs them;
 # nothing of them runs under sanitizers.
 exclude="^(gen_compile|test_nvrtc|rows_emulate)$"
-# test_reduce's tiers opt and so are objects gcc compiles at run time,
-# uninstrumented (24 s of its 42 here, compiling): the first suite checks
-# their bits; the sanitized ones run tier jit and the stdlib (below too).
-HK_TEST_REDUCE_JIT_ONLY=1
-export HK_TEST_REDUCE_JIT_ONLY
+# Tiers opt and so are objects gcc compiles at run time, uninstrumented
+# (24 s of test_reduce's 42 here, compiling; 9 s of test_types'): the
+# first suite checks their bits; the sanitized ones run tier jit and the
+# stdlib (test_reduce, test_types, test_rows; below too).
+HK_TEST_JIT_ONLY=1
+export HK_TEST_JIT_ONLY
 suite "clang, AddressSanitizer + UndefinedBehaviorSanitizer" build-asan "" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
   -DHK_SANITIZE=address,undefined -DHK_CUDA=OFF
@@ -98,7 +99,7 @@ suite "clang, ThreadSanitizer (threaded tests)" build-tsan \
   "^test_(threadpool|registry|calls|loader|opt|plugins|arrays|reduce|rows|types)$" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DHK_SANITIZE=thread \
   -DHK_CUDA=OFF
-unset HK_TEST_REDUCE_JIT_ONLY
+unset HK_TEST_JIT_ONLY
 wait "$fuzz_pid" || true
 echo "==== libFuzzer targets: seed corpora + fixed-seed fuzzing (build-fuzz)"
 cat build-fuzz/smoke.out 2>/dev/null || true
