@@ -1084,21 +1084,22 @@ static int red_bufs(const red_plan *P, unsigned char **bufs,
                     unsigned char **parts, void **mem) {
   *mem = NULL;
   *parts = NULL;
-  size_t total = 0;
-  if (P->cols) {
+  if (P->cols) { /* colred reads in place: partials only, past one block */
     if (P->nblocks == 1) return HK_OK;
-    total = P->cols * P->nblocks * P->e->acc_size;
-  } else if (P->contiguous) {
+    unsigned char *m = malloc(P->cols * P->nblocks * P->e->acc_size);
+    if (!m) return HK_ENOMEM;
+    *parts = m;
+    *mem = m;
     return HK_OK;
   }
-  size_t len = P->nblocks == 1 ? P->m : P->block;
-  for (int o = 0; o < P->nargs && !P->cols; o++)
+  if (P->contiguous) return HK_OK;
+  size_t len = P->nblocks == 1 ? P->m : P->block, total = 0;
+  for (int o = 0; o < P->nargs; o++)
     if (P->ins >> o & 1) total += (len * P->rops[o].es + 63) & ~(size_t)63;
   unsigned char *m = malloc(total ? total : 1);
   if (!m) return HK_ENOMEM;
-  if (P->cols) *parts = m;
   size_t off = 0;
-  for (int o = 0; o < P->nargs && !P->cols; o++)
+  for (int o = 0; o < P->nargs; o++)
     if (P->ins >> o & 1) {
       bufs[o] = m + off;
       off += (len * P->rops[o].es + 63) & ~(size_t)63;
