@@ -41,6 +41,9 @@
 
 /* Operands a call may have. */
 #define ARR_MAX_ARGS 64
+/* The most memory column reductions over several blocks keep for their
+ * partials when the blocks go to threads of their own (cols_block_task) */
+#define ARR_COLS_PARTS_MAX ((size_t)64 << 20)
 /* Elementwise runs: at least this many elements per task. */
 #define ARR_TASK_MIN 2048
 #define ARR_TASKS_PER_THREAD 4
@@ -935,6 +938,56 @@ static void red_block(const red_plan *P, unsigned char *const *base,
   }
 }
 
+/* red_cols' walk over output positions: the group of up to P->cols
+ * neighbours along the last kept axis starting at position p (before
+ * p1), its operands' pointers in args (outputs at the group's first
+ * position) and the steps of colred and merge; returns the group's
+ * size. */
+static size_t cols_group(const red_plan *P, size_t p, size_t p1,
+                         void **args, ptrdiff_t *steps) {
+  const int kl = P->nk - 1;
+  int64_t idx[HK_MAX_DIMS];
+  unravel(p, P->nk, P->kshape, idx);
+  size_t g = (size_t)P->kshape[kl] - (size_t)idx[kl]; /* to the row's end */
+  if (g > p1 - p) g = p1 - p;
+  if (g > P->cols) g = P->cols;
+  for (int o = 0; o < P->nargs; o++) {
+    args[o] = P->scalars[o];
+    steps[o] = 0;
+    if (!((P->ins | P->outs) >> o & 1)) continue;
+    const op *q = &P->kops[o];
+    int64_t off = 0;
+    for (int d = 0; d < P->nk; d++) off += idx[d] * q->st[d];
+    args[o] = q->base + off * (int64_t)q->es;
+    if (P->ins >> o & 1)
+      steps[o] = (ptrdiff_t)(P->rops[o].st[0] * (int64_t)P->rops[o].es);
+    else
+      steps[o] = (ptrdiff_t)(q->st[kl] * (int64_t)q->es);
+  }
+  return g;
+}
+
+/* Merges the nblocks partials of the g positions of a group (args and
+ * steps as cols_group set them): position j's partial of block k at
+ * parts + (k * stride + j) * acc. */
+static void cols_merge(const red_plan *P, void *const *args,
+                       const ptrdiff_t *steps, size_t g,
+                       const unsigned char *parts, size_t stride) {
+  const size_t acc = P->e->acc_size;
+  _Alignas(HK_REDUCE_ACC_ALIGN) unsigned char
+      one[HK_REDUCE_MAX_BLOCKS * HK_REDUCE_ACC_MAX];
+  void *col[ARR_MAX_ARGS];
+  for (size_t j = 0; j < g; j++) {
+    for (size_t k = 0; k < P->nblocks; k++)
+      memcpy(one + k * acc, parts + (k * stride + j) * acc, acc);
+    for (int o = 0; o < P->nargs; o++)
+      col[o] = P->outs >> o & 1
+                   ? (unsigned char *)args[o] + (ptrdiff_t)j * steps[o]
+                   : args[o];
+    P->e->merge(col, P->m, one, P->nblocks);
+  }
+}
+
 /* Reduces the output positions [p0, p1) by the kernel's colred entry
  * (abi.h), in groups of up to P->cols neighbours along the last kept
  * axis, whose elements lie side by side in every in operand (stride 1)
@@ -947,55 +1000,61 @@ static void red_block(const red_plan *P, unsigned char *const *base,
  * nblocks accumulators when there are several blocks. */
 static void red_cols(const red_plan *P, size_t p0, size_t p1,
                      unsigned char *parts) {
-  const int kl = P->nk - 1;
-  const size_t K = (size_t)P->kshape[kl], acc = P->e->acc_size;
-  int64_t idx[HK_MAX_DIMS];
   void *args[ARR_MAX_ARGS];
   ptrdiff_t steps[ARR_MAX_ARGS];
-  _Alignas(HK_REDUCE_ACC_ALIGN) unsigned char
-      one[HK_REDUCE_MAX_BLOCKS * HK_REDUCE_ACC_MAX];
-  for (int o = 0; o < P->nargs; o++) {
-    args[o] = P->scalars[o];
-    steps[o] = 0;
-    if (P->ins >> o & 1)
-      steps[o] = (ptrdiff_t)(P->rops[o].st[0] * (int64_t)P->rops[o].es);
-    else if (P->outs >> o & 1)
-      steps[o] = (ptrdiff_t)(P->kops[o].st[kl] * (int64_t)P->kops[o].es);
-  }
-  for (size_t p = p0; p < p1;) {
-    unravel(p, P->nk, P->kshape, idx);
-    size_t g = K - (size_t)idx[kl]; /* to the end of the kept row */
-    if (g > p1 - p) g = p1 - p;
-    if (g > P->cols) g = P->cols;
-    for (int o = 0; o < P->nargs; o++) {
-      if (!((P->ins | P->outs) >> o & 1)) continue;
-      const op *q = &P->kops[o];
-      int64_t off = 0;
-      for (int d = 0; d < P->nk; d++) off += idx[d] * q->st[d];
-      args[o] = q->base + off * (int64_t)q->es;
-    }
+  for (size_t p = p0, g; p < p1; p += g) {
+    g = cols_group(P, p, p1, args, steps);
     if (P->nblocks == 1) {
       P->e->colred(args, P->m, 0, P->m, g, steps, NULL);
-      p += g;
       continue;
     }
     /* block k's accumulators of the group at parts + k * g * acc */
     for (size_t k = 0; k < P->nblocks; k++) {
       size_t b0 = k * P->block;
       size_t b1 = P->m - b0 > P->block ? b0 + P->block : P->m;
-      P->e->colred(args, P->m, b0, b1, g, steps, parts + k * g * acc);
+      P->e->colred(args, P->m, b0, b1, g, steps,
+                   parts + k * g * P->e->acc_size);
     }
-    void *col[ARR_MAX_ARGS];
-    for (size_t j = 0; j < g; j++) {
-      for (size_t k = 0; k < P->nblocks; k++)
-        memcpy(one + k * acc, parts + (k * g + j) * acc, acc);
-      for (int o = 0; o < P->nargs; o++)
-        col[o] = P->outs >> o & 1
-                     ? (unsigned char *)args[o] + (ptrdiff_t)j * steps[o]
-                     : args[o];
-      P->e->merge(col, P->m, one, P->nblocks);
-    }
-    p += g;
+    cols_merge(P, args, steps, g, parts, g);
+  }
+}
+
+/* Column reductions over several blocks on several threads
+ * (call_reduction): a task per block reads the block's rows whole, each
+ * position's partial to parts + (k * npos + p) * acc; then the merges,
+ * as red_cols does them (the same bits). Split by columns instead, each
+ * thread read a part of every row: (40000, 768) f32 on two threads took
+ * as long as on one. */
+typedef struct cols_job {
+  const red_plan *P;
+  unsigned char *parts;
+} cols_job;
+
+static void cols_block_task(void *ctx, size_t k) {
+  const cols_job *j = ctx;
+  const red_plan *P = j->P;
+  const size_t acc = P->e->acc_size;
+  const size_t b0 = k * P->block;
+  const size_t b1 = P->m - b0 > P->block ? b0 + P->block : P->m;
+  void *args[ARR_MAX_ARGS];
+  ptrdiff_t steps[ARR_MAX_ARGS];
+  for (size_t p = 0, g; p < P->npos; p += g) {
+    g = cols_group(P, p, P->npos, args, steps);
+    P->e->colred(args, P->m, b0, b1, g, steps,
+                 j->parts + (k * P->npos + p) * acc);
+  }
+}
+
+static void cols_merge_task(void *ctx, size_t t) {
+  const cols_job *j = ctx;
+  const red_plan *P = j->P;
+  const size_t p0 = t * P->group;
+  const size_t p1 = P->npos - p0 > P->group ? p0 + P->group : P->npos;
+  void *args[ARR_MAX_ARGS];
+  ptrdiff_t steps[ARR_MAX_ARGS];
+  for (size_t p = p0, g; p < p1; p += g) {
+    g = cols_group(P, p, p1, args, steps);
+    cols_merge(P, args, steps, g, j->parts + p * P->e->acc_size, P->npos);
   }
 }
 
@@ -1206,8 +1265,8 @@ static size_t rows_per_task(size_t npos, size_t m, uint32_t flags) {
 
 /* Sets P->cols where red_cols applies: the kernel has colred, one strided
  * reduced axis, and every in operand's neighbouring positions along the
- * last kept axis side by side. Groups of 1024 positions, or 64 when their
- * partials per block are kept (several blocks). */
+ * last kept axis side by side. Groups of 1024 positions, fewer where
+ * their partials per block are kept (several blocks). */
 static void red_cols_plan(red_plan *P) {
   P->cols = 0;
   if (!P->e->colred || P->contiguous || P->nr != 1 || P->nk < 1 ||
@@ -1215,7 +1274,16 @@ static void red_cols_plan(red_plan *P) {
     return;
   for (int o = 0; o < P->nargs; o++)
     if (P->ins >> o & 1 && P->kops[o].st[P->nk - 1] != 1) return;
-  P->cols = P->nblocks == 1 ? 1024 : 64;
+  /* several blocks: each column's partial per block kept until the
+   * merge, at most 256 KB of them (groups of 64 columns read a (40000,
+   * 768) f32 matrix a quarter of a 3 KB row at a time: 2.8 times the
+   * whole sum's time) */
+  size_t cols = 1024;
+  if (P->nblocks > 1) {
+    cols = ((size_t)256 << 10) / (P->nblocks * P->e->acc_size);
+    cols = cols > 1024 ? 1024 : cols < 16 ? 16 : cols & ~(size_t)15;
+  }
+  P->cols = cols;
 }
 
 /* A reduction over axes, strided or broadcast inputs: on the GPU (gpu) or
@@ -1306,6 +1374,33 @@ static int call_reduction(const call *c, const hk_call_opts_t *o, int gpu) {
     const size_t t = (size_t)hk__tpool_threads();
     group = (npos + t - 1) / t;
     group = (group + 15) & ~(size_t)15;
+    /* Where the threads would share one kept row of one block (a
+     * matrix's column sums), each reads its span of every row: under 4
+     * KB of each, two threads took longer than one ((16384, 768) and
+     * (8192, 384) f32); from 6 KB on, about half as long. (Several
+     * blocks go to threads whole, below.) */
+    size_t es = 0;
+    for (int i = 0; i < c->nargs && !es; i++)
+      if (ins >> i & 1) es = P->rops[i].es;
+    if (P->nblocks == 1 && npos == (size_t)P->kshape[P->nk - 1] &&
+        group * es < 4096)
+      group = 0;
+  }
+  size_t bytes;
+  if (group && P->cols && P->nblocks > 1 &&
+      !__builtin_mul_overflow(P->nblocks * c->e->acc_size, npos, &bytes) &&
+      bytes <= ARR_COLS_PARTS_MAX) {
+    /* a task per block, then the merges (cols_block_task) */
+    cols_job cj = {P, malloc(bytes)};
+    if (cj.parts) {
+      const size_t t = (size_t)hk__tpool_threads();
+      P->group = (((npos + t - 1) / t) + 15) & ~(size_t)15;
+      hk__tpool_run(cols_block_task, &cj, P->nblocks);
+      hk__tpool_run(cols_merge_task, &cj, (npos + P->group - 1) / P->group);
+      free(cj.parts);
+      free(P);
+      return HK_OK;
+    }
   }
   P->group = group ? group : npos;
   if (group)

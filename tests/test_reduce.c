@@ -945,11 +945,15 @@ static void check_cols(void) {
   static const char *const std[] = {"sum_f32", "argmax_f32", "var_f32",
                                     "logsumexp_f32", "minmax_f32"};
   static const char *const forms[] = {"r_sumsq_into", "r_scaled"};
-  /* (B, m, C): short and odd columns, several blocks (40000 rows), a
-   * middle axis; the last with 2 threads (spans of columns) */
-  static const int64_t shapes[][4] = {{1, 1, 37, 1},  {1, 17, 300, 1},
-                                      {1, 100, 5, 1}, {1, 40000, 5, 1},
-                                      {2, 33, 70, 1}, {1, 300, 700, 2}};
+  /* (B, m, C, threads): short and odd columns, rows past four lanes'
+   * worth (hk_colrow4), several blocks (40000 rows), a middle axis; on 2
+   * threads: one task (spans of a row under 4 KB), spans of columns, a
+   * task per block, spans of whole kept rows */
+  static const int64_t shapes[][4] = {
+      {1, 1, 37, 1},     {1, 17, 300, 1},    {1, 100, 5, 1},
+      {1, 40000, 5, 1},  {2, 33, 70, 1},     {1, 300, 700, 2},
+      {1, 130, 2100, 2}, {1, 40000, 5, 2},   {2, 40000, 3, 2},
+      {4, 100, 400, 2}};
   fill(PAT_UNIT, 300000);
   for (size_t j = 0; j < COUNT(shapes); j++) {
     const int64_t B = shapes[j][0], m = shapes[j][1], C = shapes[j][2];
