@@ -16,8 +16,9 @@
  * is 15 us against the scalar lanes' 270 us and NumPy's 19 us.
  *
  * It is taken for the stdlib's combines written exactly (hkc_argsel_form):
- * a value field v of the input's type (32- or 64-bit), an index field idx
- * (i64), identity {0, -1}, map {x, (int64_t)i}.
+ * a value field v of the input's type, an index field idx (i64), identity
+ * {0, -1}, map {x, (int64_t)i}. 8- and 16-bit integers take two passes
+ * instead (put_narrow_part).
  */
 #include <stdio.h>
 #include <string.h>
@@ -64,7 +65,7 @@ int hkc_argsel_form(const hkc_instance *in) {
   const hk_dtype_t t = hkc_param_type(in, x);
   switch (t) {
     case HK_F32: case HK_F64: case HK_I32: case HK_U32: case HK_I64:
-    case HK_U64:
+    case HK_U64: case HK_I8: case HK_U8: case HK_I16: case HK_U16:
       break;
     default:
       return HKC_ARGSEL_NONE;
@@ -99,6 +100,53 @@ static void put_merge(char *out, size_t cap, const char *mt, int ind, int fl,
              ind, "", mt, op);
 }
 
+/* 8- and 16-bit integers: a step counter of the value's width would
+ * overflow within a few hundred vectors, so two passes instead: the best
+ * value (a max or min loop, which gcc vectorises), then the first index
+ * holding it (four vectors compared a step, the last step's elements one
+ * by one): the element the combine picks, the first of the best. */
+static void put_narrow_part(hku_buf *o, const hkc_instance *in,
+                            const hkc_param *x, int form) {
+  const char *nm = in->name;
+  const char *vt = hkc_ctype(hkc_param_type(in, x));
+  const char *op = form == HKC_ARGSEL_MAX ? ">" : "<";
+  char cb[HKC_ACC_CTYPE_MAX];
+  hku_buf_printf(o,
+                 "    /* the best value, then the first index of it "
+                 "(emit_argsel.c) */\n"
+                 "    typedef %s hk_av __attribute__((vector_size(HK_VB)));\n"
+                 "    typedef %s hk_au __attribute__((vector_size(HK_VB), "
+                 "aligned(sizeof(%s)), may_alias));\n"
+                 "    typedef uint64_t hk_aw __attribute__((vector_size(HK_VB)));\n"
+                 "    %s hk_acc = hk_identity__%s();\n"
+                 "    if (hk_begin >= hk_end)\n"
+                 "        return hk_acc;\n"
+                 "    const size_t hk_W = HK_VB / sizeof(%s);\n"
+                 "    %s hk_bv = hk_p_%s[hk_begin];\n"
+                 "    for (size_t hk_j = hk_begin + 1; hk_j < hk_end; ++hk_j)\n"
+                 "        hk_bv = hk_p_%s[hk_j] %s hk_bv ? hk_p_%s[hk_j] : hk_bv;\n"
+                 "    const hk_av hk_t = (hk_av){0} + hk_bv;\n"
+                 "    size_t hk_j = hk_begin;\n"
+                 "    for (; hk_end - hk_j >= 4 * hk_W; hk_j += 4 * hk_W) {\n"
+                 "        const %s *hk_q = hk_p_%s + hk_j;\n"
+                 "        const hk_aw hk_e = (hk_aw)((*(const hk_au *)hk_q == hk_t) |\n"
+                 "            (*(const hk_au *)(hk_q + hk_W) == hk_t) |\n"
+                 "            (*(const hk_au *)(hk_q + 2 * hk_W) == hk_t) |\n"
+                 "            (*(const hk_au *)(hk_q + 3 * hk_W) == hk_t));\n"
+                 "        uint64_t hk_any = 0;\n"
+                 "        for (int hk_l = 0; hk_l < (int)(HK_VB / 8); ++hk_l)\n"
+                 "            hk_any |= hk_e[hk_l];\n"
+                 "        if (hk_any)\n"
+                 "            break;\n"
+                 "    }\n"
+                 "    while (hk_p_%s[hk_j] != hk_bv)\n"
+                 "        ++hk_j;\n"
+                 "    return hk_combine__%s(hk_acc, hk_map__%s(hk_bv, hk_j, n));\n"
+                 "#else\n",
+                 vt, vt, vt, hkc_acc_ctype(in, cb), nm, vt, vt, x->name,
+                 x->name, op, x->name, vt, x->name, x->name, nm, nm);
+}
+
 /* The body of hk_part__NAME (after its opening brace, to its return) for
  * gcc and clang; emit_c.c puts it under #if HK_VEC_TREE. */
 void hkc_put_argsel_part(hku_buf *o, const hkc_instance *in, int form) {
@@ -108,6 +156,10 @@ void hkc_put_argsel_part(hku_buf *o, const hkc_instance *in, int form) {
   for (int i = 0; i < k->nparams && !x; i++)
     if (k->params[i].role == HK_ROLE_IN) x = &k->params[i];
   const hk_dtype_t t = hkc_param_type(in, x);
+  if (hk_dtype_size(t) < 4) {
+    put_narrow_part(o, in, x, form);
+    return;
+  }
   const char *vt = hkc_ctype(t);
   const char *mt = hkc_compute_size(t) == 8 ? "int64_t" : "int32_t";
   const int mx = form == HKC_ARGSEL_MAX;

@@ -489,10 +489,14 @@ static void check_int_kernels(void) {
     size_t es = hk_dtype_size(t);
     for (size_t si = 0; si < COUNT(red_sizes); si++) {
       size_t n = red_sizes[si];
-      for (int mode = 0; mode < 3; mode++) {
+      for (int mode = 0; mode < 4; mode++) {
         if (mode == 2 && n > 100003) continue;
         /* 0: the largest value everywhere (sums past the type's range);
-         * 1: random bits; 2: few values (ties) */
+         * 1: random bits; 2: few values (ties); 3: 5 everywhere but one 9
+         * and one 1 near the end (the narrow types' argmax scans to them,
+         * emit_argsel.c) */
+        const size_t near = n > 2 ? n - 1 - rnd(&g_seed) % (n < 300 ? n - 1 : 300)
+                                  : 0;
         for (size_t i = 0; i < n; i++) {
           uint64_t r = rnd(&g_seed);
           if (mode == 0) /* the type's largest value */
@@ -501,6 +505,8 @@ static void check_int_kernels(void) {
                                : ((uint64_t)1 << (8 * es - 1)) - 1;
           else if (mode == 2)
             r = r % 5;
+          else if (mode == 3)
+            r = i == near ? 9 : i + 1 == near ? 1 : 5;
           memcpy((char *)x + i * es, &r, es); /* little-endian: low bytes */
         }
         char nm[64];
