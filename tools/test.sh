@@ -78,6 +78,8 @@ exclude="^(gen_compile|test_nvrtc|rows_emulate)$"
 # stdlib (test_reduce, test_types, test_rows; below too).
 HK_TEST_JIT_ONLY=1
 export HK_TEST_JIT_ONLY
+# (Under sanitizers CMake compiles the stdlib -O1, not -O3: half the
+# compile on the suite's critical path, the same test time.)
 suite "clang, AddressSanitizer + UndefinedBehaviorSanitizer" build-asan "" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
   -DHK_SANITIZE=address,undefined -DHK_CUDA=OFF
