@@ -65,8 +65,11 @@ suite() {
 # The stdlib's GPU code for sm_80 only (and its PTX): the suite runs no
 # GPU, and nvcc's time over the stdlib halves (tools/gpu_check.sh builds
 # for the GPU at hand; the default build for sm_80 and sm_90).
+# Nor the GPU bench's cubin (a second nvcc compile of the whole stdlib,
+# about 35 s; hk-gpu-bench itself is built).
 suite "gcc, Release" build-test "" \
-  -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release -DHK_CUDA_ARCHS=80
+  -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release -DHK_CUDA_ARCHS=80 \
+  -DHK_BUILD_GPU_BENCH_CUBIN=OFF
 # gen_compile checks the generated source with the compilers (gcc, clang,
 # tcc, nvcc), test_nvrtc with NVRTC (most of its time is NVRTC's own),
 # rows_emulate runs generated CUDA as host C++: the first suite runs them;
