@@ -790,8 +790,8 @@ static void emit_colred(hku_buf *o, const hkc_instance *in,
   }
   hku_buf_put(o, "        hk_lane[hk_c] = hk_v;\n    }\n}\n\n");
   hku_buf_printf(o,
-                 "HK_NOINLINE void hk_colmerge__%s(%s *restrict hk_a, const %s *hk_b, "
-                 "size_t hk_nc)\n{\n"
+                 "HK_NOINLINE void hk_colmerge__%s(%s *restrict hk_a, "
+                 "const %s *hk_b, size_t hk_nc)\n{\n"
                  "    for (size_t hk_c = 0; hk_c < hk_nc; ++hk_c)\n"
                  "        hk_a[hk_c] = hk_combine__%s(hk_a[hk_c], hk_b[hk_c]);\n"
                  "}\n\n",
