@@ -28,6 +28,13 @@
 
 int hkc_reduce_lanes(size_t acc_size) { return acc_size >= 8 ? 8 : 16; }
 
+/* rowred takes rows shorter than this many times the lanes in batches
+ * (emit_rowbatch): per-row sums, one thread, against the rows one by one
+ * (x86-64-v3, AVX2 EPYC): f32 (16 lanes, 8 rows a batch) as fast at 48,
+ * 1.1-1.2 times slower from 64; f64 (8 lanes, 4 rows) still 1.2-1.4
+ * times faster at 40 and 48, even at 64 */
+#define HK_ROWB_LANES(es) ((es) == 8 ? 8 : 3)
+
 /* ---- Helpers ----------------------------------------------------------------- */
 
 #define ct hkc_param_ctype
@@ -919,6 +926,196 @@ static void emit_colred(hku_buf *o, const hkc_instance *in,
                  nm);
 }
 
+/* ---- short rows in batches (rowred) ----------------------------------------- */
+
+/* The index of the in parameter that map names, when rows of it can be
+ * reduced a batch at a time in vectors of the accumulator's type: a
+ * combine of the vector tree's forms, map the bare name of an in
+ * parameter of that type (its elements are the lanes' values as stored),
+ * no scalars (the identity is then a constant); else -1. */
+static int rowb_input(const hkc_instance *in) {
+  const hkc_kernel *k = in->k;
+  if (!vec_tree_form(in) || !k->map.text || !k->identity.text) return -1;
+  int x = -1;
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (p->role == HK_ROLE_SCALAR) return -1;
+    if (p->role != HK_ROLE_IN) continue;
+    const char *t = k->map.text;
+    while (*t == ' ' || *t == '\t' || *t == '\n') t++;
+    size_t len = strlen(p->name);
+    if (strncmp(t, p->name, len)) continue;
+    for (t += len; *t == ' ' || *t == '\t' || *t == '\n'; t++) {
+    }
+    if (!*t && hkc_param_type(in, p) == hkc_acc_type(in)) x = i;
+  }
+  return x;
+}
+
+/* The source of element j of stage w's first operand (second: + w) in the
+ * pair of vectors (P, Q) of W elements, g to a 16-byte block: the lower w
+ * lanes of each 2w-lane segment (a row's), P's segments before Q's; whole
+ * blocks when a segment spans some (one block move), else within each
+ * block (one in-lane shuffle: shufps, unpcklpd). */
+static int rowb_src(int W, int g, int w, int j) {
+  if (w >= g) return (j / w) * 2 * w + j % w;
+  const int b = j / g, t = j % g, s = t / w, half = g / (2 * w);
+  return s < half ? b * g + s * 2 * w + t % w
+                  : W + b * g + (s - half) * 2 * w + t % w;
+}
+
+/* The batch's tree for vectors of W elements (the rows of a batch): each
+ * row's lanes (hk_a[slot][vector]) combined vector by vector while a step
+ * pairs whole vectors, then rows pairwise by shuffles, until one vector
+ * holds the W rows' results; the slots are fed so that the rows come out
+ * in order (the emitter follows every element's row through the
+ * shuffles). */
+static void put_rowb_tree(hku_buf *o, const hkc_instance *in, int W) {
+  const char *nm = in->name;
+  const int g = 16 / (int)hkc_acc_size(in);
+  const int L = hkc_reduce_lanes(hkc_acc_size(in));
+  int row[8][8], nrow[8][8], nv = W;
+  for (int s = 0; s < W; s++)
+    for (int j = 0; j < W; j++) row[s][j] = s;
+  for (int w = W / 2; w >= 1; w /= 2) {
+    for (int i = 0; i < nv / 2; i++)
+      for (int j = 0; j < W; j++) {
+        int src = rowb_src(W, g, w, j);
+        nrow[i][j] = src < W ? row[2 * i][src] : row[2 * i + 1][src - W];
+      }
+    nv /= 2;
+    memcpy(row, nrow, sizeof row);
+  }
+  /* slot row[0][j] ends at position j: it reads row j */
+  int feed[8];
+  for (int j = 0; j < W; j++) feed[row[0][j]] = j;
+  hku_buf_put(o, "        static const unsigned char hk_feed[] = {");
+  for (int s = 0; s < W; s++) hku_buf_printf(o, "%s%d", s ? ", " : "", feed[s]);
+  hku_buf_printf(o,
+                 "};\n"
+                 "        hk_vt__%s hk_a[%d][%d];\n"
+                 "        for (int hk_s = 0; hk_s < %d; ++hk_s)\n"
+                 "            for (int hk_v = 0; hk_v < %d; ++hk_v)\n"
+                 "                hk_a[hk_s][hk_v] = hk_i0 ? hk_vcomb__%s(hk_id, "
+                 "*(const hk_vu__%s *)(hk_q[hk_feed[hk_s]] + hk_v * %d)) : hk_id;\n"
+                 "        for (size_t hk_i = %d; hk_i < hk_i0; hk_i += %d)\n"
+                 "            for (int hk_s = 0; hk_s < %d; ++hk_s)\n"
+                 "                for (int hk_v = 0; hk_v < %d; ++hk_v)\n"
+                 "                    hk_a[hk_s][hk_v] = hk_vcomb__%s(hk_a[hk_s][hk_v], "
+                 "*(const hk_vu__%s *)(hk_q[hk_feed[hk_s]] + hk_i + hk_v * %d));\n",
+                 nm, W, L / W, W, L / W, nm, nm, W, L, L, W, L / W, nm, nm, W);
+  /* a row's lanes l and l + w, while w spans whole vectors */
+  for (int w = L / 2; w >= W; w /= 2)
+    hku_buf_printf(o,
+                   "        for (int hk_s = 0; hk_s < %d; ++hk_s)\n"
+                   "            for (int hk_v = 0; hk_v < %d; ++hk_v)\n"
+                   "                hk_a[hk_s][hk_v] = hk_vcomb__%s(hk_a[hk_s][hk_v], "
+                   "hk_a[hk_s][hk_v + %d]);\n",
+                   W, w / W, nm, w / W);
+  /* rows pairwise */
+  nv = W;
+  for (int w = W / 2; w >= 1; w /= 2, nv /= 2) {
+    hku_buf_printf(o, "        for (int hk_s = 0; hk_s < %d; ++hk_s)\n"
+                      "            hk_a[hk_s][0] = hk_vcomb__%s(\n"
+                      "                HK_SHUF(hk_vm__%s, hk_a[2 * hk_s][0], "
+                      "hk_a[2 * hk_s + 1][0]",
+                   nv / 2, nm, nm);
+    for (int j = 0; j < W; j++) hku_buf_printf(o, ", %d", rowb_src(W, g, w, j));
+    hku_buf_printf(o, "),\n                HK_SHUF(hk_vm__%s, hk_a[2 * hk_s][0], "
+                      "hk_a[2 * hk_s + 1][0]",
+                   nm);
+    for (int j = 0; j < W; j++)
+      hku_buf_printf(o, ", %d", rowb_src(W, g, w, j) + w);
+    hku_buf_put(o, "));\n");
+  }
+}
+
+/* hk_rowb__NAME (rowred's rows shorter than HK_ROWB_LANES lanes' worth, W
+ * rows at a time, W the elements of an HK_VB-byte vector): the rows'
+ * lanes as vectors, their trees as above, the tails as W rows' elements
+ * gathered into a vector, each combine the scalar one lane by lane, in
+ * the scalar order: the same bits as a row on its own. Per-row sums over
+ * rows of 16 floats spent most of their time on each row's tree (its
+ * shuffles within one vector) and loop; over rows of 20 on the tail, four
+ * dependent scalar adds. Returns the first row it left. */
+static void emit_rowbatch(hku_buf *o, const hkc_instance *in, int x) {
+  const hkc_kernel *k = in->k;
+  const char *nm = in->name;
+  char cb[HKC_ACC_CTYPE_MAX];
+  const char *acc = hkc_acc_ctype(in, cb);
+  const size_t es = hkc_acc_size(in);
+  const int L = hkc_reduce_lanes(es);
+  const int form = vec_tree_form(in);
+  const hkc_src *ids[] = {&k->identity};
+  hku_buf_printf(o,
+                 "#if HK_VEC_TREE\n"
+                 "typedef %s hk_vt__%s __attribute__((vector_size(HK_VB)));\n"
+                 "typedef %s hk_vu__%s __attribute__((vector_size(HK_VB), "
+                 "aligned(sizeof(%s)), may_alias));\n"
+                 "typedef %s hk_vm__%s __attribute__((vector_size(HK_VB)));\n\n"
+                 "HK_INLINE hk_vt__%s hk_vcomb__%s(hk_vt__%s a, hk_vt__%s b)\n{\n",
+                 acc, nm, acc, nm, acc, es == 8 ? "int64_t" : "int32_t", nm, nm,
+                 nm, nm, nm);
+  if (form == VT_ADD)
+    hku_buf_put(o, "    return a + b;\n}\n\n");
+  else
+    hku_buf_printf(o,
+                   "    const hk_vm__%s m = (a %s b) | (a != a);\n"
+                   "    return (hk_vt__%s)(((hk_vm__%s)a & m) | ((hk_vm__%s)b & ~m));\n"
+                   "}\n\n",
+                   nm, form == VT_MIN ? "<" : ">", nm, nm, nm);
+  hku_buf_printf(o,
+                 "HK_INLINE void hk_rowfin__%s(void *const *hk_args, size_t n, "
+                 "%s hk_acc)\n{\n",
+                 nm, acc);
+  put_store_final(o, in);
+  hku_buf_printf(o,
+                 "HK_INLINE size_t hk_rowb__%s(void *const *hk_args, size_t n, "
+                 "size_t hk_r, size_t hk_r1, const ptrdiff_t *hk_steps)\n{\n",
+                 nm);
+  hkc_put_holders(o, in, ids, 1, 4);
+  hku_buf_printf(o, "    enum { hk_W = (int)(HK_VB / sizeof(%s)) };\n"
+                    "    const %s hk_e = ", acc, acc);
+  hkc_put_identity_call(o, in);
+  hku_buf_printf(o,
+                 ";\n"
+                 "    hk_vt__%s hk_id;\n"
+                 "    for (int hk_l = 0; hk_l < hk_W; ++hk_l)\n"
+                 "        hk_id[hk_l] = hk_e;\n"
+                 "    const size_t hk_i0 = n - n %% %d;\n"
+                 "    void *hk_row[%d];\n"
+                 "    for (; hk_r1 - hk_r >= (size_t)hk_W; hk_r += hk_W) {\n"
+                 "        const %s *hk_q[hk_W];\n"
+                 "        for (int hk_k = 0; hk_k < hk_W; ++hk_k)\n"
+                 "            hk_q[hk_k] = (const %s *)((const char *)hk_args[%d] + "
+                 "(ptrdiff_t)(hk_r + hk_k) * hk_steps[%d]);\n"
+                 "#if HK_VB == 32\n",
+                 nm, L, k->nparams, acc, acc, x, x);
+  put_rowb_tree(o, in, (int)(32 / es));
+  hku_buf_put(o, "#else\n");
+  put_rowb_tree(o, in, (int)(16 / es));
+  hku_buf_printf(o,
+                 "#endif\n"
+                 "        hk_vt__%s hk_res = hk_a[0][0];\n"
+                 "        for (size_t hk_i = hk_i0; hk_i < n; ++hk_i) {\n"
+                 "            hk_vt__%s hk_t;\n"
+                 "            for (int hk_k = 0; hk_k < hk_W; ++hk_k)\n"
+                 "                hk_t[hk_k] = hk_q[hk_k][hk_i];\n"
+                 "            hk_res = hk_vcomb__%s(hk_res, hk_t);\n"
+                 "        }\n"
+                 "        for (int hk_k = 0; hk_k < hk_W; ++hk_k) {\n"
+                 "            for (int hk_j = 0; hk_j < %d; ++hk_j)\n"
+                 "                hk_row[hk_j] = (char *)hk_args[hk_j] + "
+                 "(ptrdiff_t)(hk_r + (size_t)hk_k) * hk_steps[hk_j];\n"
+                 "            hk_rowfin__%s(hk_row, n, hk_res[hk_k]);\n"
+                 "        }\n"
+                 "    }\n"
+                 "    return hk_r;\n"
+                 "}\n"
+                 "#endif\n\n",
+                 nm, nm, nm, k->nparams, nm);
+}
+
 /* The entry points: range (a whole reduction, or one block's partial),
  * merge (partials left to right, then finalize) and rowred (a reduction
  * per row, abi.h). range's code is hk_reduce1__NAME, inline in both range
@@ -953,9 +1150,21 @@ static void emit_reduce_entries(hku_buf *o, const hkc_instance *in,
                  "}\n\n",
                  nm);
 
+  const int bx = rowb_input(in);
+  if (bx >= 0) emit_rowbatch(o, in, bx);
   hku_buf_printf(o,
                  "%svoid " HK_ABI_ROWRED "%s(void *const *hk_args, size_t n, "
-                 "size_t hk_r0, size_t hk_r1, const ptrdiff_t *hk_steps)\n{\n"
+                 "size_t hk_r0, size_t hk_r1, const ptrdiff_t *hk_steps)\n{\n",
+                 link_of(mode), nm);
+  const size_t es = hkc_acc_size(in);
+  if (bx >= 0)
+    hku_buf_printf(o,
+                   "#if HK_VEC_TREE\n"
+                   "    if (n < %d)\n"
+                   "        hk_r0 = hk_rowb__%s(hk_args, n, hk_r0, hk_r1, hk_steps);\n"
+                   "#endif\n",
+                   HK_ROWB_LANES(es) * hkc_reduce_lanes(es), nm);
+  hku_buf_printf(o,
                  "    void *hk_row[%d];\n"
                  "    for (size_t hk_r = hk_r0; hk_r < hk_r1; ++hk_r) {\n"
                  "        for (int hk_k = 0; hk_k < %d; ++hk_k)\n"
@@ -963,7 +1172,7 @@ static void emit_reduce_entries(hku_buf *o, const hkc_instance *in,
                  "(ptrdiff_t)hk_r * hk_steps[hk_k];\n"
                  "        hk_reduce1__%s(hk_row, n, 0, n, (void *)0);\n"
                  "    }\n}\n\n",
-                 link_of(mode), nm, k->nparams, k->nparams, nm);
+                 k->nparams, k->nparams, nm);
 
   emit_colred(o, in, mode);
 

@@ -553,6 +553,13 @@ static void put_pragmas(hku_buf *o) {
       "#define HK_VB 32\n"
       "#else\n"
       "#define HK_VB 16\n"
+      "#endif\n"
+      "/* Two vectors' elements, picked by constant indices (emit_c.c:\n"
+      " * rowred's batches); M is the mask's vector type, for gcc. */\n"
+      "#if defined(__clang__)\n"
+      "#define HK_SHUF(M, a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)\n"
+      "#elif defined(__GNUC__) && !defined(__TINYC__)\n"
+      "#define HK_SHUF(M, a, b, ...) __builtin_shuffle(a, b, (M){__VA_ARGS__})\n"
       "#endif\n\n");
 }
 

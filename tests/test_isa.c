@@ -175,6 +175,106 @@ static void test_same_bits(void) {
   }
 }
 
+/* Reductions per row (the rowred entry, abi.h; rows shorter than a few
+ * lanes' worth go in batches of a vector's width, emit_c.c) on every
+ * variant the CPU runs: each row's results the bits of the baseline's
+ * flat call on that row. Row counts that leave rows past the last batch;
+ * lengths around the lane counts (8 for 8-byte accumulators, 16 for
+ * 4-byte ones), with and without tails. */
+static const size_t row_lens[] = {1, 3, 8, 15, 16, 17, 20, 24,
+                                  31, 32, 40, 47, 48, 63, 64, 100};
+#define ROWS 37u
+
+static void check_rows_instance(size_t i, call_data *in, call_data *ref,
+                                call_data *rows) {
+  const hk_stdlib_entry_t *s = &hk__stdlib[i];
+  const hk_kernel_info_t *info = &s->info;
+  if (info->kind != HK_KIND_REDUCTION || info->nparams > MAXP) return;
+  for (size_t k = 0; k < sizeof row_lens / sizeof row_lens[0]; k++) {
+    const size_t m = row_lens[k];
+    int64_t lens[MAXP];
+    ptrdiff_t steps[MAXP];
+    for (int p = 0; p < info->nparams; p++) {
+      fill_scalar(&in->scalar[p], info->params[p].dtype);
+      in->args[p] = info->params[p].role == HK_ROLE_SCALAR
+                        ? (void *)&in->scalar[p]
+                        : NULL;
+    }
+    if (s->lens(in->args, m, lens) != 0) continue;
+    for (int p = 0; p < info->nparams; p++) {
+      const hk_role_t role = info->params[p].role;
+      const size_t es = hk_dtype_size(info->params[p].dtype);
+      steps[p] = role == HK_ROLE_SCALAR ? 0 : (ptrdiff_t)((size_t)lens[p] * es);
+      if (role == HK_ROLE_SCALAR) continue;
+      in->bytes[p] = ROWS * (size_t)lens[p] * es;
+      fill_input(in->buf[p], info->params[p].dtype, ROWS * (size_t)lens[p]);
+    }
+    /* the reference: the baseline's flat call row by row */
+    for (int p = 0; p < info->nparams; p++) {
+      const hk_role_t role = info->params[p].role;
+      ref->args[p] = role == HK_ROLE_SCALAR ? (void *)&in->scalar[p] : ref->buf[p];
+      if (role == HK_ROLE_OUT) memset(ref->buf[p], 0xa5, in->bytes[p]);
+      else if (role != HK_ROLE_SCALAR)
+        memcpy(ref->buf[p], in->buf[p], in->bytes[p]);
+    }
+    const hk_stdlib_entry_t *b = &hk__stdlib_isa[HK_ISA_BASE][i];
+    hk_entry_t e = {.kind = info->kind, .range = b->range, .merge = b->merge,
+                    .lens = b->lens, .acc_size = b->acc_size, .flags = b->flags};
+    for (size_t r = 0; r < ROWS; r++) {
+      void *args[MAXP];
+      for (int p = 0; p < info->nparams; p++)
+        args[p] = (char *)ref->args[p] + (ptrdiff_t)r * steps[p];
+      hk__run(&e, args, m);
+    }
+    for (int v = HK_ISA_BASE; v <= hk__isa_level(); v++) {
+      if (!hk__stdlib_isa[v] || !hk__stdlib_isa[v][i].rowred) continue;
+      for (int p = 0; p < info->nparams; p++) {
+        const hk_role_t role = info->params[p].role;
+        rows->args[p] = role == HK_ROLE_SCALAR ? (void *)&in->scalar[p]
+                                               : rows->buf[p];
+        if (role == HK_ROLE_OUT) memset(rows->buf[p], 0xa5, in->bytes[p]);
+        else if (role != HK_ROLE_SCALAR)
+          memcpy(rows->buf[p], in->buf[p], in->bytes[p]);
+      }
+      hk__stdlib_isa[v][i].rowred(rows->args, m, 0, ROWS, steps);
+      for (int p = 0; p < info->nparams; p++) {
+        const hk_role_t role = info->params[p].role;
+        if (role == HK_ROLE_SCALAR || role == HK_ROLE_IN) continue;
+        size_t bad = first_difference(info->params[p].dtype, ref->buf[p],
+                                      rows->buf[p], in->bytes[p]);
+        CHECK_MSG(bad == SIZE_MAX,
+                  "%s rows of %zu: %s of row %zu differs between %s's rowred "
+                  "and %s's flat call",
+                  info->name, m, info->params[p].name, bad, hk__isa_name(v),
+                  hk__isa_name(HK_ISA_BASE));
+      }
+    }
+  }
+}
+
+static void test_rows_bits(void) {
+  call_data in, ref, rows;
+  for (int p = 0; p < MAXP; p++) {
+    in.buf[p] = malloc(NMAX * 8);
+    ref.buf[p] = malloc(NMAX * 8);
+    rows.buf[p] = malloc(NMAX * 8);
+    CHECK(in.buf[p] && ref.buf[p] && rows.buf[p]);
+    if (!in.buf[p] || !ref.buf[p] || !rows.buf[p]) return;
+  }
+  size_t count = 0;
+  for (size_t i = 0; i < hk__stdlib_count; i++) {
+    check_rows_instance(i, &in, &ref, &rows);
+    count += hk__stdlib[i].info.kind == HK_KIND_REDUCTION;
+  }
+  printf("# rowred of %zu reductions x %zu row lengths on %d variants\n",
+         count, sizeof row_lens / sizeof row_lens[0], hk__stdlib_level() + 1);
+  for (int p = 0; p < MAXP; p++) {
+    free(in.buf[p]);
+    free(ref.buf[p]);
+    free(rows.buf[p]);
+  }
+}
+
 /* The level is what the CPU has, by the compiler's own reading of cpuid
  * (which also checks that the OS saves the AVX and AVX-512 registers). */
 static void test_level(void) {
@@ -213,5 +313,6 @@ int main(void) {
     CHECK_SKIP("libhk was built with the baseline stdlib only (HK_STDLIB_ISA off)");
   test_level();
   test_same_bits();
+  test_rows_bits();
   CHECK_DONE();
 }

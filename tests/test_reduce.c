@@ -982,17 +982,21 @@ static void check_cols(void) {
 }
 
 static void check_rows(void) {
+  /* max_f64 and mean_f32: rows shorter than a few lanes' worth go in
+   * batches of a vector's width (emit_c.c, rowb), with a select and a
+   * finalize; 601 rows leave one past the batches */
   static const char *const std[] = {"sum_f32", "argmax_f32", "var_f32",
-                                    "logsumexp_f32", "minmax_f32"};
+                                    "logsumexp_f32", "minmax_f32", "max_f64",
+                                    "mean_f32"};
   static const char *const forms[] = {"r_sumsq_into", "r_scaled"};
-  static const int64_t ms[] = {1, 3, 16, 17, 100};
+  static const int64_t ms[] = {1, 3, 16, 17, 20, 40, 100};
   fill(PAT_UNIT, 300000);
-  /* one thread: every kernel, context and row length over 600 rows; two
+  /* one thread: every kernel, context and row length over 601 rows; two
    * threads: rows of 17 numerous enough (over hk__par_min's 131072
    * elements) to be cut into tasks of rows, each its own rowred call */
   for (size_t j = 0; j <= COUNT(ms); j++) {
     const int th = j == COUNT(ms) ? 2 : 1;
-    const int64_t m = th == 2 ? 17 : ms[j], R = th == 2 ? 8000 : 600;
+    const int64_t m = th == 2 ? 17 : ms[j], R = th == 2 ? 8000 : 601;
     for (size_t q = 0; q < COUNT(std); q++) {
       char tn[64];
       snprintf(tn, sizeof tn, "t_%s", std[q]);
