@@ -54,6 +54,10 @@ int hkc_reduce_lanes(size_t acc_size);
 enum { HKC_ARGSEL_NONE, HKC_ARGSEL_MAX, HKC_ARGSEL_MIN };
 int hkc_argsel_form(const hkc_instance *in);
 void hkc_put_argsel_part(hku_buf *o, const hkc_instance *in, int form);
+/* rowred's batch for that form, its value of 32 or 64 bits
+ * (hk_rowb__NAME: a vector's width of rows at a time, one element of each
+ * a step; after hk_rowfin__NAME, which stores a row's accumulator). */
+void hkc_put_argsel_rowb(hku_buf *o, const hkc_instance *in, int form);
 
 /* Appends C for every instance of every kernel of the files. HK_OK, or
  * HK_ENOMEM (the files are already valid, so nothing else can fail). */

@@ -274,3 +274,76 @@ void hkc_put_argsel_part(hku_buf *o, const hkc_instance *in, int form) {
                  "#else\n",
                  vt, x->name, vt, x->name, smerge, nm, nm);
 }
+
+/* rowred's batch: rows shorter than the vector loop's four vectors (and a
+ * few times more) ran it on its scalar branch, one row at a time: over
+ * rows of 16 floats about 50 ns a row, as slow as NumPy. Here W rows (the
+ * elements of an HK_VB-byte vector) are scanned together, element i of
+ * each row a step, each lane keeping its row's best value and the index
+ * it was read at: a later element replaces it only when better (a NaN
+ * where the best is none; more for argmax, less for argmin; equal never),
+ * so each lane ends at the element the combine picks, the first of the
+ * best, whatever the grouping: the same value and index as the row's flat
+ * call. Indices in lanes of the value's width: rowred calls it for rows
+ * of at most a few hundred elements (emit_c.c, HK_ROWB_ARGSEL). */
+void hkc_put_argsel_rowb(hku_buf *o, const hkc_instance *in, int form) {
+  const hkc_kernel *k = in->k;
+  const char *nm = in->name;
+  int x = 0; /* the in parameter (hkc_argsel_form: the only one) */
+  while (k->params[x].role != HK_ROLE_IN) x++;
+  const hk_dtype_t t = hkc_param_type(in, &k->params[x]);
+  const char *vt = hkc_ctype(t);
+  const char *mt = hk_dtype_size(t) == 8 ? "int64_t" : "int32_t";
+  const char *op = form == HKC_ARGSEL_MAX ? ">" : "<";
+  char cb[HKC_ACC_CTYPE_MAX];
+  char better[128];
+  if (is_float(t))
+    snprintf(better, sizeof better,
+             "(hk_best == hk_best) & ((hk_x != hk_x) | (hk_x %s hk_best))", op);
+  else
+    snprintf(better, sizeof better, "hk_x %s hk_best", op);
+  hku_buf_printf(o,
+                 "#if HK_VEC_TREE\n"
+                 "HK_INLINE size_t hk_rowb__%s(void *const *hk_args, size_t n, "
+                 "size_t hk_r, size_t hk_r1, const ptrdiff_t *hk_steps)\n{\n"
+                 "    typedef %s hk_bv __attribute__((vector_size(HK_VB)));\n"
+                 "    typedef %s hk_bm __attribute__((vector_size(HK_VB)));\n"
+                 "    enum { hk_W = (int)(HK_VB / sizeof(%s)) };\n"
+                 "    void *hk_row[%d];\n"
+                 "    if (n == 0)\n"
+                 "        return hk_r;\n"
+                 "    for (; hk_r1 - hk_r >= (size_t)hk_W; hk_r += hk_W) {\n"
+                 "        const %s *hk_q[hk_W];\n"
+                 "        hk_bv hk_best;\n"
+                 "        for (int hk_k = 0; hk_k < hk_W; ++hk_k) {\n"
+                 "            hk_q[hk_k] = (const %s *)((const char *)hk_args[%d] + "
+                 "(ptrdiff_t)(hk_r + (size_t)hk_k) * hk_steps[%d]);\n"
+                 "            hk_best[hk_k] = hk_q[hk_k][0];\n"
+                 "        }\n"
+                 "        hk_bm hk_bi = {0}, hk_j = {0};\n"
+                 "        for (size_t hk_i = 1; hk_i < n; ++hk_i) {\n"
+                 "            hk_bv hk_x;\n"
+                 "            for (int hk_k = 0; hk_k < hk_W; ++hk_k)\n"
+                 "                hk_x[hk_k] = hk_q[hk_k][hk_i];\n"
+                 "            hk_j += 1;\n"
+                 "            const hk_bm hk_m = %s;\n"
+                 "            hk_best = (hk_bv)(((hk_bm)hk_x & hk_m) | "
+                 "((hk_bm)hk_best & ~hk_m));\n"
+                 "            hk_bi = (hk_j & hk_m) | (hk_bi & ~hk_m);\n"
+                 "        }\n"
+                 "        for (int hk_k = 0; hk_k < hk_W; ++hk_k) {\n"
+                 "            for (int hk_p = 0; hk_p < %d; ++hk_p)\n"
+                 "                hk_row[hk_p] = (char *)hk_args[hk_p] + "
+                 "(ptrdiff_t)(hk_r + (size_t)hk_k) * hk_steps[hk_p];\n"
+                 "            %s hk_acc;\n"
+                 "            hk_acc.v = hk_best[hk_k];\n"
+                 "            hk_acc.idx = (int64_t)hk_bi[hk_k];\n"
+                 "            hk_rowfin__%s(hk_row, n, hk_acc);\n"
+                 "        }\n"
+                 "    }\n"
+                 "    return hk_r;\n"
+                 "}\n"
+                 "#endif\n\n",
+                 nm, vt, mt, vt, k->nparams, vt, vt, x, x, better, k->nparams,
+                 hkc_acc_ctype(in, cb), nm);
+}

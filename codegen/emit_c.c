@@ -34,6 +34,11 @@ int hkc_reduce_lanes(size_t acc_size) { return acc_size >= 8 ? 8 : 16; }
  * 1.1-1.2 times slower from 64; f64 (8 lanes, 4 rows) still 1.2-1.4
  * times faster at 40 and 48, even at 64 */
 #define HK_ROWB_LANES(es) ((es) == 8 ? 8 : 3)
+/* ... and argmax/argmin rows shorter than this (emit_argsel.c: one
+ * element of each of W rows a step); past it the vector loop over one row
+ * at a time is faster (argmax f32, 8 rows a batch: as fast at 224; f64, 4
+ * rows: 1.4 times faster at 100, 1.05 times slower at 128) */
+#define HK_ROWB_ARGSEL(es) ((es) == 8 ? 112 : 224)
 
 /* ---- Helpers ----------------------------------------------------------------- */
 
@@ -1030,6 +1035,17 @@ static void put_rowb_tree(hku_buf *o, const hkc_instance *in, int W) {
   }
 }
 
+/* hk_rowfin__NAME(args, n, acc): a row's results from its accumulator,
+ * as hk_reduce1__NAME stores them. */
+static void put_rowfin(hku_buf *o, const hkc_instance *in) {
+  char cb[HKC_ACC_CTYPE_MAX];
+  hku_buf_printf(o,
+                 "HK_INLINE void hk_rowfin__%s(void *const *hk_args, size_t n, "
+                 "%s hk_acc)\n{\n",
+                 in->name, hkc_acc_ctype(in, cb));
+  put_store_final(o, in);
+}
+
 /* hk_rowb__NAME (rowred's rows shorter than HK_ROWB_LANES lanes' worth, W
  * rows at a time, W the elements of an HK_VB-byte vector): the rows'
  * lanes as vectors, their trees as above, the tails as W rows' elements
@@ -1064,11 +1080,7 @@ static void emit_rowbatch(hku_buf *o, const hkc_instance *in, int x) {
                    "    return (hk_vt__%s)(((hk_vm__%s)a & m) | ((hk_vm__%s)b & ~m));\n"
                    "}\n\n",
                    nm, form == VT_MIN ? "<" : ">", nm, nm, nm);
-  hku_buf_printf(o,
-                 "HK_INLINE void hk_rowfin__%s(void *const *hk_args, size_t n, "
-                 "%s hk_acc)\n{\n",
-                 nm, acc);
-  put_store_final(o, in);
+  put_rowfin(o, in);
   hku_buf_printf(o,
                  "HK_INLINE size_t hk_rowb__%s(void *const *hk_args, size_t n, "
                  "size_t hk_r, size_t hk_r1, const ptrdiff_t *hk_steps)\n{\n",
@@ -1150,20 +1162,37 @@ static void emit_reduce_entries(hku_buf *o, const hkc_instance *in,
                  "}\n\n",
                  nm);
 
-  const int bx = rowb_input(in);
-  if (bx >= 0) emit_rowbatch(o, in, bx);
+  /* short rows a batch at a time: plain combines (emit_rowbatch), argmax
+   * and argmin (emit_argsel.c) */
+  const int bx = rowb_input(in), sel = hkc_argsel_form(in);
+  const size_t es = hkc_acc_size(in);
+  int rowb_max = 0;
+  if (bx >= 0) {
+    emit_rowbatch(o, in, bx);
+    rowb_max = HK_ROWB_LANES(es) * hkc_reduce_lanes(es);
+  } else if (sel) {
+    /* the value's type; 8- and 16-bit ones keep a row at a time */
+    const size_t vs =
+        hk_dtype_size(hkc_acc_field_type(in, &in->k->acc_fields[0]));
+    if (vs >= 4) {
+      hku_buf_put(o, "#if HK_VEC_TREE\n");
+      put_rowfin(o, in);
+      hku_buf_put(o, "#endif\n");
+      hkc_put_argsel_rowb(o, in, sel);
+      rowb_max = HK_ROWB_ARGSEL(vs);
+    }
+  }
   hku_buf_printf(o,
                  "%svoid " HK_ABI_ROWRED "%s(void *const *hk_args, size_t n, "
                  "size_t hk_r0, size_t hk_r1, const ptrdiff_t *hk_steps)\n{\n",
                  link_of(mode), nm);
-  const size_t es = hkc_acc_size(in);
-  if (bx >= 0)
+  if (rowb_max)
     hku_buf_printf(o,
                    "#if HK_VEC_TREE\n"
                    "    if (n < %d)\n"
                    "        hk_r0 = hk_rowb__%s(hk_args, n, hk_r0, hk_r1, hk_steps);\n"
                    "#endif\n",
-                   HK_ROWB_LANES(es) * hkc_reduce_lanes(es), nm);
+                   rowb_max, nm);
   hku_buf_printf(o,
                  "    void *hk_row[%d];\n"
                  "    for (size_t hk_r = hk_r0; hk_r < hk_r1; ++hk_r) {\n"

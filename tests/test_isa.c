@@ -176,13 +176,14 @@ static void test_same_bits(void) {
 }
 
 /* Reductions per row (the rowred entry, abi.h; rows shorter than a few
- * lanes' worth go in batches of a vector's width, emit_c.c) on every
+ * lanes' worth go in batches of a vector's width, emit_c.c; argmax and
+ * argmin rows of up to 111 or 223 elements, emit_argsel.c) on every
  * variant the CPU runs: each row's results the bits of the baseline's
  * flat call on that row. Row counts that leave rows past the last batch;
  * lengths around the lane counts (8 for 8-byte accumulators, 16 for
- * 4-byte ones), with and without tails. */
-static const size_t row_lens[] = {1, 3, 8, 15, 16, 17, 20, 24,
-                                  31, 32, 40, 47, 48, 63, 64, 100};
+ * 4-byte ones), with and without tails, and the batches' limits. */
+static const size_t row_lens[] = {1,  3,  8,  15, 16, 17,  20,  24,  31,
+                                  32, 40, 47, 48, 63, 64, 100, 111, 223};
 #define ROWS 37u
 
 static void check_rows_instance(size_t i, call_data *in, call_data *ref,
