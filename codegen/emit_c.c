@@ -20,6 +20,7 @@
  * code is built with -fwrapv -ffp-contract=off everywhere (tcc behaves so),
  * so jit, opt and stdlib results agree.
  */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -933,28 +934,40 @@ static void emit_colred(hku_buf *o, const hkc_instance *in,
 
 /* ---- short rows in batches (rowred) ----------------------------------------- */
 
-/* The index of the in parameter that map names, when rows of it can be
+/* The in parameters (a mask) whose rows a batch reads, when rows can be
  * reduced a batch at a time in vectors of the accumulator's type: a
- * combine of the vector tree's forms, map the bare name of an in
- * parameter of that type (its elements are the lanes' values as stored),
- * no scalars (the identity is then a constant); else -1. */
-static int rowb_input(const hkc_instance *in) {
+ * combine of the vector tree's forms, a map of in parameters of that type
+ * joined by +, - and * (with parentheses: "x", "x * x", "x * y"; the
+ * same operation on a vector as on each of its elements), no scalars (the
+ * identity is then a constant); else 0. */
+static uint64_t rowb_ins(const hkc_instance *in) {
   const hkc_kernel *k = in->k;
-  if (!vec_tree_form(in) || !k->map.text || !k->identity.text) return -1;
-  int x = -1;
-  for (int i = 0; i < k->nparams; i++) {
-    const hkc_param *p = &k->params[i];
-    if (p->role == HK_ROLE_SCALAR) return -1;
-    if (p->role != HK_ROLE_IN) continue;
-    const char *t = k->map.text;
-    while (*t == ' ' || *t == '\t' || *t == '\n') t++;
-    size_t len = strlen(p->name);
-    if (strncmp(t, p->name, len)) continue;
-    for (t += len; *t == ' ' || *t == '\t' || *t == '\n'; t++) {
+  if (!vec_tree_form(in) || !k->map.text || !k->identity.text ||
+      k->nparams > 64)
+    return 0;
+  for (int i = 0; i < k->nparams; i++)
+    if (k->params[i].role == HK_ROLE_SCALAR) return 0;
+  uint64_t used = 0;
+  for (const char *t = k->map.text; *t;) {
+    if (strchr(" \t\n\r+-*()", *t)) {
+      t++;
+      continue;
     }
-    if (!*t && hkc_param_type(in, p) == hkc_acc_type(in)) x = i;
+    if (!(isalpha((unsigned char)*t) || *t == '_')) return 0;
+    const char *e = t;
+    while (isalnum((unsigned char)*e) || *e == '_') e++;
+    int p = -1;
+    for (int i = 0; i < k->nparams && p < 0; i++)
+      if (k->params[i].role == HK_ROLE_IN &&
+          strlen(k->params[i].name) == (size_t)(e - t) &&
+          !strncmp(k->params[i].name, t, (size_t)(e - t)))
+        p = i;
+    if (p < 0 || hkc_param_type(in, &k->params[p]) != hkc_acc_type(in))
+      return 0;
+    used |= (uint64_t)1 << p;
+    t = e;
   }
-  return x;
+  return used;
 }
 
 /* The source of element j of stage w's first operand (second: + w) in the
@@ -975,7 +988,23 @@ static int rowb_src(int W, int g, int w, int j) {
  * holds the W rows' results; the slots are fed so that the rows come out
  * in order (the emitter follows every element's row through the
  * shuffles). */
-static void put_rowb_tree(hku_buf *o, const hkc_instance *in, int W) {
+/* The batch's map at vector v of slot s, chunk hk_i (or at 0, for the
+ * first): each in parameter it reads as a vector named as the parameter,
+ * then the map as written. */
+static void put_rowb_map(hku_buf *o, const hkc_instance *in, uint64_t ins,
+                         int W, const char *at, int ind) {
+  const hkc_kernel *k = in->k;
+  for (int i = 0; i < k->nparams; i++)
+    if (ins >> i & 1)
+      hku_buf_printf(o,
+                     "%*sconst hk_vt__%s %s = *(const hk_vu__%s *)(hk_q_%s"
+                     "[hk_feed[hk_s]] + %shk_v * %d);\n",
+                     ind, "", in->name, k->params[i].name, in->name,
+                     k->params[i].name, at, W);
+}
+
+static void put_rowb_tree(hku_buf *o, const hkc_instance *in, uint64_t ins,
+                          int W) {
   const char *nm = in->name;
   const int g = 16 / (int)hkc_acc_size(in);
   const int L = hkc_reduce_lanes(hkc_acc_size(in));
@@ -996,19 +1025,31 @@ static void put_rowb_tree(hku_buf *o, const hkc_instance *in, int W) {
   for (int j = 0; j < W; j++) feed[row[0][j]] = j;
   hku_buf_put(o, "        static const unsigned char hk_feed[] = {");
   for (int s = 0; s < W; s++) hku_buf_printf(o, "%s%d", s ? ", " : "", feed[s]);
+  /* the first chunk combined with the identity, then the others */
   hku_buf_printf(o,
                  "};\n"
                  "        hk_vt__%s hk_a[%d][%d];\n"
                  "        for (int hk_s = 0; hk_s < %d; ++hk_s)\n"
-                 "            for (int hk_v = 0; hk_v < %d; ++hk_v)\n"
-                 "                hk_a[hk_s][hk_v] = hk_i0 ? hk_vcomb__%s(hk_id, "
-                 "*(const hk_vu__%s *)(hk_q[hk_feed[hk_s]] + hk_v * %d)) : hk_id;\n"
+                 "            for (int hk_v = 0; hk_v < %d; ++hk_v) {\n"
+                 "                hk_a[hk_s][hk_v] = hk_id;\n"
+                 "                if (!hk_i0)\n"
+                 "                    continue;\n",
+                 nm, W, L / W, W, L / W);
+  put_rowb_map(o, in, ins, W, "", 16);
+  hku_buf_printf(o, "                hk_a[hk_s][hk_v] = hk_vcomb__%s(hk_id, ", nm);
+  hkc_put_expr(o, &in->k->map);
+  hku_buf_printf(o,
+                 ");\n"
+                 "            }\n"
                  "        for (size_t hk_i = %d; hk_i < hk_i0; hk_i += %d)\n"
                  "            for (int hk_s = 0; hk_s < %d; ++hk_s)\n"
-                 "                for (int hk_v = 0; hk_v < %d; ++hk_v)\n"
-                 "                    hk_a[hk_s][hk_v] = hk_vcomb__%s(hk_a[hk_s][hk_v], "
-                 "*(const hk_vu__%s *)(hk_q[hk_feed[hk_s]] + hk_i + hk_v * %d));\n",
-                 nm, W, L / W, W, L / W, nm, nm, W, L, L, W, L / W, nm, nm, W);
+                 "                for (int hk_v = 0; hk_v < %d; ++hk_v) {\n",
+                 L, L, W, L / W);
+  put_rowb_map(o, in, ins, W, "hk_i + ", 20);
+  hku_buf_printf(o, "                    hk_a[hk_s][hk_v] = hk_vcomb__%s(hk_a[hk_s][hk_v], ",
+                 nm);
+  hkc_put_expr(o, &in->k->map);
+  hku_buf_put(o, ");\n                }\n");
   /* a row's lanes l and l + w, while w spans whole vectors */
   for (int w = L / 2; w >= W; w /= 2)
     hku_buf_printf(o,
@@ -1054,7 +1095,7 @@ static void put_rowfin(hku_buf *o, const hkc_instance *in) {
  * rows of 16 floats spent most of their time on each row's tree (its
  * shuffles within one vector) and loop; over rows of 20 on the tail, four
  * dependent scalar adds. Returns the first row it left. */
-static void emit_rowbatch(hku_buf *o, const hkc_instance *in, int x) {
+static void emit_rowbatch(hku_buf *o, const hkc_instance *in, uint64_t ins) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
   char cb[HKC_ACC_CTYPE_MAX];
@@ -1096,24 +1137,37 @@ static void emit_rowbatch(hku_buf *o, const hkc_instance *in, int x) {
                  "        hk_id[hk_l] = hk_e;\n"
                  "    const size_t hk_i0 = n - n %% %d;\n"
                  "    void *hk_row[%d];\n"
-                 "    for (; hk_r1 - hk_r >= (size_t)hk_W; hk_r += hk_W) {\n"
-                 "        const %s *hk_q[hk_W];\n"
-                 "        for (int hk_k = 0; hk_k < hk_W; ++hk_k)\n"
-                 "            hk_q[hk_k] = (const %s *)((const char *)hk_args[%d] + "
-                 "(ptrdiff_t)(hk_r + hk_k) * hk_steps[%d]);\n"
-                 "#if HK_VB == 32\n",
-                 nm, L, k->nparams, acc, acc, x, x);
-  put_rowb_tree(o, in, (int)(32 / es));
+                 "    for (; hk_r1 - hk_r >= (size_t)hk_W; hk_r += hk_W) {\n",
+                 nm, L, k->nparams);
+  /* each read parameter's rows */
+  for (int i = 0; i < k->nparams; i++)
+    if (ins >> i & 1)
+      hku_buf_printf(o,
+                     "        const %s *hk_q_%s[hk_W];\n"
+                     "        for (int hk_k = 0; hk_k < hk_W; ++hk_k)\n"
+                     "            hk_q_%s[hk_k] = (const %s *)((const char *)"
+                     "hk_args[%d] + (ptrdiff_t)(hk_r + hk_k) * hk_steps[%d]);\n",
+                     acc, k->params[i].name, k->params[i].name, acc, i, i);
+  hku_buf_put(o, "#if HK_VB == 32\n");
+  put_rowb_tree(o, in, ins, (int)(32 / es));
   hku_buf_put(o, "#else\n");
-  put_rowb_tree(o, in, (int)(16 / es));
+  put_rowb_tree(o, in, ins, (int)(16 / es));
   hku_buf_printf(o,
                  "#endif\n"
                  "        hk_vt__%s hk_res = hk_a[0][0];\n"
-                 "        for (size_t hk_i = hk_i0; hk_i < n; ++hk_i) {\n"
-                 "            hk_vt__%s hk_t;\n"
-                 "            for (int hk_k = 0; hk_k < hk_W; ++hk_k)\n"
-                 "                hk_t[hk_k] = hk_q[hk_k][hk_i];\n"
-                 "            hk_res = hk_vcomb__%s(hk_res, hk_t);\n"
+                 "        for (size_t hk_i = hk_i0; hk_i < n; ++hk_i) {\n",
+                 nm);
+  for (int i = 0; i < k->nparams; i++)
+    if (ins >> i & 1)
+      hku_buf_printf(o,
+                     "            hk_vt__%s %s;\n"
+                     "            for (int hk_k = 0; hk_k < hk_W; ++hk_k)\n"
+                     "                %s[hk_k] = hk_q_%s[hk_k][hk_i];\n",
+                     nm, k->params[i].name, k->params[i].name, k->params[i].name);
+  hku_buf_printf(o, "            hk_res = hk_vcomb__%s(hk_res, ", nm);
+  hkc_put_expr(o, &k->map);
+  hku_buf_printf(o,
+                 ");\n"
                  "        }\n"
                  "        for (int hk_k = 0; hk_k < hk_W; ++hk_k) {\n"
                  "            for (int hk_j = 0; hk_j < %d; ++hk_j)\n"
@@ -1125,7 +1179,7 @@ static void emit_rowbatch(hku_buf *o, const hkc_instance *in, int x) {
                  "    return hk_r;\n"
                  "}\n"
                  "#endif\n\n",
-                 nm, nm, nm, k->nparams, nm);
+                 k->nparams, nm);
 }
 
 /* The entry points: range (a whole reduction, or one block's partial),
@@ -1164,10 +1218,11 @@ static void emit_reduce_entries(hku_buf *o, const hkc_instance *in,
 
   /* short rows a batch at a time: plain combines (emit_rowbatch), argmax
    * and argmin (emit_argsel.c) */
-  const int bx = rowb_input(in), sel = hkc_argsel_form(in);
+  const uint64_t bx = rowb_ins(in);
+  const int sel = hkc_argsel_form(in);
   const size_t es = hkc_acc_size(in);
   int rowb_max = 0;
-  if (bx >= 0) {
+  if (bx) {
     emit_rowbatch(o, in, bx);
     rowb_max = HK_ROWB_LANES(es) * hkc_reduce_lanes(es);
   } else if (sel) {
