@@ -62,13 +62,11 @@ typedef struct call_data {
   void *args[MAXP];
 } call_data;
 
-/* Runs variant v of instance i on n elements with the inputs of in (fresh
- * copies: inout buffers change) into out's buffers, whose outputs start
- * as the same pattern in every run. */
-static void run_variant(int v, size_t i, size_t n, const call_data *in,
-                       call_data *out) {
-  const hk_stdlib_entry_t *s = &hk__stdlib_isa[v][i];
-  const hk_kernel_info_t *info = &s->info;
+/* out's arguments for a call on in's inputs: scalars copied, fresh copies
+ * of the in and inout buffers (inout buffers change), outputs starting as
+ * the same pattern in every run. */
+static void set_args(const hk_kernel_info_t *info, const call_data *in,
+                     call_data *out) {
   for (int p = 0; p < info->nparams; p++) {
     out->args[p] = info->params[p].role == HK_ROLE_SCALAR
                        ? (void *)&out->scalar[p]
@@ -79,6 +77,36 @@ static void run_variant(int v, size_t i, size_t n, const call_data *in,
     else if (info->params[p].role != HK_ROLE_SCALAR)
       memcpy(out->buf[p], in->buf[p], in->bytes[p]);
   }
+}
+
+/* Buffers of NMAX elements of up to 8 bytes for three call_data (reductions'
+ * accumulators are small): 1, or 0 when out of memory. */
+static int bufs_new(call_data *a, call_data *b, call_data *c) {
+  for (int p = 0; p < MAXP; p++) {
+    a->buf[p] = malloc(NMAX * 8);
+    b->buf[p] = malloc(NMAX * 8);
+    c->buf[p] = malloc(NMAX * 8);
+    CHECK(a->buf[p] && b->buf[p] && c->buf[p]);
+    if (!a->buf[p] || !b->buf[p] || !c->buf[p]) return 0;
+  }
+  return 1;
+}
+
+static void bufs_free(call_data *a, call_data *b, call_data *c) {
+  for (int p = 0; p < MAXP; p++) {
+    free(a->buf[p]);
+    free(b->buf[p]);
+    free(c->buf[p]);
+  }
+}
+
+/* Runs variant v of instance i on n elements with the inputs of in into
+ * out's buffers (set_args). */
+static void run_variant(int v, size_t i, size_t n, const call_data *in,
+                       call_data *out) {
+  const hk_stdlib_entry_t *s = &hk__stdlib_isa[v][i];
+  const hk_kernel_info_t *info = &s->info;
+  set_args(info, in, out);
   hk_entry_t e = {.kind = info->kind, .range = s->range, .merge = s->merge,
                   .lens = s->lens, .rowred = s->rowred, .colred = s->colred,
                   .acc_size = s->acc_size, .flags = s->flags};
@@ -155,24 +183,13 @@ static void check_instance(size_t i, size_t n, call_data *in, call_data *base,
 
 static void test_same_bits(void) {
   call_data in, base, other;
-  for (int p = 0; p < MAXP; p++) {
-    /* NMAX elements of up to 8 bytes; reductions' accumulators are small */
-    in.buf[p] = malloc(NMAX * 8);
-    base.buf[p] = malloc(NMAX * 8);
-    other.buf[p] = malloc(NMAX * 8);
-    CHECK(in.buf[p] && base.buf[p] && other.buf[p]);
-    if (!in.buf[p] || !base.buf[p] || !other.buf[p]) return;
-  }
+  if (!bufs_new(&in, &base, &other)) return;
   for (size_t i = 0; i < hk__stdlib_count; i++)
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
       check_instance(i, sizes[k], &in, &base, &other);
   printf("# %zu instances x %zu sizes on %d variants\n", hk__stdlib_count,
          sizeof sizes / sizeof sizes[0], hk__stdlib_level() + 1);
-  for (int p = 0; p < MAXP; p++) {
-    free(in.buf[p]);
-    free(base.buf[p]);
-    free(other.buf[p]);
-  }
+  bufs_free(&in, &base, &other);
 }
 
 /* Reductions per row (the rowred entry, abi.h; rows shorter than a few
@@ -211,13 +228,7 @@ static void check_rows_instance(size_t i, call_data *in, call_data *ref,
       fill_input(in->buf[p], info->params[p].dtype, ROWS * (size_t)lens[p]);
     }
     /* the reference: the baseline's flat call row by row */
-    for (int p = 0; p < info->nparams; p++) {
-      const hk_role_t role = info->params[p].role;
-      ref->args[p] = role == HK_ROLE_SCALAR ? (void *)&in->scalar[p] : ref->buf[p];
-      if (role == HK_ROLE_OUT) memset(ref->buf[p], 0xa5, in->bytes[p]);
-      else if (role != HK_ROLE_SCALAR)
-        memcpy(ref->buf[p], in->buf[p], in->bytes[p]);
-    }
+    set_args(info, in, ref);
     const hk_stdlib_entry_t *b = &hk__stdlib_isa[HK_ISA_BASE][i];
     hk_entry_t e = {.kind = info->kind, .range = b->range, .merge = b->merge,
                     .lens = b->lens, .acc_size = b->acc_size, .flags = b->flags};
@@ -229,14 +240,7 @@ static void check_rows_instance(size_t i, call_data *in, call_data *ref,
     }
     for (int v = HK_ISA_BASE; v <= hk__isa_level(); v++) {
       if (!hk__stdlib_isa[v] || !hk__stdlib_isa[v][i].rowred) continue;
-      for (int p = 0; p < info->nparams; p++) {
-        const hk_role_t role = info->params[p].role;
-        rows->args[p] = role == HK_ROLE_SCALAR ? (void *)&in->scalar[p]
-                                               : rows->buf[p];
-        if (role == HK_ROLE_OUT) memset(rows->buf[p], 0xa5, in->bytes[p]);
-        else if (role != HK_ROLE_SCALAR)
-          memcpy(rows->buf[p], in->buf[p], in->bytes[p]);
-      }
+      set_args(info, in, rows);
       hk__stdlib_isa[v][i].rowred(rows->args, m, 0, ROWS, steps);
       for (int p = 0; p < info->nparams; p++) {
         const hk_role_t role = info->params[p].role;
@@ -255,13 +259,7 @@ static void check_rows_instance(size_t i, call_data *in, call_data *ref,
 
 static void test_rows_bits(void) {
   call_data in, ref, rows;
-  for (int p = 0; p < MAXP; p++) {
-    in.buf[p] = malloc(NMAX * 8);
-    ref.buf[p] = malloc(NMAX * 8);
-    rows.buf[p] = malloc(NMAX * 8);
-    CHECK(in.buf[p] && ref.buf[p] && rows.buf[p]);
-    if (!in.buf[p] || !ref.buf[p] || !rows.buf[p]) return;
-  }
+  if (!bufs_new(&in, &ref, &rows)) return;
   size_t count = 0;
   for (size_t i = 0; i < hk__stdlib_count; i++) {
     check_rows_instance(i, &in, &ref, &rows);
@@ -269,11 +267,7 @@ static void test_rows_bits(void) {
   }
   printf("# rowred of %zu reductions x %zu row lengths on %d variants\n",
          count, sizeof row_lens / sizeof row_lens[0], hk__stdlib_level() + 1);
-  for (int p = 0; p < MAXP; p++) {
-    free(in.buf[p]);
-    free(ref.buf[p]);
-    free(rows.buf[p]);
-  }
+  bufs_free(&in, &ref, &rows);
 }
 
 /* The level is what the CPU has, by the compiler's own reading of cpuid
