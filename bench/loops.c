@@ -54,11 +54,10 @@ NOINLINE void loop_softmax(const float *x, float *y, int64_t rows,
     /* the sum in 16 lanes and a fixed tree, as the stdlib's */
     float sv[16] = {0}, s;
     int64_t c = 0;
-    for (; cols - c >= 16; c += 16)
-      for (int j = 0; j < 16; j++) {
-        yr[c + j] = hk_expf(xr[c + j] - m);
-        sv[j] += yr[c + j];
-      }
+    const int64_t full = cols - cols % 16;
+    for (int64_t i = 0; i < full; i++) yr[i] = hk_expf(xr[i] - m);
+    for (; c < full; c += 16)
+      for (int j = 0; j < 16; j++) sv[j] += yr[c + j];
     for (int w = 8; w >= 1; w /= 2)
       for (int j = 0; j < w; j++) sv[j] += sv[j + w];
     s = sv[0];
