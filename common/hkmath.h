@@ -68,10 +68,12 @@ HKM_FN double hkm_sel(int64_t c, double a, double b) /* c: 0 or 1 */
  * minimum each (vpminsd, vpminud; a compare and a select of floats was
  * two instructions, and a float ?: would make the computations after it
  * conditional), exact for every x but NaN, which may come out as c (the
- * functions return a NaN x itself: hkm_nanxf). Every one of the 2^32
- * floats gives the bits it gave with the float compares (exp, expp1,
- * tanh, sigmoid; gcc at x86-64, -v3 and -v4, clang, tcc), in 0.75-0.9
- * times the time at AVX-512 (bench/README.md "Clamps on the bits").
+ * functions return a NaN x itself: hkm_nanxf). exp, expp1, tanh and
+ * sigmoid give the bits they gave with the float compares on every one
+ * of the 2^32 floats (gcc at x86-64-v3 and -v4, clang at -v4; every 16th
+ * at baseline x86-64, every 257th under tcc), in 0.75-0.9 times the time
+ * at AVX-512 (bench/README.md, "Softmax's two loops;
+ * clamps on the bits").
  *
  * min(x, c) for a constant c > 0: the bits as signed integers, where the
  * floats from -0 down sort below every positive one. */
