@@ -170,8 +170,9 @@ static void test_strided_out(void) {
 }
 
 /* x.T + y and x + y written to out.T, in each element size the tiled
- * copies treat apart (4 bytes: 8 columns at a time in 4 x 4 blocks, then
- * 4, then single columns; 8 bytes: the plain loop), over shapes whose rows
+ * copies treat apart (4 bytes: 8 x 8 blocks where the CPU has AVX, 8
+ * columns at a time in 4 x 4 blocks, then 4, then single columns; 8
+ * bytes: the plain loop), over shapes whose rows
  * are copied whole through a heap block (C > 224 f32, padded where a row
  * is a multiple of 1 KB) or in blocks of columns (C > 3040 f32, C > 1520
  * f64), with a last block of rows that is not a multiple of 4. Each
