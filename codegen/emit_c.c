@@ -35,6 +35,12 @@ int hkc_reduce_lanes(size_t acc_size) { return acc_size >= 8 ? 8 : 16; }
  * 1.1-1.2 times slower from 64; f64 (8 lanes, 4 rows) still 1.2-1.4
  * times faster at 40 and 48, even at 64 */
 #define HK_ROWB_LANES(es) ((es) == 8 ? 8 : 3)
+/* ... and rows of 2 to this many elements, one run, by shuffles (emit_rowc):
+ * per-row sums of 1M floats, one thread (x86-64-v4 EPYC), rows of 2, 3, 4
+ * 397, 296, 247 -> 144, 112, 117 us (whole sum: 53); doubles (4 rows a
+ * vector) rows of 2 234 -> 166 us, but 3 neutral and 4 slower (170 -> 211:
+ * 12 shuffles for 16 cheap loads) */
+#define HK_ROWC_MAX(es) ((es) == 8 ? 2 : 4)
 /* ... and argmax/argmin rows shorter than this (emit_argsel.c: one
  * element of each of W rows a step); past it the vector loop over one row
  * at a time is faster (argmax f32, 8 rows a batch: as fast at 224; f64, 4
@@ -1087,6 +1093,127 @@ static void put_rowfin(hku_buf *o, const hkc_instance *in) {
   put_store_final(o, in);
 }
 
+/* One case of hk_rowc__NAME: rows of m elements, W rows (m vectors of
+ * each read parameter, from one contiguous run) a step; element c of the
+ * W rows gathered from the m vectors by a chain of two-vector shuffles
+ * (one per further vector it draws on: m = 2, 3, 4 take 2, 6 and 12 a
+ * step, for the 8m element loads and inserts of the gathers). */
+static void put_rowc_case(hku_buf *o, const hkc_instance *in, uint64_t ins,
+                          int W, int m) {
+  const hkc_kernel *k = in->k;
+  const char *nm = in->name;
+  char cb[HKC_ACC_CTYPE_MAX];
+  const char *acc = hkc_acc_ctype(in, cb);
+  hku_buf_printf(o,
+                 "        for (; hk_r1 - hk_r >= %d; hk_r += %d) {\n"
+                 "            hk_vt__%s hk_s;\n",
+                 W, W, nm);
+  for (int i = 0; i < k->nparams; i++) {
+    if (!(ins >> i & 1)) continue;
+    const char *p = k->params[i].name;
+    hku_buf_printf(o,
+                   "            const %s *hk_b_%s = (const %s *)((const char *)"
+                   "hk_args[%d] + (ptrdiff_t)hk_r * hk_steps[%d]);\n"
+                   "            hk_vt__%s hk_v_%s[%d], hk_d_%s[%d];\n"
+                   "            for (int hk_j = 0; hk_j < %d; ++hk_j)\n"
+                   "                hk_v_%s[hk_j] = *(const hk_vu__%s *)(hk_b_%s + "
+                   "hk_j * %d);\n",
+                   acc, p, acc, i, i, nm, p, m, p, m, m, p, nm, p, W);
+    for (int c = 0; c < m; c++) {
+      /* lane l of element c's vector: block element l * m + c, in vector
+       * (l * m + c) / W; the chain takes the vectors in order */
+      int first = (c) / W, last = ((W - 1) * m + c) / W;
+      for (int v = first; v <= last; v++) {
+        const int a = v == first ? first : -1; /* -1: the chain so far */
+        const int b = v == first ? (first + 1 <= last ? first + 1 : first) : v;
+        if (v > first && v == first + 1) continue; /* taken with the first */
+        hku_buf_put(o, "            hk_s = HK_SHUF(hk_vm__");
+        hku_buf_printf(o, "%s, ", nm);
+        if (a < 0) hku_buf_put(o, "hk_s, ");
+        else hku_buf_printf(o, "hk_v_%s[%d], ", p, a);
+        hku_buf_printf(o, "hk_v_%s[%d]", p, b);
+        for (int l = 0; l < W; l++) {
+          const int e = l * m + c, src = e / W, at = e % W;
+          int idx;
+          if (a >= 0) /* the first shuffle: vectors first and b */
+            idx = src == a ? at : src == b ? W + at : 0;
+          else /* later: the chain's lane l, or vector b's */
+            idx = src == b ? W + at : l;
+          hku_buf_printf(o, ", %d", idx);
+        }
+        hku_buf_put(o, ");\n");
+      }
+      hku_buf_printf(o, "            hk_d_%s[%d] = hk_s;\n", p, c);
+    }
+  }
+  hku_buf_printf(o,
+                 "            hk_vt__%s hk_res = hk_t;\n"
+                 "            for (int hk_c = 0; hk_c < %d; ++hk_c) {\n",
+                 nm, m);
+  for (int i = 0; i < k->nparams; i++)
+    if (ins >> i & 1)
+      hku_buf_printf(o, "                const hk_vt__%s %s = hk_d_%s[hk_c];\n",
+                     nm, k->params[i].name, k->params[i].name);
+  hku_buf_printf(o, "                hk_res = hk_vcomb__%s(hk_res, ", nm);
+  hkc_put_expr(o, &k->map);
+  hku_buf_printf(o,
+                 ");\n"
+                 "            }\n"
+                 "            for (int hk_k = 0; hk_k < %d; ++hk_k) {\n"
+                 "                for (int hk_j = 0; hk_j < %d; ++hk_j)\n"
+                 "                    hk_row[hk_j] = (char *)hk_args[hk_j] + "
+                 "(ptrdiff_t)(hk_r + (size_t)hk_k) * hk_steps[hk_j];\n"
+                 "                hk_rowfin__%s(hk_row, n, hk_res[hk_k]);\n"
+                 "            }\n"
+                 "        }\n",
+                 W, k->nparams, nm);
+}
+
+/* hk_rowc__NAME: rows of 2 to HK_ROWC_MAX elements, each read parameter's
+ * rows one contiguous run (the batches' gathers, an element of a row a
+ * load, made per-row sums over rows of 2, 3 and 4 floats 7.5, 5.5 and 4.6
+ * times the whole sum's time): W rows from m whole vectors, their elements
+ * apart by
+ * shuffles (put_rowc_case), combined in the scalar order after the
+ * lanes' tree, which over rows shorter than the lanes combines
+ * identities only (comb(e, e) at each of its log2(lanes) levels, as the
+ * batch computes it). A function of its own (registers); returns the
+ * first row it left. */
+static void emit_rowc(hku_buf *o, const hkc_instance *in, uint64_t ins) {
+  const hkc_kernel *k = in->k;
+  const char *nm = in->name;
+  char cb[HKC_ACC_CTYPE_MAX];
+  const char *acc = hkc_acc_ctype(in, cb);
+  const size_t es = hkc_acc_size(in);
+  const int L = hkc_reduce_lanes(es);
+  const hkc_src *ids[] = {&k->identity};
+  hku_buf_printf(o,
+                 "HK_NOINLINE size_t hk_rowc__%s(void *const *hk_args, size_t n, "
+                 "size_t hk_r, size_t hk_r1, const ptrdiff_t *hk_steps)\n{\n",
+                 nm);
+  hkc_put_holders(o, in, ids, 1, 4);
+  hku_buf_printf(o, "    const %s hk_e = ", acc);
+  hkc_put_identity_call(o, in);
+  hku_buf_printf(o,
+                 ";\n"
+                 "    hk_vt__%s hk_t;\n"
+                 "    for (int hk_l = 0; hk_l < (int)(HK_VB / sizeof(%s)); ++hk_l)\n"
+                 "        hk_t[hk_l] = hk_e;\n"
+                 "    for (int hk_l = 1; hk_l < %d; hk_l *= 2)\n"
+                 "        hk_t = hk_vcomb__%s(hk_t, hk_t);\n"
+                 "    void *hk_row[%d];\n"
+                 "    switch (n) {\n",
+                 nm, acc, L, nm, k->nparams);
+  for (int m = 2; m <= HK_ROWC_MAX(es); m++) {
+    hku_buf_printf(o, "    case %d:\n#if HK_VB == 32\n", m);
+    put_rowc_case(o, in, ins, (int)(32 / es), m);
+    hku_buf_put(o, "#else\n");
+    put_rowc_case(o, in, ins, (int)(16 / es), m);
+    hku_buf_put(o, "#endif\n        break;\n");
+  }
+  hku_buf_put(o, "    }\n    return hk_r;\n}\n\n");
+}
+
 /* hk_rowb__NAME (rowred's rows shorter than HK_ROWB_LANES lanes' worth, W
  * rows at a time, W the elements of an HK_VB-byte vector): the rows'
  * lanes as vectors, their trees as above, the tails as W rows' elements
@@ -1122,6 +1249,7 @@ static void emit_rowbatch(hku_buf *o, const hkc_instance *in, uint64_t ins) {
                    "}\n\n",
                    nm, form == VT_MIN ? "<" : ">", nm, nm, nm);
   put_rowfin(o, in);
+  emit_rowc(o, in, ins);
   hku_buf_printf(o,
                  "HK_INLINE size_t hk_rowb__%s(void *const *hk_args, size_t n, "
                  "size_t hk_r, size_t hk_r1, const ptrdiff_t *hk_steps)\n{\n",
@@ -1136,9 +1264,18 @@ static void emit_rowbatch(hku_buf *o, const hkc_instance *in, uint64_t ins) {
                  "    for (int hk_l = 0; hk_l < hk_W; ++hk_l)\n"
                  "        hk_id[hk_l] = hk_e;\n"
                  "    const size_t hk_i0 = n - n %% %d;\n"
-                 "    void *hk_row[%d];\n"
-                 "    for (; hk_r1 - hk_r >= (size_t)hk_W; hk_r += hk_W) {\n",
+                 "    void *hk_row[%d];\n",
                  nm, L, k->nparams);
+  /* rows of 2 to 4 elements in one run: hk_rowc */
+  hku_buf_printf(o, "    if (n >= 2 && n <= %d", HK_ROWC_MAX(es));
+  for (int i = 0; i < k->nparams; i++)
+    if (ins >> i & 1)
+      hku_buf_printf(o, " && hk_steps[%d] == (ptrdiff_t)(n * sizeof(%s))", i, acc);
+  hku_buf_printf(o,
+                 ")\n"
+                 "        hk_r = hk_rowc__%s(hk_args, n, hk_r, hk_r1, hk_steps);\n"
+                 "    for (; hk_r1 - hk_r >= (size_t)hk_W; hk_r += hk_W) {\n",
+                 nm);
   /* each read parameter's rows */
   for (int i = 0; i < k->nparams; i++)
     if (ins >> i & 1)

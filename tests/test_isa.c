@@ -198,9 +198,11 @@ static void test_same_bits(void) {
  * variant the CPU runs: each row's results the bits of the baseline's
  * flat call on that row. Row counts that leave rows past the last batch;
  * lengths around the lane counts (8 for 8-byte accumulators, 16 for
- * 4-byte ones), with and without tails, and the batches' limits. */
-static const size_t row_lens[] = {1,  3,  8,  15, 16, 17,  20,  24,  31,
-                                  32, 40, 47, 48, 63, 64, 100, 111, 223};
+ * 4-byte ones), with and without tails, and the batches' limits; rows of
+ * 2 to 4 (hk_rowc__NAME's shuffles where the rows are one run) also a
+ * gap of one element apart (the batches' gathers). */
+static const size_t row_lens[] = {1,  2,  3,  4,  8,  15,  16,  17, 20, 24,
+                                  31, 32, 40, 47, 48, 63, 64, 100, 111, 223};
 #define ROWS 37u
 
 static void check_rows_instance(size_t i, call_data *in, call_data *ref,
@@ -208,8 +210,9 @@ static void check_rows_instance(size_t i, call_data *in, call_data *ref,
   const hk_stdlib_entry_t *s = &hk__stdlib[i];
   const hk_kernel_info_t *info = &s->info;
   if (info->kind != HK_KIND_REDUCTION || info->nparams > MAXP) return;
-  for (size_t k = 0; k < sizeof row_lens / sizeof row_lens[0]; k++) {
-    const size_t m = row_lens[k];
+  for (size_t k = 0; k < 2 * sizeof row_lens / sizeof row_lens[0]; k++) {
+    const size_t m = row_lens[k / 2], gap = k % 2;
+    if (gap && (m < 2 || m > 4)) continue;
     int64_t lens[MAXP];
     ptrdiff_t steps[MAXP];
     for (int p = 0; p < info->nparams; p++) {
@@ -222,10 +225,10 @@ static void check_rows_instance(size_t i, call_data *in, call_data *ref,
     for (int p = 0; p < info->nparams; p++) {
       const hk_role_t role = info->params[p].role;
       const size_t es = hk_dtype_size(info->params[p].dtype);
-      steps[p] = role == HK_ROLE_SCALAR ? 0 : (ptrdiff_t)((size_t)lens[p] * es);
+      steps[p] = role == HK_ROLE_SCALAR ? 0 : (ptrdiff_t)(((size_t)lens[p] + gap) * es);
       if (role == HK_ROLE_SCALAR) continue;
-      in->bytes[p] = ROWS * (size_t)lens[p] * es;
-      fill_input(in->buf[p], info->params[p].dtype, ROWS * (size_t)lens[p]);
+      in->bytes[p] = ROWS * ((size_t)lens[p] + gap) * es;
+      fill_input(in->buf[p], info->params[p].dtype, ROWS * ((size_t)lens[p] + gap));
     }
     /* the reference: the baseline's flat call row by row */
     set_args(info, in, ref);
@@ -248,9 +251,10 @@ static void check_rows_instance(size_t i, call_data *in, call_data *ref,
         size_t bad = first_difference(info->params[p].dtype, ref->buf[p],
                                       rows->buf[p], in->bytes[p]);
         CHECK_MSG(bad == SIZE_MAX,
-                  "%s rows of %zu: %s of row %zu differs between %s's rowred "
-                  "and %s's flat call",
-                  info->name, m, info->params[p].name, bad, hk__isa_name(v),
+                  "%s rows of %zu%s: %s of element %zu differs between %s's "
+                  "rowred and %s's flat call",
+                  info->name, m, gap ? " (a gap apart)" : "",
+                  info->params[p].name, bad, hk__isa_name(v),
                   hk__isa_name(HK_ISA_BASE));
       }
     }
