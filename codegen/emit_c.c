@@ -21,6 +21,7 @@
  * so jit, opt and stdlib results agree.
  */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1093,6 +1094,22 @@ static void put_rowfin(hku_buf *o, const hkc_instance *in) {
   put_store_final(o, in);
 }
 
+/* Stores the W rows' results of a batch (hk_res, from row hk_r on), each
+ * by hk_rowfin__NAME, at indentation ind; W 0 for the function's hk_W. */
+static void put_rowb_fin(hku_buf *o, const hkc_instance *in, int W, int ind) {
+  char w[16] = "hk_W";
+  if (W) snprintf(w, sizeof w, "%d", W);
+  hku_buf_printf(o,
+                 "%*sfor (int hk_k = 0; hk_k < %s; ++hk_k) {\n"
+                 "%*s    for (int hk_j = 0; hk_j < %d; ++hk_j)\n"
+                 "%*s        hk_row[hk_j] = (char *)hk_args[hk_j] + "
+                 "(ptrdiff_t)(hk_r + (size_t)hk_k) * hk_steps[hk_j];\n"
+                 "%*s    hk_rowfin__%s(hk_row, n, hk_res[hk_k]);\n"
+                 "%*s}\n",
+                 ind, "", w, ind, "", in->k->nparams, ind, "", ind, "",
+                 in->name, ind, "");
+}
+
 /* One case of hk_rowc__NAME: rows of m elements, W rows (m vectors of
  * each read parameter, from one contiguous run) a step; element c of the
  * W rows gathered from the m vectors by a chain of two-vector shuffles
@@ -1156,29 +1173,20 @@ static void put_rowc_case(hku_buf *o, const hkc_instance *in, uint64_t ins,
                      nm, k->params[i].name, k->params[i].name);
   hku_buf_printf(o, "                hk_res = hk_vcomb__%s(hk_res, ", nm);
   hkc_put_expr(o, &k->map);
-  hku_buf_printf(o,
-                 ");\n"
-                 "            }\n"
-                 "            for (int hk_k = 0; hk_k < %d; ++hk_k) {\n"
-                 "                for (int hk_j = 0; hk_j < %d; ++hk_j)\n"
-                 "                    hk_row[hk_j] = (char *)hk_args[hk_j] + "
-                 "(ptrdiff_t)(hk_r + (size_t)hk_k) * hk_steps[hk_j];\n"
-                 "                hk_rowfin__%s(hk_row, n, hk_res[hk_k]);\n"
-                 "            }\n"
-                 "        }\n",
-                 W, k->nparams, nm);
+  hku_buf_put(o, ");\n            }\n");
+  put_rowb_fin(o, in, W, 12);
+  hku_buf_put(o, "        }\n");
 }
 
 /* hk_rowc__NAME: rows of 2 to HK_ROWC_MAX elements, each read parameter's
  * rows one contiguous run (the batches' gathers, an element of a row a
  * load, made per-row sums over rows of 2, 3 and 4 floats 7.5, 5.5 and 4.6
- * times the whole sum's time): W rows from m whole vectors, their elements
- * apart by
- * shuffles (put_rowc_case), combined in the scalar order after the
- * lanes' tree, which over rows shorter than the lanes combines
- * identities only (comb(e, e) at each of its log2(lanes) levels, as the
- * batch computes it). A function of its own (registers); returns the
- * first row it left. */
+ * times the whole sum's time): W rows from m whole vectors, their
+ * elements apart by shuffles (put_rowc_case), combined in the scalar
+ * order after the lanes' tree, which over rows shorter than the lanes
+ * combines identities only (comb(e, e) at each of its log2(lanes)
+ * levels, as the batch computes it). A function of its own (registers);
+ * returns the first row it left. */
 static void emit_rowc(hku_buf *o, const hkc_instance *in, uint64_t ins) {
   const hkc_kernel *k = in->k;
   const char *nm = in->name;
@@ -1303,20 +1311,13 @@ static void emit_rowbatch(hku_buf *o, const hkc_instance *in, uint64_t ins) {
                      nm, k->params[i].name, k->params[i].name, k->params[i].name);
   hku_buf_printf(o, "            hk_res = hk_vcomb__%s(hk_res, ", nm);
   hkc_put_expr(o, &k->map);
-  hku_buf_printf(o,
-                 ");\n"
-                 "        }\n"
-                 "        for (int hk_k = 0; hk_k < hk_W; ++hk_k) {\n"
-                 "            for (int hk_j = 0; hk_j < %d; ++hk_j)\n"
-                 "                hk_row[hk_j] = (char *)hk_args[hk_j] + "
-                 "(ptrdiff_t)(hk_r + (size_t)hk_k) * hk_steps[hk_j];\n"
-                 "            hk_rowfin__%s(hk_row, n, hk_res[hk_k]);\n"
-                 "        }\n"
-                 "    }\n"
-                 "    return hk_r;\n"
-                 "}\n"
-                 "#endif\n\n",
-                 k->nparams, nm);
+  hku_buf_put(o, ");\n        }\n");
+  put_rowb_fin(o, in, 0, 8);
+  hku_buf_put(o,
+              "    }\n"
+              "    return hk_r;\n"
+              "}\n"
+              "#endif\n\n");
 }
 
 /* The entry points: range (a whole reduction, or one block's partial),

@@ -571,6 +571,21 @@ static inline void transpose4(const float *s, int64_t ss, float *d,
 }
 #endif
 
+/* The tiled copy's prefetches: the lines of the 8 columns (si floats
+ * apart) from c0 two blocks of nr rows on, a miss each, which no hardware
+ * prefetcher foresees across the column stride (read or written: without,
+ * 10-25 % slower either way). */
+static inline void prefetch_cols(const float *c0, int64_t si, size_t nr,
+                                 int to_dense) {
+  for (int q = 0; q < 8; q++) {
+    const uintptr_t at = (uintptr_t)(c0 + (int64_t)q * si) + 2 * nr * 4;
+    for (size_t r = 0; r < nr; r += 16) {
+      if (to_dense) __builtin_prefetch((const void *)(at + r * 4), 0);
+      else __builtin_prefetch((const void *)(at + r * 4), 1);
+    }
+  }
+}
+
 #if HK_COPY_AVX
 /* copy_block's 4-byte elements in 8 x 8 blocks, where the CPU has AVX
  * (libhk is built for baseline x86-64; this one function for AVX): 8
@@ -584,14 +599,7 @@ copy_t8(float *x, int64_t si, float *d, int64_t dp, size_t nr, size_t nc,
         int to_dense) {
   for (size_t c = 0; c < nc; c += 8) {
     float *c0 = x + (int64_t)c * si;
-    /* as the SSE path: the lines of these columns two blocks on */
-    for (int q = 0; q < 8; q++) {
-      const uintptr_t at = (uintptr_t)(c0 + (int64_t)q * si) + 2 * nr * 4;
-      for (size_t r = 0; r < nr; r += 16) {
-        if (to_dense) __builtin_prefetch((const void *)(at + r * 4), 0);
-        else __builtin_prefetch((const void *)(at + r * 4), 1);
-      }
-    }
+    prefetch_cols(c0, si, nr, to_dense);
     for (size_t r = 0; r < nr; r += 8) {
       /* s: the 8 x 8 block read (8 vectors s0 + k * ss), t: where its
        * transpose goes */
@@ -661,16 +669,7 @@ static void copy_block(unsigned char *dense, size_t pitch, unsigned char *op_at,
 #endif
     for (; c + 8 <= nc; c += 8) {
       float *c0 = x + (int64_t)c * si, *c4 = c0 + 4 * si;
-      /* the lines of these columns two blocks of rows on: a miss each,
-       * which no hardware prefetcher foresees across the column stride
-       * (read or written: without, 10-25 % slower either way) */
-      for (int q = 0; q < 8; q++) {
-        const uintptr_t at = (uintptr_t)(c0 + (int64_t)q * si) + 2 * nr * 4;
-        for (size_t r = 0; r < nr; r += 16) {
-          if (to_dense) __builtin_prefetch((const void *)(at + r * 4), 0);
-          else __builtin_prefetch((const void *)(at + r * 4), 1);
-        }
-      }
+      prefetch_cols(c0, si, nr, to_dense);
       for (size_t r = 0; r < nr; r += 4) {
         float *d0 = d + (int64_t)r * dp + (int64_t)c;
         if (to_dense) {
