@@ -199,8 +199,9 @@ static void test_same_bits(void) {
  * flat call on that row. Row counts that leave rows past the last batch;
  * lengths around the lane counts (8 for 8-byte accumulators, 16 for
  * 4-byte ones), with and without tails, and the batches' limits; rows of
- * 2 to 4 (hk_rowc__NAME's shuffles where the rows are one run) also a
- * gap of one element apart (the batches' gathers). */
+ * 2 to 20 also a gap of one element apart (rows of 2 to 4: the batches'
+ * gathers, not hk_rowc__NAME's shuffles of one run), and with only the
+ * results a gap apart (each stored alone, not the batch's vector). */
 static const size_t row_lens[] = {1,  2,  3,  4,  8,  15,  16,  17, 20, 24,
                                   31, 32, 40, 47, 48, 63, 64, 100, 111, 223};
 #define ROWS 37u
@@ -210,9 +211,10 @@ static void check_rows_instance(size_t i, call_data *in, call_data *ref,
   const hk_stdlib_entry_t *s = &hk__stdlib[i];
   const hk_kernel_info_t *info = &s->info;
   if (info->kind != HK_KIND_REDUCTION || info->nparams > MAXP) return;
-  for (size_t k = 0; k < 2 * sizeof row_lens / sizeof row_lens[0]; k++) {
-    const size_t m = row_lens[k / 2], gap = k % 2;
-    if (gap && (m < 2 || m > 4)) continue;
+  for (size_t k = 0; k < 3 * sizeof row_lens / sizeof row_lens[0]; k++) {
+    /* gap 1: every row a gap apart; 2: the results only */
+    const size_t m = row_lens[k / 3], gap = k % 3;
+    if (gap && (m < 2 || m > 20)) continue;
     int64_t lens[MAXP];
     ptrdiff_t steps[MAXP];
     for (int p = 0; p < info->nparams; p++) {
@@ -225,10 +227,11 @@ static void check_rows_instance(size_t i, call_data *in, call_data *ref,
     for (int p = 0; p < info->nparams; p++) {
       const hk_role_t role = info->params[p].role;
       const size_t es = hk_dtype_size(info->params[p].dtype);
-      steps[p] = role == HK_ROLE_SCALAR ? 0 : (ptrdiff_t)(((size_t)lens[p] + gap) * es);
+      const size_t g = gap == 1 || (gap == 2 && role != HK_ROLE_IN);
+      steps[p] = role == HK_ROLE_SCALAR ? 0 : (ptrdiff_t)(((size_t)lens[p] + g) * es);
       if (role == HK_ROLE_SCALAR) continue;
-      in->bytes[p] = ROWS * ((size_t)lens[p] + gap) * es;
-      fill_input(in->buf[p], info->params[p].dtype, ROWS * ((size_t)lens[p] + gap));
+      in->bytes[p] = ROWS * ((size_t)lens[p] + g) * es;
+      fill_input(in->buf[p], info->params[p].dtype, ROWS * ((size_t)lens[p] + g));
     }
     /* the reference: the baseline's flat call row by row */
     set_args(info, in, ref);
@@ -253,7 +256,8 @@ static void check_rows_instance(size_t i, call_data *in, call_data *ref,
         CHECK_MSG(bad == SIZE_MAX,
                   "%s rows of %zu%s: %s of element %zu differs between %s's "
                   "rowred and %s's flat call",
-                  info->name, m, gap ? " (a gap apart)" : "",
+                  info->name, m,
+                  gap == 1 ? " (a gap apart)" : gap ? " (results a gap apart)" : "",
                   info->params[p].name, bad, hk__isa_name(v),
                   hk__isa_name(HK_ISA_BASE));
       }
