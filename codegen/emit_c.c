@@ -1096,9 +1096,10 @@ static void put_rowfin(hku_buf *o, const hkc_instance *in) {
 
 /* Stores the W rows' results of a batch (hk_res, from row hk_r on), each
  * by hk_rowfin__NAME, at indentation ind; W 0 for the function's hk_W.
- * vec: where they are the results as stored, one after the other, as one
- * vector (hk_rowc only: in hk_rowb's loop the test cost rows of 8, 16 and
- * 20 floats 13-32 % more time, the registers again). */
+ * vec: where the results are stored as computed and lie one after the
+ * other, store them as the one vector that holds them (hk_rowc only: in
+ * hk_rowb's loop the test cost rows of 8, 16 and 20 floats 13-32 % more
+ * time, the registers again). */
 static void put_rowb_fin(hku_buf *o, const hkc_instance *in, int W, int ind,
                          int vec) {
   char w[16] = "hk_W";
@@ -1159,25 +1160,22 @@ static void put_rowc_case(hku_buf *o, const hkc_instance *in, uint64_t ins,
                    "hk_j * %d);\n",
                    acc, p, acc, i, i, nm, p, m, p, m, m, p, nm, p, W);
     for (int c = 0; c < m; c++) {
-      /* lane l of element c's vector: block element l * m + c, in vector
-       * (l * m + c) / W; the chain takes the vectors in order */
-      int first = (c) / W, last = ((W - 1) * m + c) / W;
-      for (int v = first; v <= last; v++) {
-        const int a = v == first ? first : -1; /* -1: the chain so far */
-        const int b = v == first ? (first + 1 <= last ? first + 1 : first) : v;
-        if (v > first && v == first + 1) continue; /* taken with the first */
-        hku_buf_put(o, "            hk_s = HK_SHUF(hk_vm__");
-        hku_buf_printf(o, "%s, ", nm);
-        if (a < 0) hku_buf_put(o, "hk_s, ");
-        else hku_buf_printf(o, "hk_v_%s[%d], ", p, a);
-        hku_buf_printf(o, "hk_v_%s[%d]", p, b);
+      /* lane l of element c's vector is the run's element l * m + c, lane
+       * (l * m + c) % W of vector (l * m + c) / W. The first shuffle takes
+       * vectors first and first + 1 (or first alone), each later one the
+       * chain so far and the next vector. */
+      const int first = c / W, last = ((W - 1) * m + c) / W;
+      for (int v = first + (last > first); v <= last; v++) {
+        const int chain = v > first + 1;
+        hku_buf_printf(o, "            hk_s = HK_SHUF(hk_vm__%s, ", nm);
+        if (chain) hku_buf_put(o, "hk_s, ");
+        else hku_buf_printf(o, "hk_v_%s[%d], ", p, first);
+        hku_buf_printf(o, "hk_v_%s[%d]", p, v);
         for (int l = 0; l < W; l++) {
           const int e = l * m + c, src = e / W, at = e % W;
-          int idx;
-          if (a >= 0) /* the first shuffle: vectors first and b */
-            idx = src == a ? at : src == b ? W + at : 0;
-          else /* later: the chain's lane l, or vector b's */
-            idx = src == b ? W + at : l;
+          /* vector v's lane, else the chain's lane l, or first's (a lane
+           * a later vector fills: any) */
+          const int idx = src == v ? W + at : chain ? l : src == first ? at : 0;
           hku_buf_printf(o, ", %d", idx);
         }
         hku_buf_put(o, ");\n");
