@@ -37,11 +37,13 @@ int hkc_reduce_lanes(size_t acc_size) { return acc_size >= 8 ? 8 : 16; }
  * times faster at 40 and 48, even at 64 */
 #define HK_ROWB_LANES(es) ((es) == 8 ? 8 : 3)
 /* ... and rows of 2 to this many elements, one run, by shuffles (emit_rowc):
- * per-row sums of 1M floats, one thread (x86-64-v4 EPYC), rows of 2, 3, 4
- * 397, 296, 247 -> 144, 112, 117 us (whole sum: 53); doubles (4 rows a
- * vector) rows of 2 234 -> 166 us, but 3 neutral and 4 slower (170 -> 211:
- * 12 shuffles for 16 cheap loads) */
-#define HK_ROWC_MAX(es) ((es) == 8 ? 2 : 4)
+ * per-row sums of 1M floats, one thread (x86-64-v4 EPYC), rows of 2, 3, 4,
+ * 5, 6 397, 296, 247, 227, 203 -> 144, 112, 117, 83, 107 us (whole sum:
+ * 53); at x86-64-v3 (AVX2, whose two-vector shuffles take several
+ * instructions) rows of 7 were 17 % slower for mean, rows of 8 to 11 10-30
+ * % slower for sum; doubles (4 rows a vector) rows of 2 234 -> 166 us, but
+ * 3 neutral and 4 slower (170 -> 211: 12 shuffles for 16 cheap loads) */
+#define HK_ROWC_MAX(es) ((es) == 8 ? 2 : 6)
 /* ... and argmax/argmin rows shorter than this (emit_argsel.c: one
  * element of each of W rows a step); past it the vector loop over one row
  * at a time is faster (argmax f32, 8 rows a batch: as fast at 224; f64, 4
@@ -1136,8 +1138,9 @@ static void put_rowb_fin(hku_buf *o, const hkc_instance *in, int W, int ind,
 /* One case of hk_rowc__NAME: rows of m elements, W rows (m vectors of
  * each read parameter, from one contiguous run) a step; element c of the
  * W rows gathered from the m vectors by a chain of two-vector shuffles
- * (one per further vector it draws on: m = 2, 3, 4 take 2, 6 and 12 a
- * step, for the 8m element loads and inserts of the gathers). */
+ * (one per further vector it draws on: m = 2, 3, 4, 5, 6 take 2, 6, 12,
+ * 20 and 30 a step of 8 rows, for the 8m element loads and inserts of the
+ * gathers). */
 static void put_rowc_case(hku_buf *o, const hkc_instance *in, uint64_t ins,
                           int W, int m) {
   const hkc_kernel *k = in->k;
@@ -1200,8 +1203,8 @@ static void put_rowc_case(hku_buf *o, const hkc_instance *in, uint64_t ins,
 
 /* hk_rowc__NAME: rows of 2 to HK_ROWC_MAX elements, each read parameter's
  * rows one contiguous run (the batches' gathers, an element of a row a
- * load, made per-row sums over rows of 2, 3 and 4 floats 7.5, 5.5 and 4.6
- * times the whole sum's time): W rows from m whole vectors, their
+ * load, made per-row sums over rows of 2 to 6 floats 3.8 to 7.5 times the
+ * whole sum's time): W rows from m whole vectors, their
  * elements apart by shuffles (put_rowc_case), combined in the scalar
  * order after the lanes' tree, which over rows shorter than the lanes
  * combines identities only (comb(e, e) at each of its log2(lanes)
