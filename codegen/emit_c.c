@@ -44,6 +44,12 @@ int hkc_reduce_lanes(size_t acc_size) { return acc_size >= 8 ? 8 : 16; }
  * % slower for sum; doubles (4 rows a vector) rows of 2 234 -> 166 us, but
  * 3 neutral and 4 slower (170 -> 211: 12 shuffles for 16 cheap loads) */
 #define HK_ROWC_MAX(es) ((es) == 8 ? 2 : 6)
+/* ... and to this many where two-vector shuffles are one instruction
+ * (HK_ROWC_WIDE, AVX-512VL): at x86-64-v4 sums over rows of 7 and 8
+ * floats 190, 181 -> 131, 152 us, max 267, 257 -> 183, 204, mean 235, 269
+ * -> 199, 184; rows of 9 to 11 were faster for sum and max, 3-16 % slower
+ * for mean (a division a row as well) */
+#define HK_ROWC_WIDE_MAX(es) ((es) == 8 ? 2 : 8)
 /* ... and argmax/argmin rows shorter than this (emit_argsel.c: one
  * element of each of W rows a step); past it the vector loop over one row
  * at a time is faster (argmax f32, 8 rows a batch: as fast at 224; f64, 4
@@ -1242,6 +1248,12 @@ static void emit_rowc(hku_buf *o, const hkc_instance *in, uint64_t ins) {
     put_rowc_case(o, in, ins, (int)(16 / es), m);
     hku_buf_put(o, "#endif\n        break;\n");
   }
+  /* AVX-512VL's (HK_VB is then 32) */
+  for (int m = HK_ROWC_MAX(es) + 1; m <= HK_ROWC_WIDE_MAX(es); m++) {
+    hku_buf_printf(o, "#if HK_ROWC_WIDE\n    case %d:\n", m);
+    put_rowc_case(o, in, ins, (int)(32 / es), m);
+    hku_buf_put(o, "        break;\n#endif\n");
+  }
   hku_buf_put(o, "    }\n    return hk_r;\n}\n\n");
 }
 
@@ -1298,7 +1310,8 @@ static void emit_rowbatch(hku_buf *o, const hkc_instance *in, uint64_t ins) {
                  "    void *hk_row[%d];\n",
                  nm, L, k->nparams);
   /* rows of 2 to 4 elements in one run: hk_rowc */
-  hku_buf_printf(o, "    if (n >= 2 && n <= %d", HK_ROWC_MAX(es));
+  hku_buf_printf(o, "    if (n >= 2 && n <= (HK_ROWC_WIDE ? %d : %d)",
+                 HK_ROWC_WIDE_MAX(es), HK_ROWC_MAX(es));
   for (int i = 0; i < k->nparams; i++)
     if (ins >> i & 1)
       hku_buf_printf(o, " && hk_steps[%d] == (ptrdiff_t)(n * sizeof(%s))", i, acc);

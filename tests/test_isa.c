@@ -199,12 +199,13 @@ static void test_same_bits(void) {
  * flat call on that row. Row counts that leave rows past the last batch;
  * lengths around the lane counts (8 for 8-byte accumulators, 16 for
  * 4-byte ones), with and without tails, and the batches' limits; rows of
- * 2 to 20 also a gap of one element apart (rows of 2 to 6: the batches'
- * gathers, not hk_rowc__NAME's shuffles of one run), and with only the
+ * 2 to 20 also a gap of one element apart (rows of 2 to 6, or 8 with
+ * AVX-512VL: the batches' gathers, not hk_rowc__NAME's shuffles of one
+ * run), and with only the
  * results a gap apart (each stored alone, not the batch's vector). */
-static const size_t row_lens[] = {1,  2,  3,  4,  5,  6,  7,  8,   15,  16, 17,
-                                  20, 24, 31, 32, 40, 47, 48, 63, 64, 100, 111,
-                                  223};
+static const size_t row_lens[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  15,
+                                  16, 17, 20, 24, 31, 32, 40, 47, 48, 63,
+                                  64, 100, 111, 223};
 #define ROWS 37u
 
 static void check_rows_instance(size_t i, call_data *in, call_data *ref,
