@@ -1207,6 +1207,31 @@ static void put_rowc_case(hku_buf *o, const hkc_instance *in, uint64_t ins,
   hku_buf_put(o, "        }\n");
 }
 
+/* The head of a batch function (hk_rowc__NAME, hk_rowb__NAME: linkage,
+ * name, rowred's arguments and first row): the identity's holders, hk_W
+ * (the rows of a batch: an HK_VB-byte vector's elements), hk_e (the
+ * identity) and hk_id (a vector of it). */
+static void put_rowb_head(hku_buf *o, const hkc_instance *in,
+                          const char *linkage, const char *fn) {
+  char cb[HKC_ACC_CTYPE_MAX];
+  const char *acc = hkc_acc_ctype(in, cb);
+  const hkc_src *ids[] = {&in->k->identity};
+  hku_buf_printf(o,
+                 "%s size_t %s__%s(void *const *hk_args, size_t n, "
+                 "size_t hk_r, size_t hk_r1, const ptrdiff_t *hk_steps)\n{\n",
+                 linkage, fn, in->name);
+  hkc_put_holders(o, in, ids, 1, 4);
+  hku_buf_printf(o, "    enum { hk_W = (int)(HK_VB / sizeof(%s)) };\n"
+                    "    const %s hk_e = ", acc, acc);
+  hkc_put_identity_call(o, in);
+  hku_buf_printf(o,
+                 ";\n"
+                 "    hk_vt__%s hk_id;\n"
+                 "    for (int hk_l = 0; hk_l < hk_W; ++hk_l)\n"
+                 "        hk_id[hk_l] = hk_e;\n",
+                 in->name);
+}
+
 /* hk_rowc__NAME: rows of 2 to HK_ROWC_MAX elements, each read parameter's
  * rows one contiguous run (the batches' gathers, an element of a row a
  * load, made per-row sums over rows of 2 to 6 floats 3.8 to 7.5 times the
@@ -1217,30 +1242,17 @@ static void put_rowc_case(hku_buf *o, const hkc_instance *in, uint64_t ins,
  * levels, as the batch computes it). A function of its own (registers);
  * returns the first row it left. */
 static void emit_rowc(hku_buf *o, const hkc_instance *in, uint64_t ins) {
-  const hkc_kernel *k = in->k;
   const char *nm = in->name;
-  char cb[HKC_ACC_CTYPE_MAX];
-  const char *acc = hkc_acc_ctype(in, cb);
   const size_t es = hkc_acc_size(in);
   const int L = hkc_reduce_lanes(es);
-  const hkc_src *ids[] = {&k->identity};
+  put_rowb_head(o, in, "HK_NOINLINE", "hk_rowc");
   hku_buf_printf(o,
-                 "HK_NOINLINE size_t hk_rowc__%s(void *const *hk_args, size_t n, "
-                 "size_t hk_r, size_t hk_r1, const ptrdiff_t *hk_steps)\n{\n",
-                 nm);
-  hkc_put_holders(o, in, ids, 1, 4);
-  hku_buf_printf(o, "    const %s hk_e = ", acc);
-  hkc_put_identity_call(o, in);
-  hku_buf_printf(o,
-                 ";\n"
-                 "    hk_vt__%s hk_t;\n"
-                 "    for (int hk_l = 0; hk_l < (int)(HK_VB / sizeof(%s)); ++hk_l)\n"
-                 "        hk_t[hk_l] = hk_e;\n"
+                 "    hk_vt__%s hk_t = hk_id;\n"
                  "    for (int hk_l = 1; hk_l < %d; hk_l *= 2)\n"
                  "        hk_t = hk_vcomb__%s(hk_t, hk_t);\n"
                  "    void *hk_row[%d];\n"
                  "    switch (n) {\n",
-                 nm, acc, L, nm, k->nparams);
+                 nm, L, nm, in->k->nparams);
   for (int m = 2; m <= HK_ROWC_MAX(es); m++) {
     hku_buf_printf(o, "    case %d:\n#if HK_VB == 32\n", m);
     put_rowc_case(o, in, ins, (int)(32 / es), m);
@@ -1273,7 +1285,6 @@ static void emit_rowbatch(hku_buf *o, const hkc_instance *in, uint64_t ins) {
   const size_t es = hkc_acc_size(in);
   const int L = hkc_reduce_lanes(es);
   const int form = vec_tree_form(in);
-  const hkc_src *ids[] = {&k->identity};
   hku_buf_printf(o,
                  "#if HK_VEC_TREE\n"
                  "typedef %s hk_vt__%s __attribute__((vector_size(HK_VB)));\n"
@@ -1293,23 +1304,13 @@ static void emit_rowbatch(hku_buf *o, const hkc_instance *in, uint64_t ins) {
                    nm, form == VT_MIN ? "<" : ">", nm, nm, nm);
   put_rowfin(o, in);
   emit_rowc(o, in, ins);
+  put_rowb_head(o, in, "HK_INLINE", "hk_rowb");
   hku_buf_printf(o,
-                 "HK_INLINE size_t hk_rowb__%s(void *const *hk_args, size_t n, "
-                 "size_t hk_r, size_t hk_r1, const ptrdiff_t *hk_steps)\n{\n",
-                 nm);
-  hkc_put_holders(o, in, ids, 1, 4);
-  hku_buf_printf(o, "    enum { hk_W = (int)(HK_VB / sizeof(%s)) };\n"
-                    "    const %s hk_e = ", acc, acc);
-  hkc_put_identity_call(o, in);
-  hku_buf_printf(o,
-                 ";\n"
-                 "    hk_vt__%s hk_id;\n"
-                 "    for (int hk_l = 0; hk_l < hk_W; ++hk_l)\n"
-                 "        hk_id[hk_l] = hk_e;\n"
                  "    const size_t hk_i0 = n - n %% %d;\n"
                  "    void *hk_row[%d];\n",
-                 nm, L, k->nparams);
-  /* rows of 2 to 4 elements in one run: hk_rowc */
+                 L, k->nparams);
+  /* rows of 2 to HK_ROWC_MAX (HK_ROWC_WIDE_MAX) elements in one run:
+   * hk_rowc */
   hku_buf_printf(o, "    if (n >= 2 && n <= (HK_ROWC_WIDE ? %d : %d)",
                  HK_ROWC_WIDE_MAX(es), HK_ROWC_MAX(es));
   for (int i = 0; i < k->nparams; i++)
