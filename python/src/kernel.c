@@ -226,18 +226,15 @@ static int takes(const hkpy_Kernel *K, const instance *ins,
 /* Raises the error for dtypes no instance takes together, naming the
  * parameter where the instance that takes the longest run of them stops
  * (hk_kernel_select names a parameter only when no instance takes its
- * dtype at all). */
+ * dtype at all), and the dtypes it may have there. */
 static hk_kernel_t *no_instance(hkpy_Kernel *K, const hk_dtype_t *key) {
-  int best = -1, stop = -1;
+  int stop = -1;
   for (int i = 0; i < K->ninst; i++) {
     int p = 0;
     while (p < K->nparams && (key[p] == HK_DTYPE_INVALID ||
                               key[p] == K->inst[i].dtype[p]))
       p++;
-    if (p > stop) {
-      stop = p;
-      best = i;
-    }
+    if (p > stop) stop = p;
   }
   char names[512] = "";
   for (int i = 0; i < K->ninst; i++) {
@@ -254,11 +251,27 @@ static hk_kernel_t *no_instance(hkpy_Kernel *K, const hk_dtype_t *key) {
     if (prev >= 0)
       snprintf(with, sizeof with, " with '%s' %s", K->cpname[prev],
                hk_dtype_name(key[prev]));
+    /* the dtypes it may have with the parameters before it: those of the
+     * instances that take those, each once, in the instances' order */
+    char types[256] = "";
+    unsigned seen = 0;
+    int ntypes = 0;
+    for (int i = 0; i < K->ninst; i++) {
+      int p = 0;
+      while (p < stop && (key[p] == HK_DTYPE_INVALID ||
+                          key[p] == K->inst[i].dtype[p]))
+        p++;
+      const hk_dtype_t t = K->inst[i].dtype[stop];
+      if (p < stop || (seen >> t & 1)) continue;
+      seen |= 1u << t;
+      size_t o = strlen(types);
+      snprintf(types + o, sizeof types - o, "%s%s", ntypes++ ? ", " : "",
+               hk_dtype_name(t));
+    }
     snprintf(msg, sizeof msg, "%s: parameter '%s' is %s%s: no instance "
-             "takes that (%s would take %s; arrays are never converted)",
+             "takes that ('%s' may be %s%s; arrays are never converted)",
              K->cname, K->cpname[stop], hk_dtype_name(key[stop]), with,
-             hk_kernel_info(K->inst[best].k)->name,
-             hk_dtype_name(K->inst[best].dtype[stop]));
+             K->cpname[stop], ntypes > 1 ? "one of " : "", types);
   } else {
     snprintf(msg, sizeof msg, "%s: no instance has out type %s (dtype=) for "
              "these arguments (instances: %s)", K->cname,
