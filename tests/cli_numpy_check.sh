@@ -174,6 +174,18 @@ for axes in ((0,), (1,), (2,), (-1,), (0, 2), (0, 1, 2), (-3, -2)):
             want = f(x.astype(np.float64), axis=axes, keepdims=kd).astype(np.float32)
             check(f"{op} axis={spec} keepdims={kd}", np.load("o.npy"), want,
                   rtol=1e-5, atol=1e-5)
+# hk run says each output's shape on stderr, as Python writes a tuple
+for axes, kd in (((0, 2), False), ((1,), True), ((0, 1, 2), False)):
+    spec = ",".join(map(str, axes))
+    p = subprocess.run([hk, "run", "sum", "x=x.npy", "--axis", spec,
+                        *(["--keepdims"] if kd else []), "--out", "out=o.npy"],
+                       capture_output=True, text=True)
+    shape = x.sum(axis=axes, keepdims=kd).shape
+    said = f"hk run: out: shape {shape}, f32, written to o.npy\n"
+    if p.returncode != 0 or p.stderr != said:
+        fails += 1
+        print(f"FAIL: sum axis={spec} keepdims={kd} said {p.stderr!r}, "
+              f"expected {said!r}")
 # per-row max printed as nested lists (keepdims: shape (6, 7, 1))
 out = json.loads(run("max_f32", "x=x.npy", "--axis", "-1", "--keepdims"))
 check("max printed", np.array(out["out"], dtype=np.float32),

@@ -27,7 +27,8 @@ run() {
     fails=$((fails + 1))
   fi
 }
-# err_has TEXT / out_is TEXT / out_has TEXT / err_empty / out_empty
+# err_has TEXT / err_is TEXT / out_is TEXT / out_has TEXT / err_empty /
+# out_empty
 err_has() {
   checks=$((checks + 1))
   grep -qF -- "$1" "$T/err" || {
@@ -44,6 +45,12 @@ out_is() {
   checks=$((checks + 1))
   [ "$(cat "$T/out")" = "$1" ] || {
     echo "FAIL: stdout is '$(cat "$T/out")', expected '$1'"
+    fails=$((fails + 1)); }
+}
+err_is() {
+  checks=$((checks + 1))
+  [ "$(cat "$T/err")" = "$1" ] || {
+    echo "FAIL: stderr is '$(cat "$T/err")', expected '$1'"
     fails=$((fails + 1)); }
 }
 err_empty() {
@@ -192,10 +199,14 @@ err_has "name_reserved.json:7:14: error:"
 # ---- hk run: results ------------------------------------------------------------
 run 0 "$HK" run arange_f32 start=0 step=0.5 --n 6 --out "out=$T/x.npy"
 out_empty
+# each output's shape, dtype and where it went, on stderr; -q: nothing
+err_is "hk run: out: shape (6,), f32, written to $T/x.npy"
+run 0 "$HK" run fill_f32 value=2 --n 6 --out "out=$T/y.npy" -q
+out_empty
 err_empty
-run 0 "$HK" run fill_f32 value=2 --n 6 --out "out=$T/y.npy"
 run 0 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy"
 out_is '{"out": [2, 2.5, 3, 3.5, 4, 4.5]}'
+err_is "hk run: out: shape (6,), f32, printed on stdout"
 # a stdlib kernel by name, no plugin folder: no cache folder is made
 run 0 env HK_CACHE_DIR="$T/nocache" HK_PLUGIN_PATH= "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy"
 checks=$((checks + 1))

@@ -25,7 +25,7 @@ static const char *const help =
     "              [--n N] [--backend cpu|cuda|auto] [--tier "
     "inline|jit|opt|auto]\n"
     "              [--axis A[,A...]] [--keepdims]\n"
-    "              [--threads N] [--plugins DIR]...\n\n"
+    "              [--threads N] [--plugins DIR]... [-q]\n\n"
     "Runs one kernel. KERNEL is a kernel name (stdlib, or from the plugin\n"
     "folders: --plugins DIR, else HK_PLUGIN_PATH), or a kernel file\n"
     "(FILE.json, or FILE.json:NAME when it defines several kernels).\n"
@@ -65,6 +65,9 @@ static const char *const help =
     "  --allow-unsafe-plugins  load plugin files and folders others can\n"
     "                   write to or own\n"
     "  --no-cache       neither read nor write the disk cache\n"
+    "  -q, --quiet      do not say each output's shape, dtype and where it\n"
+    "                   went (one line each on stderr: \"hk run: out: shape\n"
+    "                   (3, 4), f32, written to y.npy\")\n"
     "Every in/inout buffer and every scalar must be given. Exit status: 0\n"
     "success, 1 a user error (named on stderr), 2 an internal failure.\n";
 
@@ -144,6 +147,7 @@ typedef struct run_opts {
   int axes[HK_MAX_DIMS];
   int naxes, keepdims;
   const char *as;
+  int quiet;
 } run_opts;
 
 enum {
@@ -157,7 +161,8 @@ enum {
   OPT_NO_CACHE,
   OPT_AXIS,
   OPT_KEEPDIMS,
-  OPT_AS
+  OPT_AS,
+  OPT_QUIET
 };
 static const hk_cli_opt options[] = {
     [OPT_OUT] = {"out", 0, "PARAM=FILE.npy"},
@@ -171,6 +176,7 @@ static const hk_cli_opt options[] = {
     [OPT_AXIS] = {"axis", 0, "a list of axes"},
     [OPT_KEEPDIMS] = {"keepdims", 0, NULL},
     [OPT_AS] = {"as", 0, "a type"},
+    [OPT_QUIET] = {"quiet", 'q', NULL},
 };
 
 /* --axis A[,A...]: appends to o->axes. */
@@ -219,6 +225,7 @@ static int parse_args(int argc, char **argv, run_opts *o, int *help_shown) {
         break;
       }
       case OPT_KEEPDIMS: o->keepdims = 1; break;
+      case OPT_QUIET: o->quiet = 1; break;
       case OPT_AS:
         if (strcmp(p.value, "bf16"))
           return hk_cli_usage("run", "--as: only bf16 is known (for .npy "
@@ -580,9 +587,12 @@ static int check_modes(hk_kernel_t *kh, const run_opts *o, const char *backend,
 /* Writes the out and inout buffers of the call made: to their --out files
  * (shaped as the first in/inout buffer when they have its count, but a
  * reduction's result), the others as one JSON object on stdout. */
-static int write_outputs(const run_call *c) {
+static int write_outputs(const run_call *c, int quiet) {
   const hk_kernel_info_t *k = c->k;
   int printed = 0;
+  /* each output's shape, dtype and where it went, said on stderr once all
+   * are written (stdout is the JSON object's) */
+  hku_buf said = HKU_BUF_INIT;
   /* every --out file is written beside its target first, then all are
    * renamed into place: one that cannot be written leaves every target as
    * it was */
@@ -608,6 +618,13 @@ static int write_outputs(const run_call *c) {
       ndim = c->ps[c->first].npy.ndim;
       memcpy(shape, c->ps[c->first].npy.shape, sizeof shape);
     }
+    hku_buf_printf(&said, "hk run: %s: shape (", p->info->name);
+    for (int d = 0; d < ndim; d++)
+      hku_buf_printf(&said, "%s%zu", d ? ", " : "", shape[d]);
+    hku_buf_printf(&said, "%s), %s, %s%s\n", ndim == 1 ? "," : "",
+                   hk_dtype_name(p->info->dtype),
+                   p->out_path ? "written to " : "printed on stdout",
+                   p->out_path ? p->out_path : "");
     if (p->out_path) {
       hku_diags d = HKU_DIAGS_INIT;
       hku_buf err = HKU_BUF_INIT;
@@ -624,6 +641,7 @@ static int write_outputs(const run_call *c) {
       if (rc) {
         while (npend) hku_output_abort(&pend[--npend]);
         free(pend);
+        hku_buf_free(&said);
         return rc;
       }
     } else {
@@ -644,9 +662,13 @@ static int write_outputs(const run_call *c) {
     hku_diags_free(&d);
   }
   free(pend);
-  if (rc) return rc;
-  if (printed) puts("}"); /* a failed write: said by main (hk.c) */
-  return HK_EXIT_OK;
+  if (!rc && printed) puts("}"); /* a failed write: said by main (hk.c) */
+  if (!rc && !quiet && said.len) {
+    fflush(stdout);
+    fputs(said.data, stderr);
+  }
+  hku_buf_free(&said);
+  return rc;
 }
 
 /* The array path (N-D, broadcasting, axes) serves elementwise, reduction
@@ -717,7 +739,7 @@ static int run_kernel(hk_context_t *ctx, const run_opts *o) {
     else if (!rc && hk_call(kh, c.n, (void *const *)c.args) != HK_OK)
       rc = hk_cli_internal("run", "%s", hk_last_error());
   }
-  if (!rc) rc = write_outputs(&c);
+  if (!rc) rc = write_outputs(&c, o->quiet);
   run_call_free(&c);
   return rc;
 }
