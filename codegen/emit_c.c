@@ -1091,6 +1091,101 @@ static void put_rowb_tree(hku_buf *o, const hkc_instance *in, uint64_t ins,
   }
 }
 
+/* Whether finalize can run on a vector of W results (hk_vfinal__NAME) with
+ * the same bits as hk_final__NAME on each: a float accumulator, the
+ * result an out parameter of its type, and the text arithmetic on acc
+ * alone: acc, n cast to the accumulator's type ("(T)n", "(float)n"),
+ * decimal literals, + - * / and parentheses. Each operation is then the
+ * scalar one lane by lane (a scalar operand is converted to the vector's
+ * element type, as the scalar expression converts it), but a literal
+ * wider than the accumulator (0.5 with float: the scalar form computes in
+ * double), which is refused, as is anything else (calls, scalars,
+ * conditionals). mean over short rows stores its W results as one
+ * vector (put_rowb_fin) where it divided and stored each. */
+static int vec_finalize(const hkc_instance *in) {
+  const hkc_kernel *k = in->k;
+  const hk_dtype_t at = hkc_acc_type(in);
+  const int r = hkc_result_index(k);
+  if (!k->finalize.text || is_struct(in) || at != HK_F32 ||
+      r < 0 || k->params[r].role != HK_ROLE_OUT ||
+      hkc_param_type(in, &k->params[r]) != at)
+    return 0;
+  char *e = hkc_expr_oneline(&k->finalize);
+  if (!e) return 0;
+  int ok = 1, cast = 0; /* cast: the last token closed a cast */
+  for (const char *t = e; *t && ok;) {
+    const char *u = t;
+    if (*t == ' ') {
+      t++;
+      continue;
+    }
+    if (isalpha((unsigned char)*t) || *t == '_') {
+      while (isalnum((unsigned char)*u) || *u == '_') u++;
+      const size_t len = (size_t)(u - t);
+      ok = cast ? len == 1 && *t == 'n' : len == 3 && !strncmp(t, "acc", 3);
+      cast = 0;
+    } else if (isdigit((unsigned char)*t) || *t == '.') {
+      int frac = 0;
+      while (isdigit((unsigned char)*u) || *u == '.' || *u == 'e' || *u == 'E' ||
+             ((*u == '+' || *u == '-') && (u[-1] == 'e' || u[-1] == 'E'))) {
+        frac |= *u == '.' || *u == 'e' || *u == 'E';
+        u++;
+      }
+      /* an f suffix on a fraction, or an integer of at most 6 digits
+       * (exact as a float) */
+      const int f = *u == 'f' || *u == 'F';
+      if (f) u++;
+      ok = !cast && !isalnum((unsigned char)*u) && *u != '_' &&
+           (frac ? f : u - t <= 6);
+      cast = 0;
+    } else if (*t == '(') {
+      /* "(TYPE)": a placeholder bound to the accumulator's type, or its C
+       * name; then n must follow */
+      const char *v = t + 1;
+      while (*v == ' ') v++;
+      const char *w = v;
+      while (isalnum((unsigned char)*w) || *w == '_') w++;
+      const char *x = w;
+      while (*x == ' ') x++;
+      const size_t len = (size_t)(w - v);
+      const char *cn = hkc_ctype(at);
+      const int holder = len == 1 && *v >= 'A' && *v <= 'Z' &&
+                         in->bind[*v - 'A'] == at;
+      if (len && *x == ')' &&
+          (holder || (strlen(cn) == len && !strncmp(v, cn, len)))) {
+        ok = !cast;
+        cast = 1;
+        u = x + 1;
+      } else {
+        ok = !cast;
+        u = t + 1;
+      }
+    } else if (strchr(")+-*/", *t)) {
+      ok = !cast;
+      u = t + 1;
+    } else {
+      ok = 0;
+    }
+    t = u;
+  }
+  free(e);
+  return ok && !cast;
+}
+
+/* hk_vfinal__NAME(acc, n): finalize over a vector of results (vec_finalize
+ * said it may). */
+static void emit_vfinal(hku_buf *o, const hkc_instance *in) {
+  const hkc_src *srcs[] = {&in->k->finalize};
+  hku_buf_printf(o,
+                 "HK_INLINE hk_vt__%s hk_vfinal__%s(const hk_vt__%s acc, "
+                 "size_t n)\n{\n",
+                 in->name, in->name, in->name);
+  hkc_put_holders(o, in, srcs, 1, 4);
+  hku_buf_put(o, "    (void)n;\n    return ");
+  hkc_put_expr(o, &in->k->finalize);
+  hku_buf_put(o, ";\n}\n\n");
+}
+
 /* hk_rowfin__NAME(args, n, acc): a row's results from its accumulator,
  * as hk_reduce1__NAME stores them. */
 static void put_rowfin(hku_buf *o, const hkc_instance *in) {
@@ -1118,17 +1213,20 @@ static void put_rowb_fin(hku_buf *o, const hkc_instance *in, int W, int ind,
    * after the other: the W results are the vector, stored whole (eight
    * extracts and stores and their pointers took 40 % of a batch over rows
    * of 2 floats; doubles' four stores were 3-4 % faster than the vector) */
-  if (vec && hkc_acc_size(in) == 4 && !k->finalize.text && r >= 0 &&
-      k->params[r].role == HK_ROLE_OUT &&
+  if (vec && hkc_acc_size(in) == 4 && (!k->finalize.text || vec_finalize(in)) &&
+      r >= 0 && k->params[r].role == HK_ROLE_OUT &&
       hkc_param_type(in, &k->params[r]) == hkc_acc_type(in)) {
     char cb[HKC_ACC_CTYPE_MAX];
     const char *acc = hkc_acc_ctype(in, cb);
+    char res[160] = "hk_res";
+    if (k->finalize.text)
+      snprintf(res, sizeof res, "hk_vfinal__%s(hk_res, n)", in->name);
     hku_buf_printf(o,
                    "%*sif (hk_steps[%d] == (ptrdiff_t)sizeof(%s))\n"
                    "%*s    *(hk_vu__%s *)((char *)hk_args[%d] + (ptrdiff_t)hk_r * "
-                   "(ptrdiff_t)sizeof(%s)) = hk_res;\n"
+                   "(ptrdiff_t)sizeof(%s)) = %s;\n"
                    "%*selse\n",
-                   ind, "", r, acc, ind, "", in->name, r, acc, ind, "");
+                   ind, "", r, acc, ind, "", in->name, r, acc, res, ind, "");
   }
   hku_buf_printf(o,
                  "%*sfor (int hk_k = 0; hk_k < %s; ++hk_k) {\n"
@@ -1303,6 +1401,7 @@ static void emit_rowbatch(hku_buf *o, const hkc_instance *in, uint64_t ins) {
                    "}\n\n",
                    nm, form == VT_MIN ? "<" : ">", nm, nm, nm);
   put_rowfin(o, in);
+  if (vec_finalize(in)) emit_vfinal(o, in);
   emit_rowc(o, in, ins);
   put_rowb_head(o, in, "HK_INLINE", "hk_rowb");
   hku_buf_printf(o,

@@ -70,7 +70,27 @@ static const char forms_json[] =
     "             {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
     "  \"acc\": {\"v\": \"f32\"},\n"
     "  \"identity\": {\"v\": \"s - s\"}, \"map\": {\"v\": \"x * s\"},\n"
-    "  \"combine\": \"a.v = a.v + b.v;\", \"finalize\": \"out = acc.v + s;\"}\n"
+    "  \"combine\": \"a.v = a.v + b.v;\", \"finalize\": \"out = acc.v + s;\"},\n"
+    /* finalizes over short rows: on a vector of rows' results at once
+     * (emit_c.c, vec_finalize) where each operation is the scalar one
+     * lane by lane (r_fin_lin), not where the scalar form computes in
+     * double (r_fin_tenth: 0.1, not a float) or casts acc (r_fin_cast) */
+    " {\"name\": \"r_fin_lin\", \"kind\": \"reduction\",\n"
+    "  \"types\": {\"T\": [\"f32\"]},\n"
+    "  \"params\": [{\"name\": \"x\", \"type\": \"T\", \"role\": \"in\"},\n"
+    "             {\"name\": \"out\", \"type\": \"T\", \"role\": \"out\"}],\n"
+    "  \"map\": \"x\", \"combine\": \"a + b\", \"identity\": \"0\",\n"
+    "  \"finalize\": \"(acc * 0.7f - 1e-3f) / (T)n + 2 - -acc / (float)n\"},\n"
+    " {\"name\": \"r_fin_tenth\", \"kind\": \"reduction\",\n"
+    "  \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+    "             {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
+    "  \"map\": \"x\", \"combine\": \"a + b\", \"identity\": \"0\",\n"
+    "  \"finalize\": \"acc * 0.1\"},\n"
+    " {\"name\": \"r_fin_cast\", \"kind\": \"reduction\",\n"
+    "  \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+    "             {\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\"}],\n"
+    "  \"map\": \"x\", \"combine\": \"a + b\", \"identity\": \"0\",\n"
+    "  \"finalize\": \"(float)acc / (float)n\"}\n"
     "]}\n";
 
 /* Contexts that run the test files: tier jit, tier opt, prebuilt plugins
@@ -989,7 +1009,9 @@ static void check_rows(void) {
   static const char *const std[] = {"sum_f32", "argmax_f32", "var_f32",
                                     "logsumexp_f32", "minmax_f32", "max_f64",
                                     "mean_f32"};
-  static const char *const forms[] = {"r_sumsq_into", "r_scaled"};
+  static const char *const forms[] = {"r_sumsq_into", "r_scaled",
+                                      "r_fin_lin_f32", "r_fin_tenth",
+                                      "r_fin_cast"};
   static const int64_t ms[] = {1, 2, 3, 6, 16, 17, 20, 40, 100};
   fill(PAT_UNIT, 300000);
   /* one thread: every kernel, context and row length over 601 rows; two
