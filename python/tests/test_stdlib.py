@@ -70,6 +70,20 @@ def test_reductions():
     np.testing.assert_allclose(out, x.mean(axis=(1, 2)))
 
 
+def test_sum_and_mean_of_bool_as_numpy():
+    # NumPy sums a mask as int64 (the count of trues), means it as float64
+    b = np.random.default_rng(1).random((37, 5, 3)) > 0.4
+    s = hk.sum(b)
+    assert isinstance(s, np.int64) and s == b.sum()
+    for axis in (None, 0, 1, -1, (0, 2)):
+        got = hk.sum(b, axis=axis)
+        want = b.sum(axis=axis)
+        assert np.asarray(got).dtype == np.int64
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(hk.mean(b, axis=axis), b.mean(axis=axis))
+    assert np.isnan(hk.mean(np.zeros(0, np.bool_)))
+
+
 def _softmax(x, axis):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
