@@ -825,24 +825,32 @@ static void emit_colred(hku_buf *o, const hkc_instance *in,
                  "}\n\n",
                  nm, acc, acc, nm);
 
-  /* the worker: columns [0, hk_nc) (hk_nc <= G) of rows [begin, end) */
+  /* the worker: columns [0, hk_nc) (hk_nc <= G) of rows [begin, end),
+   * lane l's row at hk_lanes + l * hk_ls. Lanes [hk_l0, hk_l1) from the
+   * identity over the rows of whole lane groups (lane l: rows begin + l,
+   * begin + l + L, ...), then, with hk_fin, the tree over all L lanes,
+   * the rows left and the results in hk_res. colred runs it whole; colpart
+   * runs a share of the lanes per thread, then the rest (same steps, same
+   * order: the same bits) */
   hku_buf_printf(o, "HK_INLINE void hk_cols__%s(", nm);
   hkc_put_params(o, in, "hk_p_", 1, 1);
   hku_buf_printf(o,
                  "size_t n, size_t hk_begin, size_t hk_end, size_t hk_nc, "
-                 "const ptrdiff_t *hk_rs, %s *hk_res)\n{\n"
-                 "    %s hk_lane[%d][%zu];\n"
-                 "    for (int hk_l = 0; hk_l < %d; ++hk_l)\n"
+                 "const ptrdiff_t *hk_rs, %s *hk_lanes, size_t hk_ls, "
+                 "int hk_l0, int hk_l1, int hk_fin, %s *hk_res)\n{\n"
+                 "#define hk_lrow(l) (hk_lanes + (size_t)(l) * hk_ls)\n"
+                 "    for (int hk_l = hk_l0; hk_l < hk_l1; ++hk_l)\n"
                  "        for (size_t hk_c = 0; hk_c < hk_nc; ++hk_c)\n"
-                 "            hk_lane[hk_l][hk_c] = ",
-                 acc, acc, L, G, L);
+                 "            hk_lrow(hk_l)[hk_c] = ",
+                 acc, acc);
   hkc_put_identity_call(o, in);
   hku_buf_printf(o,
                  ";\n    size_t hk_i = hk_begin;\n"
+                 "    if (hk_l0 < hk_l1) {\n"
                  "    for (; hk_end - hk_i >= %d; hk_i += %d)\n"
-                 "        for (int hk_l = 0; hk_l < %d; ++hk_l)\n"
-                 "            hk_colrow4__%s(hk_lane[hk_l], ",
-                 4 * L, 4 * L, L, nm);
+                 "        for (int hk_l = hk_l0; hk_l < hk_l1; ++hk_l)\n"
+                 "            hk_colrow4__%s(hk_lrow(hk_l), ",
+                 4 * L, 4 * L, nm);
   for (int r = 0; r < 4; r++)
     for (int j = 0; j < k->nparams; j++) {
       const hkc_param *p = &k->params[j];
@@ -859,9 +867,9 @@ static void emit_colred(hku_buf *o, const hkc_instance *in,
   hku_buf_put(o, "hk_i + (size_t)hk_l, n, hk_nc);\n");
   hku_buf_printf(o,
                  "    for (; hk_end - hk_i >= %d; hk_i += %d)\n"
-                 "        for (int hk_l = 0; hk_l < %d; ++hk_l)\n"
-                 "            hk_colrow__%s(hk_lane[hk_l], ",
-                 L, L, L, nm);
+                 "        for (int hk_l = hk_l0; hk_l < hk_l1; ++hk_l)\n"
+                 "            hk_colrow__%s(hk_lrow(hk_l), ",
+                 L, L, nm);
   for (int pass = 0; pass < 2; pass++) {
     const char *row = pass ? "hk_i" : "hk_i + (size_t)hk_l";
     for (int j = 0; j < k->nparams; j++) {
@@ -875,16 +883,21 @@ static void emit_colred(hku_buf *o, const hkc_instance *in,
     hku_buf_printf(o, "%s, n, hk_nc);\n", row);
     if (!pass)
       hku_buf_printf(o,
+                     "    }\n"
+                     "    if (!hk_fin)\n"
+                     "        return;\n"
+                     "    hk_i = hk_begin + (hk_end - hk_begin) / %d * %d;\n"
                      "    for (int hk_w = %d; hk_w >= 1; hk_w /= 2)\n"
                      "        for (int hk_l = 0; hk_l < hk_w; ++hk_l)\n"
-                     "            hk_colmerge__%s(hk_lane[hk_l], "
-                     "hk_lane[hk_l + hk_w], hk_nc);\n"
+                     "            hk_colmerge__%s(hk_lrow(hk_l), "
+                     "hk_lrow(hk_l + hk_w), hk_nc);\n"
                      "    for (; hk_i < hk_end; ++hk_i)\n"
-                     "        hk_colrow__%s(hk_lane[0], ",
-                     L / 2, nm, nm);
+                     "        hk_colrow__%s(hk_lrow(0), ",
+                     L, L, L / 2, nm, nm);
   }
   hku_buf_put(o, "    for (size_t hk_c = 0; hk_c < hk_nc; ++hk_c)\n"
-                 "        hk_res[hk_c] = hk_lane[0][hk_c];\n}\n\n");
+                 "        hk_res[hk_c] = hk_lrow(0)[hk_c];\n"
+                 "#undef hk_lrow\n}\n\n");
 
   /* one position's results, from its accumulator */
   hku_buf_printf(o,
@@ -893,58 +906,85 @@ static void emit_colred(hku_buf *o, const hkc_instance *in,
                  nm, acc);
   put_store_final(o, in);
 
-  /* the entry */
-  hku_buf_printf(o,
-                 "%svoid " HK_ABI_COLRED "%s(void *const *hk_argv, size_t n, "
-                 "size_t hk_b0, size_t hk_b1, size_t hk_ncols, "
-                 "const ptrdiff_t *hk_steps, void *hk_partials)\n{\n"
-                 "    ptrdiff_t hk_rs[%d];\n"
-                 "    void *hk_col[%d];\n"
-                 "    %s hk_res[%zu];\n",
-                 link_of(mode), nm, k->nparams, k->nparams, acc, G);
-  for (int j = 0; j < k->nparams; j++) {
-    const hkc_param *p = &k->params[j];
-    if (p->role == HK_ROLE_IN)
-      hku_buf_printf(o, "    hk_rs[%d] = hk_steps[%d] / (ptrdiff_t)sizeof(%s);\n",
-                     j, j, hkc_param_stype(in, p));
+  /* the entries: colred, the whole of each group of G columns at a time
+   * in its lanes on the stack; colpart (abi.h), the lanes in the caller's
+   * buffer, part p of nparts of them per call (one per thread), then the
+   * finish (part == nparts) */
+  for (int e = 0; e < 2; e++) {
+    if (!e)
+      hku_buf_printf(o,
+                     "%svoid " HK_ABI_COLRED "%s(void *const *hk_argv, size_t n, "
+                     "size_t hk_b0, size_t hk_b1, size_t hk_ncols, "
+                     "const ptrdiff_t *hk_steps, void *hk_partials)\n{\n"
+                     "    %s hk_lane[%zu];\n"
+                     "    const size_t hk_ls = %zu;\n"
+                     "    const int hk_l0 = 0, hk_l1 = %d, hk_fin = 1;\n",
+                     link_of(mode), nm, acc, (size_t)L * G, G, L);
     else
-      hku_buf_printf(o, "    hk_rs[%d] = 0;\n", j);
+      hku_buf_printf(o,
+                     "%svoid " HK_ABI_COLPART "%s(void *const *hk_argv, size_t n, "
+                     "size_t hk_b0, size_t hk_b1, size_t hk_ncols, "
+                     "const ptrdiff_t *hk_steps, void *hk_lanes, unsigned hk_part, "
+                     "unsigned hk_nparts, void *hk_partials)\n{\n"
+                     "    %s *const hk_lane = (%s *)hk_lanes;\n"
+                     "    const size_t hk_ls = hk_ncols;\n"
+                     "    const int hk_fin = hk_part >= hk_nparts;\n"
+                     "    const int hk_l0 = hk_fin ? 0 : (int)(%uu * hk_part / hk_nparts);\n"
+                     "    const int hk_l1 = hk_fin ? 0 : (int)(%uu * (hk_part + 1) / hk_nparts);\n",
+                     link_of(mode), nm, acc, acc, (unsigned)L, (unsigned)L);
+    hku_buf_printf(o,
+                   "    ptrdiff_t hk_rs[%d];\n"
+                   "    void *hk_col[%d];\n"
+                   "    %s hk_res[%zu];\n",
+                   k->nparams, k->nparams, acc, G);
+    for (int j = 0; j < k->nparams; j++) {
+      const hkc_param *p = &k->params[j];
+      if (p->role == HK_ROLE_IN)
+        hku_buf_printf(o, "    hk_rs[%d] = hk_steps[%d] / (ptrdiff_t)sizeof(%s);\n",
+                       j, j, hkc_param_stype(in, p));
+      else
+        hku_buf_printf(o, "    hk_rs[%d] = 0;\n", j);
+    }
+    hku_buf_printf(o,
+                   "    for (size_t hk_c0 = 0; hk_c0 < hk_ncols; hk_c0 += %zu) {\n"
+                   "        const size_t hk_nc = hk_ncols - hk_c0 < %zu ? hk_ncols - hk_c0 : %zu;\n"
+                   "        hk_cols__%s(",
+                   G, G, G, nm);
+    int first = 1;
+    for (int j = 0; j < k->nparams; j++) {
+      const hkc_param *p = &k->params[j];
+      if (hkc_is_result(p)) continue;
+      hku_buf_put(o, first ? "" : ", ");
+      first = 0;
+      if (p->role == HK_ROLE_IN)
+        hku_buf_printf(o, "(const %s *)hk_argv[%d] + hk_c0",
+                       hkc_param_stype(in, p), j);
+      else
+        hku_buf_printf(o, "*(const %s *)hk_argv[%d]", hkc_param_stype(in, p), j);
+    }
+    hku_buf_printf(o,
+                   "%sn, hk_b0, hk_b1, hk_nc, hk_rs, hk_lane%s, hk_ls, hk_l0, "
+                   "hk_l1, hk_fin, hk_res);\n"
+                   "%s"
+                   "        for (size_t hk_c = 0; hk_c < hk_nc; ++hk_c) {\n"
+                   "            if (hk_partials) {\n"
+                   "                ((%s *)hk_partials)[hk_c0 + hk_c] = hk_res[hk_c];\n"
+                   "                continue;\n"
+                   "            }\n"
+                   "            for (int hk_k = 0; hk_k < %d; ++hk_k)\n"
+                   "                hk_col[hk_k] = (char *)hk_argv[hk_k] + "
+                   "(ptrdiff_t)(hk_c0 + hk_c) * hk_steps[hk_k];\n",
+                   part_nparams(k) ? ", " : "", e ? " + hk_c0" : "",
+                   e ? "        if (!hk_fin)\n            continue;\n" : "", acc,
+                   k->nparams);
+    for (int j = 0; j < k->nparams; j++)
+      if (!hkc_is_result(&k->params[j]))
+        hku_buf_printf(o, "            hk_col[%d] = hk_argv[%d];\n", j, j);
+    hku_buf_printf(o,
+                   "            hk_store__%s(hk_col, n, hk_res[hk_c]);\n"
+                   "        }\n    }\n}\n\n",
+                   nm);
   }
-  hku_buf_printf(o,
-                 "    for (size_t hk_c0 = 0; hk_c0 < hk_ncols; hk_c0 += %zu) {\n"
-                 "        const size_t hk_nc = hk_ncols - hk_c0 < %zu ? hk_ncols - hk_c0 : %zu;\n"
-                 "        hk_cols__%s(",
-                 G, G, G, nm);
-  int first = 1;
-  for (int j = 0; j < k->nparams; j++) {
-    const hkc_param *p = &k->params[j];
-    if (hkc_is_result(p)) continue;
-    hku_buf_put(o, first ? "" : ", ");
-    first = 0;
-    if (p->role == HK_ROLE_IN)
-      hku_buf_printf(o, "(const %s *)hk_argv[%d] + hk_c0",
-                     hkc_param_stype(in, p), j);
-    else
-      hku_buf_printf(o, "*(const %s *)hk_argv[%d]", hkc_param_stype(in, p), j);
-  }
-  hku_buf_printf(o,
-                 "%sn, hk_b0, hk_b1, hk_nc, hk_rs, hk_res);\n"
-                 "        for (size_t hk_c = 0; hk_c < hk_nc; ++hk_c) {\n"
-                 "            if (hk_partials) {\n"
-                 "                ((%s *)hk_partials)[hk_c0 + hk_c] = hk_res[hk_c];\n"
-                 "                continue;\n"
-                 "            }\n"
-                 "            for (int hk_k = 0; hk_k < %d; ++hk_k)\n"
-                 "                hk_col[hk_k] = (char *)hk_argv[hk_k] + "
-                 "(ptrdiff_t)(hk_c0 + hk_c) * hk_steps[hk_k];\n",
-                 part_nparams(k) ? ", " : "", acc, k->nparams);
-  for (int j = 0; j < k->nparams; j++)
-    if (!hkc_is_result(&k->params[j]))
-      hku_buf_printf(o, "            hk_col[%d] = hk_argv[%d];\n", j, j);
-  hku_buf_printf(o,
-                 "            hk_store__%s(hk_col, n, hk_res[hk_c]);\n"
-                 "        }\n    }\n}\n\n",
-                 nm);
 }
 
 /* ---- short rows in batches (rowred) ----------------------------------------- */
@@ -1748,9 +1788,10 @@ static void put_table_entry(hku_buf *o, const hkc_file *f,
     hku_buf_put(o, "NULL, ");
   hku_buf_printf(o, HK_ABI_LENS "%s, ", nm);
   if (k->kind == HK_KIND_REDUCTION)
-    hku_buf_printf(o, HK_ABI_ROWRED "%s, " HK_ABI_COLRED "%s, ", nm, nm);
+    hku_buf_printf(o, HK_ABI_ROWRED "%s, " HK_ABI_COLRED "%s, " HK_ABI_COLPART "%s, ",
+                   nm, nm, nm);
   else
-    hku_buf_put(o, "NULL, NULL, ");
+    hku_buf_put(o, "NULL, NULL, NULL, ");
   hku_buf_printf(o, "%zu, %uu, (void (*)(void))hk_%s},\n", hkc_acc_size(in),
                  flags_of(k), nm);
   (*(size_t *)arg)++;

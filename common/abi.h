@@ -78,6 +78,7 @@
 #define HK_ABI_LENS "hk_lens__"           /* hk_lens_fn */
 #define HK_ABI_ROWRED "hk_rowred__"       /* hk_rowred_fn, reductions */
 #define HK_ABI_COLRED "hk_colred__"       /* hk_colred_fn, reductions */
+#define HK_ABI_COLPART "hk_colpart__"     /* hk_colpart_fn, reductions */
 /* hk build's portable plugins on x86-64 also hold each entry point
  * compiled for x86-64-v3, named with this suffix (HK_ABI_RANGE "NAME"
  * HK_ABI_V3_SUFFIX), which the loader prefers on CPUs that have it. */
@@ -243,6 +244,20 @@ typedef void (*hk_colred_fn)(void *const *args, size_t n, size_t b0,
                              size_t b1, size_t ncols, const ptrdiff_t *steps,
                              void *partials);
 
+/* colred in parts, so that threads share one block's column reduction
+ * and keep its bits: the block's lanes (L of them, each a row of ncols
+ * accumulators at lanes + l * ncols * acc_size; L = 16 for accumulators
+ * under 8 bytes, else 8) are split among nparts calls, part p computing
+ * lanes [L p / nparts, L (p + 1) / nparts) over the rows of whole lane
+ * groups, each lane row by row as colred does; then one call with part ==
+ * nparts combines the lanes in colred's tree, adds the rows left and
+ * stores the results (or partials) as colred would. The buffer holds 16
+ * * ncols * acc_size bytes. Optional (plugins built before it have none). */
+typedef void (*hk_colpart_fn)(void *const *args, size_t n, size_t b0,
+                              size_t b1, size_t ncols, const ptrdiff_t *steps,
+                              void *lanes, unsigned part, unsigned nparts,
+                              void *partials);
+
 /* A stdlib kernel instance as the generator emits it into libhk. */
 typedef struct hk_stdlib_entry {
   hk_kernel_info_t info;
@@ -251,6 +266,7 @@ typedef struct hk_stdlib_entry {
   hk_lens_fn lens;
   hk_rowred_fn rowred; /* reductions, else NULL */
   hk_colred_fn colred; /* reductions, else NULL */
+  hk_colpart_fn colpart; /* reductions, else NULL */
   uint32_t acc_size; /* reductions: accumulator bytes, else 0 */
   uint32_t flags;    /* HK_ABI_* */
   void (*typed)(void); /* the typed function hk_NAME, cast */

@@ -1120,6 +1120,48 @@ static void cols_merge_task(void *ctx, size_t t) {
   }
 }
 
+/* One block's column reduction over one kept row of npos columns on
+ * threads, by the kernel's colpart entry (abi.h): task t computes its
+ * share of the block's lanes over every column, reading whole rows (the
+ * rows of its lanes); then the caller combines the lanes and stores the
+ * results: colred's steps in colred's order, the same bits. Split by
+ * columns instead, two threads each read a part of every row and took
+ * longer than one under 4 KB of each. */
+typedef struct cols_parts_job {
+  const red_plan *P;
+  void *const *args;
+  const ptrdiff_t *steps;
+  void *lanes;
+  unsigned nparts;
+} cols_parts_job;
+
+static void cols_parts_task(void *ctx, size_t t) {
+  const cols_parts_job *j = ctx;
+  const red_plan *P = j->P;
+  P->e->colpart(j->args, P->m, 0, P->m, P->npos, j->steps, j->lanes,
+                (unsigned)t, j->nparts, NULL);
+}
+
+/* 1 when done; 0 when the caller must reduce (no colpart, no memory) */
+static int red_cols_parts(const red_plan *P, int threads) {
+  size_t bytes;
+  if (!P->e->colpart || threads < 2 ||
+      __builtin_mul_overflow((size_t)16 * P->e->acc_size, P->npos, &bytes))
+    return 0;
+  void *lanes = malloc(bytes);
+  if (!lanes) return 0;
+  void *args[ARR_MAX_ARGS];
+  ptrdiff_t steps[ARR_MAX_ARGS];
+  (void)cols_group(P, 0, P->npos, args, steps); /* the pointers, steps */
+  cols_parts_job j = {P, args, steps, lanes,
+                      (unsigned)(threads < 8 ? threads : 8)};
+  hk__tpool_run(cols_parts_task, &j, j.nparts);
+  P->e->colpart(args, P->m, 0, P->m, P->npos, steps, lanes, j.nparts,
+                j.nparts, NULL);
+  free(lanes);
+  return 1;
+}
+
 /* Reduces the output positions [p0, p1). bufs: per in operand, room for
  * one block (when not contiguous); parts: red_cols'. */
 static void red_span(const red_plan *P, size_t p0, size_t p1,
@@ -1445,8 +1487,14 @@ static int call_reduction(const call *c, const hk_call_opts_t *o, int gpu) {
     for (int i = 0; i < c->nargs && !es; i++)
       if (ins >> i & 1) es = P->rops[i].es;
     if (P->nblocks == 1 && npos == (size_t)P->kshape[P->nk - 1] &&
-        group * es < 4096)
+        group * es < 4096) {
+      /* the block's lanes shared instead (red_cols_parts) */
+      if (red_cols_parts(P, (int)t)) {
+        free(P);
+        return HK_OK;
+      }
       group = 0;
+    }
   }
   size_t bytes;
   if (group && P->cols && P->nblocks > 1 &&

@@ -22,9 +22,10 @@
 int hk__entry_prefixes(const hkc_instance *in,
                        const char *const **prefixes) {
   static const char *const all[] = {HK_ABI_RANGE, HK_ABI_LENS, HK_ABI_MERGE,
-                                    HK_ABI_ROWRED, HK_ABI_COLRED};
+                                    HK_ABI_ROWRED, HK_ABI_COLRED,
+                                    HK_ABI_COLPART};
   *prefixes = all;
-  return hkc_instance_kind(in) == HK_KIND_REDUCTION ? 5 : 2;
+  return hkc_instance_kind(in) == HK_KIND_REDUCTION ? 6 : 2;
 }
 
 /* ---- compiler.h's generic calls ------------------------------------------ */

@@ -96,6 +96,7 @@ hk_entry_t hk__stdlib_entry(const hk_stdlib_entry_t *s) {
   hk_entry_t e = {.kind = v->info.kind, .range = v->range,
                   .merge = v->merge,    .lens = v->lens,
                   .rowred = v->rowred,  .colred = v->colred,
+                  .colpart = v->colpart,
                   .acc_size = v->acc_size,
                   .flags = v->flags};
   return e;

@@ -13,6 +13,7 @@ typedef struct hk_entry {
   hk_lens_fn lens;
   hk_rowred_fn rowred; /* reductions; NULL from plugins built before it */
   hk_colred_fn colred; /* the same */
+  hk_colpart_fn colpart; /* the same */
   uint32_t acc_size; /* reductions */
   uint32_t flags;    /* HK_ABI_* */
 } hk_entry_t;

@@ -64,7 +64,7 @@ static int resolve_impl(const hk_module_t *m, const hkc_instance *in,
     char name[256];
     snprintf(name, sizeof name, "%s%s", prefixes[p], hkc_instance_name(in));
     void *addr = sym(owner, name);
-    if (!addr && p >= 3) continue; /* rowred, colred: optional (abi.h) */
+    if (!addr && p >= 3) continue; /* rowred, colred, colpart: optional */
     if (!addr) {
       hku_diag_add(d, HKU_ERROR, m->path, 0, 0,
                    "the compiled code does not define %s (for kernel \"%s\")",
@@ -77,6 +77,7 @@ static int resolve_impl(const hk_module_t *m, const hkc_instance *in,
     if (p == 2) *(void **)&impl->e.merge = addr;
     if (p == 3) *(void **)&impl->e.rowred = addr;
     if (p == 4) *(void **)&impl->e.colred = addr;
+    if (p == 5) *(void **)&impl->e.colpart = addr;
   }
   return HK_OK;
 }
