@@ -1929,14 +1929,16 @@ static int fast_call(const hk_kernel_t *k, const hk_kernel_info_t *info,
   }
   if (nd < 0) return 0;
   /* a written buffer may share no byte with another, but for an
-   * elementwise in that is the same array (in place) */
+   * elementwise in that is the same array (in place): the same first
+   * byte, dtype and shape (a bool array and an f32 view of its bytes
+   * start at the same byte too, and are not) */
   for (uint64_t w = written & bufs; w; w &= w - 1) {
     const int i = __builtin_ctzll(w);
     for (uint64_t m = bufs & ~((uint64_t)1 << i); m; m &= m - 1) {
       const int j = __builtin_ctzll(m);
       if (hi[j] <= lo[i] || hi[i] <= lo[j]) continue;
       if (kind == HK_KIND_ELEMENTWISE && ps[j].role == HK_ROLE_IN &&
-          lo[j] == lo[i])
+          lo[j] == lo[i] && ps[j].dtype == ps[i].dtype)
         continue;
       return 0;
     }

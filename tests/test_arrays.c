@@ -479,6 +479,28 @@ static void test_errors(void) {
   CHECK_CONTAINS(hk_last_error(), "'out' overlaps parameter 'x'");
   hk_array_t inplace[3] = {a[0], a[1], a[0]};
   CHECK_INT_EQ(hk_call_arrays(add, inplace, NULL), HK_OK);
+  /* an out of another dtype that starts where its in does is not the
+   * same array: 8 bools cast into the 8 floats over their bytes (and
+   * 24 more) must be refused, not run over the bools still to read */
+  {
+    hk_kernel_t *cast = NULL;
+    CHECK_INT_EQ(hk_kernel_find(ctx, "cast_bool_f32", &cast), HK_OK);
+    float fl[8] = {0};
+    unsigned char *bytes = (unsigned char *)fl;
+    for (int q = 0; q < 8; q++) bytes[q] = (unsigned char)(q % 3 != 1);
+    hk_array_t cb[2];
+    hk_array_init(&cb[0], bytes, HK_BOOL, 1, (int64_t[]){8});
+    hk_array_init(&cb[1], fl, HK_F32, 1, (int64_t[]){8});
+    CHECK_INT_EQ(hk_call_arrays(cast, cb, NULL), HK_EINVAL);
+    CHECK_CONTAINS(hk_last_error(), "'out' overlaps parameter 'x'");
+    /* the general path (a strided view) says the same */
+    cb[0].shape[0] = 4;
+    cb[0].strides[0] = 2;
+    cb[1].shape[0] = 4;
+    cb[1].strides[0] = 2;
+    CHECK_INT_EQ(hk_call_arrays(cast, cb, NULL), HK_EINVAL);
+    CHECK_CONTAINS(hk_last_error(), "'out' overlaps parameter 'x'");
+  }
   /* interleaved arrays share no element: x[0::2] + 1 into x[1::2] (and
    * back) is allowed; x[0::2] into x[2::2] is not */
   {

@@ -56,6 +56,17 @@ def test_shapes_axes_and_overlap():
         hk.softmax(x, axis=5)
     with pytest.raises(hk.ArgumentError, match="overlap"):
         hk.add(x[:, 1:], x[:, 1:], out=x[:, :-1])
+    # an out of another dtype over the same first bytes is not in place:
+    # refused, not run over the input still to read
+    b = np.zeros(32, np.bool_)
+    b[:8] = [1, 0, 1, 1, 0, 1, 0, 1]
+    with pytest.raises(hk.ArgumentError, match="'out' overlaps"):
+        hk.cast(b[:8], out=b.view(np.float32))
+    h = np.ones(2048, np.float16)
+    with pytest.raises(hk.ArgumentError, match="'out' overlaps"):
+        hk.cast(h[:1024], out=h.view(np.float32))
+    with pytest.raises(hk.ArgumentError, match="overlaps"):
+        hk.equal(x.ravel(), x.ravel(), out=x.ravel().view(np.bool_)[:12])
 
 
 def test_bad_arguments():
