@@ -4,13 +4,15 @@
  * will touch; callers size and check buffers by it. Evaluated as plain C,
  * rows = cols = 2^32 would wrap to 0 and a too-short buffer would pass. So
  * a len is restricted to integer arithmetic hk can check: integer literals,
- * integer scalar parameters, n, + - * / %, unary minus and parentheses. It
+ * integer scalar parameters, n, + - * / %, unary minus, parentheses and
+ * casts to integer types (checked: the value must fit the type). It
  * is parsed here and emitted as calls of helpers that compute in int64 and
  * report overflow, division by zero or a negative result. The helpers are
  * plain C, so every compiler (tcc too) computes them the same way.
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +74,70 @@ static int is_int_type_word(const lp *L, size_t s, size_t e) {
   for (const char *const *w = int_type_words; *w; w++)
     if (strlen(*w) == e - s && !memcmp(*w, L->t + s, e - s)) return 1;
   return 0;
+}
+
+/* The values of the integer type named by the words of [s, e) (a cast's
+ * parentheses' inside): *lo and *hi, within int64 (the arithmetic's
+ * type: an unsigned 64-bit type holds [0, INT64_MAX] here). Plain char is
+ * [0, 127], what it holds signed (x86-64) and unsigned (aarch64) alike.
+ * Returns NULL, or why the words name no integer type. */
+static const char *cast_range(const lp *L, size_t s, size_t e, int64_t *lo,
+                              int64_t *hi) {
+  static const struct {
+    const char *name;
+    int64_t lo, hi;
+  } named[] = {{"int8_t", INT8_MIN, INT8_MAX},   {"int16_t", INT16_MIN, INT16_MAX},
+               {"int32_t", INT32_MIN, INT32_MAX}, {"int64_t", INT64_MIN, INT64_MAX},
+               {"uint8_t", 0, UINT8_MAX},         {"uint16_t", 0, UINT16_MAX},
+               {"uint32_t", 0, UINT32_MAX},       {"uint64_t", 0, INT64_MAX},
+               {"size_t", 0, INT64_MAX},          {"ptrdiff_t", INT64_MIN, INT64_MAX}};
+  int words = 0, nsigned = 0, nunsigned = 0, nchar = 0, nshort = 0, nint = 0,
+      nlong = 0, typedef_at = -1;
+  for (size_t q = s;;) {
+    while (q < e && L->t[q] == ' ') q++;
+    size_t we = word_end(L, q);
+    if (we == q) break;
+    size_t len = we - q;
+    const char *w = L->t + q;
+#define IS(lit) (len == sizeof lit - 1 && !memcmp(w, lit, len))
+    if (IS("signed")) nsigned++;
+    else if (IS("unsigned")) nunsigned++;
+    else if (IS("char")) nchar++;
+    else if (IS("short")) nshort++;
+    else if (IS("int")) nint++;
+    else if (IS("long")) nlong++;
+    else
+      for (int i = 0; i < (int)(sizeof named / sizeof *named); i++)
+        if (strlen(named[i].name) == len && !memcmp(named[i].name, w, len))
+          typedef_at = i;
+#undef IS
+    words++;
+    q = we;
+  }
+  if (typedef_at >= 0) {
+    if (words != 1) return "a fixed-width type stands alone";
+    *lo = named[typedef_at].lo;
+    *hi = named[typedef_at].hi;
+    return NULL;
+  }
+  if (nsigned + nunsigned > 1 || nchar > 1 || nshort > 1 || nint > 1 ||
+      nlong > 2 || nchar + nshort + (nlong > 0) > 1 || (nchar && nint))
+    return "these words name no C integer type";
+  int u = nunsigned > 0;
+  if (nchar) {
+    *lo = u ? 0 : nsigned ? INT8_MIN : 0;
+    *hi = u ? UINT8_MAX : INT8_MAX;
+  } else if (nshort) {
+    *lo = u ? 0 : INT16_MIN;
+    *hi = u ? UINT16_MAX : INT16_MAX;
+  } else if (nlong) { /* 64 bits (LP64) */
+    *lo = u ? 0 : INT64_MIN;
+    *hi = INT64_MAX;
+  } else {
+    *lo = u ? 0 : INT32_MIN;
+    *hi = u ? UINT32_MAX : INT32_MAX;
+  }
+  return NULL;
 }
 
 /* At '(': the end of a cast to an integer type "(unsigned long)", or 0. */
@@ -233,9 +299,33 @@ static int primary(lp *L) {
   }
   char c = L->t[L->p];
   size_t ce = c == '(' ? cast_end(L, L->p) : 0;
-  if (ce) { /* a cast to an integer type changes nothing here */
+  if (ce) {
+    /* A cast converts as in C where the value fits its type, and nowhere
+     * else: (uint8_t)n with n = 300 is an error (C's 44 would be a
+     * wrapped count, which a too-short buffer could match). */
+    size_t at = L->p;
+    int64_t lo, hi;
+    const char *why = cast_range(L, at + 1, ce - 1, &lo, &hi);
+    if (why) {
+      lerr(L, at, "(%.*s) is not a cast hk can check: %s (%s)",
+           (int)(ce - at - 2), L->t + at + 1, why, GRAMMAR);
+      return HK_ESCHEMA;
+    }
+    int full = lo == INT64_MIN && hi == INT64_MAX;
     L->p = ce;
-    return unary(L);
+    if (!full) emit(L, "hk_len_cast(");
+    if (unary(L) != HK_OK) return HK_ESCHEMA;
+    if (full) return HK_OK;
+    if (L->out)
+      hku_buf_printf(L->out, ", %lldLL, %lldLL, &hk_bad)",
+                     (long long)lo, (long long)hi);
+    if (L->known && (L->v < lo || L->v > hi)) {
+      lerr(L, at, "(%.*s) of %lld: the value does not fit the type "
+                  "(a len's casts must not change it)",
+           (int)(ce - at - 2), L->t + at + 1, (long long)L->v);
+      return HK_ESCHEMA;
+    }
+    return HK_OK;
   }
   if (c == '(') {
     L->p++;
@@ -454,6 +544,9 @@ static void put_len_helpers(hku_buf *o, const char *qual) {
       "HK_LEN_QUAL int64_t hk_len_mod(int64_t a, int64_t "
       "b, int *bad) { if (b == 0 || (a == INT64_MIN && b == -1)) { *bad = "
       "1; return 0; } return a % b; }\n"
+      "HK_LEN_QUAL int64_t hk_len_cast(int64_t a, int64_t lo, int64_t "
+      "hi, int *bad) { if (a < lo || a > hi) { *bad = 1; return 0; } "
+      "return a; }\n"
       "HK_LEN_QUAL int64_t hk_len_neg(int64_t a, int "
       "*bad) { if (a == INT64_MIN) { *bad = 1; return 0; } return -a; }\n"
       "HK_LEN_QUAL int64_t hk_len_u64(uint64_t a, int "

@@ -59,6 +59,11 @@ static const char *bad_decl_name(const char *name, const hkc_kernel *k,
              "kernel code";
   const char *why = hkc_bad_code_name(name, k->targets, k);
   if (why) return why;
+  /* a parameter may still be called "where" (schema 1 files did), but
+   * these fields are newer: a helper "where" would also #undef the
+   * prelude's where() for the kernels after it in the file */
+  if (!strcmp(name, "where"))
+    return "is hk's where(c, a, b), which kernel code may call";
   if (name_taken(k, name))
     return "is already the name of a parameter or of another declaration "
            "of this kernel";

@@ -73,7 +73,10 @@ int hku_read_file(const char *path, char **out, size_t *len, struct stat *st,
   struct stat own;
   if (!st) st = &own;
   *out = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO (or a device) named like a kernel file would
+   * block open() until a writer came; so opened, it is refused below.
+   * Reads of a regular file ignore the flag. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot read: %s", strerror(errno));
     return HK_EIO;

@@ -5,6 +5,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -252,9 +253,14 @@ static int changed(const hk_module_t *m, struct stat *now) {
       now->st_mtim.tv_sec == m->st.st_mtim.tv_sec &&
       now->st_mtim.tv_nsec == m->st.st_mtim.tv_nsec)
     return 0;
-  if (m->kind == HK__SRC_SO) return 1;
-  FILE *f = fopen(m->path, "rb");
-  if (!f) return 1;
+  if (m->kind == HK__SRC_SO || !S_ISREG(now->st_mode)) return 1;
+  /* not blocking on a FIFO put there since the stat */
+  int fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  FILE *f = fd < 0 ? NULL : fdopen(fd, "rb");
+  if (!f) {
+    if (fd >= 0) close(fd);
+    return 1;
+  }
   hk_sha256_t s;
   hk__sha256_init(&s);
   char buf[65536];
@@ -336,8 +342,20 @@ static int load_dirs(hk_context_t *ctx, char **dirs, int n) {
   int rc = HK_OK;
   hk__load_lock(ctx);
   for (int i = 0; i < n; i++) {
-    if (remember_dir(ctx, dirs[i])) d.oom = 1;
-    int r = scan_dir(ctx, dirs[i], &d);
+    /* a folder already known under another spelling (./dir/, a link, its
+     * absolute path) is scanned under the first one: its files are then
+     * the modules loaded already, not new ones clashing with them */
+    const char *dir = dirs[i];
+    struct stat st, known;
+    if (stat(dir, &st) == 0)
+      for (int j = 0; j < ctx->ndirs; j++)
+        if (stat(ctx->dirs[j], &known) == 0 && known.st_dev == st.st_dev &&
+            known.st_ino == st.st_ino) {
+          dir = ctx->dirs[j];
+          break;
+        }
+    if (remember_dir(ctx, dir)) d.oom = 1;
+    int r = scan_dir(ctx, dir, &d);
     if (rc == HK_OK) rc = r;
   }
   set_problems(ctx, &d);
@@ -626,8 +644,9 @@ HK_API int hk_kernel_lens(const hk_kernel_t *k, size_t n, void *const *args,
     for (int i = 0; i < info->nparams && lens[i] != unset; i++) bad = i;
     if (bad >= 0 && info->params[bad].len)
       return hk__fail(HK_EINVAL,
-                      "%s: parameter '%s': its length, %s, is negative or "
-                      "overflows int64 for these scalars (and n = %zu)",
+                      "%s: parameter '%s': its length, %s, is negative, "
+                      "overflows int64, divides by zero or does not fit one "
+                      "of its casts for these scalars (and n = %zu)",
                       info->name, info->params[bad].name,
                       info->params[bad].len, n);
     return hk__fail(HK_EINVAL,

@@ -208,10 +208,10 @@ HK_INTERNAL int hk__par_grid(hk_range_fn range, void *const *args, size_t n,
     /* the extents up to the bad one (generated code stores them) */
     int neg = x[1] < 0 || x[2] < 0 || x[3] < 0;
     return hk__fail(HK_EINVAL,
-                    "the index space's extents (%lld, %lld, %lld, 1s past "
-                    "its rank) %s",
+                    "the index space's extents, (%lld, %lld, %lld) (an "
+                    "index the grid does not have counts as 1), %s",
                     (long long)x[1], (long long)x[2], (long long)x[3],
-                    neg ? "hold a negative one"
+                    neg ? "hold a negative one; each must be >= 0"
                         : "multiply to more than int64 holds");
   }
   size_t count = (size_t)x[0];

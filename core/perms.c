@@ -18,8 +18,9 @@ int hk__check_perms(hk_context_t *ctx, const char *path, hku_diags *d) {
   if (st.st_mode & (S_IWGRP | S_IWOTH)) {
     hku_diag_add(d, HKU_ERROR, path, 0, 0,
                  "refused: %s others can write to (mode %03o); run chmod "
-                 "go-w on it, or allow unsafe permissions "
-                 "(--allow-unsafe-plugins, HK_ALLOW_UNSAFE_PERMISSIONS)",
+                 "go-w on it, or allow unsafe permissions (hk's "
+                 "--allow-unsafe-plugins; the flag HK_ALLOW_UNSAFE_PERMISSIONS "
+                 "of hk_options_t; Python's allow_unsafe_plugins=True)",
                  S_ISDIR(st.st_mode) ? "a folder" : "a file",
                  (unsigned)(st.st_mode & 0777));
     return HK_EREFUSED;

@@ -648,6 +648,80 @@ cmp -s "$T/outs/real.npy" "$T/outs/keep.npy" ||
 checks=$((checks + 2))
 ls -a "$T/outs" | grep -q "tmp-" && { echo "FAIL: a temporary file was left"; fails=$((fails + 1)); }
 
+# ---- found by trying hk as a new user ---------------------------------------
+# a grid's extent is the user's scalar: a negative one is the user's error
+cat >"$T/gneg.json" <<'EOF2'
+{"schema_version": 1, "name": "gneg", "kind": "grid",
+ "params": [{"name": "out", "type": "f32", "role": "out", "len": "1"},
+            {"name": "K", "type": "i64", "role": "scalar"}],
+ "grid": {"k": "K"}, "body": "if (k == 0) out[0] = 1.0f;"}
+EOF2
+run 1 "$HK" run "$T/gneg.json" K=-1 --n 1
+err_has "gneg: the index space's extents, (-1, 1, 1)"
+err_has "hold a negative one"
+# a helper named where would hide hk's where() from the kernels after it
+cat >"$T/where.json" <<'EOF2'
+{"schema_version": 1, "kernels": [
+ {"name": "k1", "kind": "elementwise",
+  "helpers": [{"name": "where", "returns": "float", "params": "float v", "body": "return v * 2;"}],
+  "params": [{"name": "x", "type": "f32", "role": "in"}, {"name": "y", "type": "f32", "role": "out"}],
+  "body": "y = where(x);"},
+ {"name": "k2", "kind": "elementwise",
+  "params": [{"name": "x", "type": "f32", "role": "in"}, {"name": "y", "type": "f32", "role": "out"}],
+  "body": "y = where(x > 2, x, -x);"}]}
+EOF2
+run 1 "$HK" check "$T/where.json"
+err_is "$T/where.json:3:24: error: kernels[0].helpers[0].name: \"where\" is hk's where(c, a, b), which kernel code may call; choose another name"
+# a FIFO named like a kernel file is refused, not waited on for a writer
+mkdir -p "$T/fifodir"
+mkfifo "$T/fifodir/f.json"
+run 1 timeout 60 "$HK" check "$T/fifodir/f.json"
+err_has "f.json: error: cannot read: not a regular file"
+run 1 timeout 60 "$HK" list --plugins "$T/fifodir"
+err_has "f.json: error: cannot read: not a regular file"
+rm -rf "$T/fifodir"
+# a len's cast must not change its value: (uint8_t)n of 300 is an error,
+# not C's 44
+cat >"$T/lcast.json" <<'EOF2'
+{"schema_version": 1, "name": "lcast", "kind": "raw", "targets": ["cpu"],
+ "params": [{"name": "x", "type": "f32", "role": "in"},
+            {"name": "y", "type": "f32", "role": "out", "len": "(uint8_t)n"}],
+ "cpu": "for (size_t i = 0; i < (uint8_t)n; i++) y[i] = x[i];"}
+EOF2
+run 0 "$HK" run fill_f32 value=1 --n 300 --out "out=$T/x300.npy"
+run 1 "$HK" run "$T/lcast.json" "x=$T/x300.npy"
+err_has "the length of y, (uint8_t)n, is negative, too large, divides by zero or does not fit one of its casts"
+run 0 "$HK" run "$T/lcast.json" "x=$T/six.npy"
+out_is '{"y": [0, 1, 2, 3, 4, 5]}'
+# gen and build refuse what check refuses: a body that does not compile,
+# a stdlib kernel's name (nothing written)
+cat >"$T/nosemi.json" <<'EOF2'
+{"schema_version": 1, "name": "nosemi", "kind": "elementwise",
+ "params": [{"name": "x", "type": "f32", "role": "in"},
+            {"name": "y", "type": "f32", "role": "out"}],
+ "body": "y = x"}
+EOF2
+run 1 "$HK" gen "$T/nosemi.json" -o "$T/nosemi.c"
+err_has "nosemi.json:4:11: error: body: ';' expected"
+run 1 "$HK" build "$T/stdname.json" -o "$T/stdname.so"
+err_is "$T/stdname.json:1:31: error: name: \"add_f32\" is a stdlib kernel; a user kernel cannot take its name (a plugin folder refuses this file)"
+checks=$((checks + 1))
+[ ! -e "$T/nosemi.c" ] && [ ! -e "$T/stdname.so" ] ||
+  { echo "FAIL: gen or build wrote output for an invalid file"; fails=$((fails + 1)); }
+# one folder given under two spellings is loaded once, not clashing with
+# itself
+mkdir -p "$T/pl2"
+cp "$SRC/plugins/saxpy.json" "$T/pl2/"
+run 0 "$HK" list --plugins "$T/pl2" --plugins "$T/pl2/./" --plugins "$T/pl2/"
+out_has "saxpy"
+# a kernel file whose name holds ':' is run by its path (FILE:NAME when
+# no such file)
+cp "$SRC/plugins/saxpy.json" "$T/a:b.json"
+run 0 "$HK" run "$T/a:b.json" alpha=2 "x=$T/six.npy" "y=$T/six.npy"
+out_is '{"y": [0, 3, 6, 9, 12, 15]}'
+run 0 "$HK" run "$T/a:b.json:saxpy" alpha=2 "x=$T/six.npy" "y=$T/six.npy"
+out_is '{"y": [0, 3, 6, 9, 12, 15]}'
+
 if [ "$fails" -ne 0 ]; then
   echo "$fails of $checks checks failed"
   exit 1

@@ -356,7 +356,7 @@ static void test_exact_tier(hk_tier_t tier) {
     CHECK_CONTAINS(hk_last_error(), hk_kernel_info(k)->name);
     CHECK_CONTAINS(hk_last_error(), "hold a negative one");
     char ext[64];
-    snprintf(ext, sizeof ext, "(%lld, %lld, -2,", (long long)E0,
+    snprintf(ext, sizeof ext, "(%lld, %lld, -2)", (long long)E0,
              (long long)E1);
     CHECK_CONTAINS(hk_last_error(), ext);
     CHECK(f ? od[0] == -5 : oi[0] == -5);

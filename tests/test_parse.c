@@ -664,6 +664,17 @@ static const pcase param_cases[] = {
      NULL},
     {"param len with a cast to float", RAWL("\"(float)m\""), 1, NULL, 0, 3, 58,
      "params[1].len: a cast to 'float' is not allowed", NULL},
+    /* a cast must not change the value: checked when it is known */
+    {"param len with a cast that changes a literal", RAWL("\"(uint8_t)300\""),
+     1, NULL, 0, 3, 57,
+     "params[1].len: (uint8_t) of 300: the value does not fit the type", NULL},
+    {"param len with a cast to no integer type",
+     RAWL("\"(unsigned signed)m\""), 1, NULL, 0, 3, 57,
+     "params[1].len: (unsigned signed) is not a cast hk can check: these "
+     "words name no C integer type", NULL},
+    {"param len with a fixed-width type and a word",
+     RAWL("\"(long int32_t)m\""), 1, NULL, 0, 3, 57,
+     "a fixed-width type stands alone", NULL},
     {"param len naming a buffer", RAWL("\"2 * x\""), 1, NULL, 0, 3, 61,
      "params[1].len: 'x' is not one of", NULL},
     {"param len naming i", RAWL("\"i + 1\""), 1, NULL, 0, 3, 57,

@@ -1,5 +1,7 @@
 /* cli.c — helpers shared by the hk subcommands (see cli.h). */
 #include "cli.h"
+#include "codegen.h"
+#include "dispatch.h" /* hk__stdlib_find */
 #include "fsutil.h"
 
 #include <dirent.h>
@@ -209,4 +211,29 @@ int hk_cli_write_file(const char *cmd, const char *path, const char *text,
   }
   hku_diags_free(&d);
   return rc;
+}
+
+/* A kernel named as a stdlib instance (add_f32) is refused by every load
+ * (register.c), so check, gen and build say it too, but for the stdlib's own files:
+ * those whose path ends as the instance's source does
+ * ("stdlib_kernels/arith.json", relative to the source tree it was built
+ * from). */
+void hk_cli_check_stdlib_names(const hkc_file *f, hku_diags *d) {
+  const char *path = hkc_file_path(f);
+  for (int i = 0; i < hkc_file_ninstances(f); i++) {
+    const hkc_instance *in = hkc_file_instance(f, i);
+    const hk_stdlib_entry_t *s = hk__stdlib_find(hkc_instance_name(in));
+    if (!s) continue;
+    const char *src = s->info.source;
+    size_t pl = strlen(path), sl = strlen(src);
+    if (pl >= sl && !strcmp(path + pl - sl, src) &&
+        (pl == sl || path[pl - sl - 1] == '/'))
+      continue;
+    int line, col;
+    hkc_instance_name_pos(f, in, &line, &col);
+    hku_diag_add(d, HKU_ERROR, path, line, col,
+                 "%sname: \"%s\" is a stdlib kernel; a user kernel cannot "
+                 "take its name (a plugin folder refuses this file)",
+                 hkc_instance_field_prefix(in), hkc_instance_name(in));
+  }
 }

@@ -95,6 +95,14 @@ int hk_cli_same_file(const char *in, const char *out);
 int hk_cli_write_file(const char *cmd, const char *path, const char *text,
                       size_t len);
 
+/* A kernel of f named as a stdlib instance (add_f32), which every load
+ * refuses (register.c), is an error in d, located at its name; the
+ * stdlib's own files (their path ending as the instance's source) are
+ * not. */
+struct hkc_file;
+struct hku_diags;
+void hk_cli_check_stdlib_names(const struct hkc_file *f, struct hku_diags *d);
+
 /* The subcommands; argv[0] is the subcommand's name. */
 int hk_cmd_check(int argc, char **argv);
 int hk_cmd_gen(int argc, char **argv);

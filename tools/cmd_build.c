@@ -68,6 +68,13 @@ int hk_cmd_build(int argc, char **argv) {
     rc = HK_EXIT_USER;
     goto report;
   }
+  /* a plugin holding a stdlib kernel's name would be refused by every
+   * load: say so now, not at the first load */
+  hk_cli_check_stdlib_names(f, &d);
+  if (d.nerrors) {
+    rc = HK_EXIT_USER;
+    goto report;
+  }
   if (!(hkc_file_targets(f) & HK_TARGET_CPU)) {
     rc = hk_cli_error("build", "%s: no kernel in this file targets cpu",
                       file);

@@ -8,7 +8,6 @@
 #include "build.h"
 #include "cli.h"
 #include "codegen.h"
-#include "dispatch.h" /* hk__stdlib_find */
 #include "fsutil.h"
 
 static const char *const help =
@@ -94,31 +93,6 @@ static int check_across(hkc_file **files, int n, hku_diags *d) {
   return HK_OK;
 }
 
-/* A kernel named as a stdlib instance (add_f32) is refused by every load
- * (register.c), so check says it too, but for the stdlib's own files:
- * those whose path ends as the instance's source does
- * ("stdlib_kernels/arith.json", relative to the source tree it was built
- * from). */
-static void check_stdlib_names(const hkc_file *f, hku_diags *d) {
-  const char *path = hkc_file_path(f);
-  for (int i = 0; i < hkc_file_ninstances(f); i++) {
-    const hkc_instance *in = hkc_file_instance(f, i);
-    const hk_stdlib_entry_t *s = hk__stdlib_find(hkc_instance_name(in));
-    if (!s) continue;
-    const char *src = s->info.source;
-    size_t pl = strlen(path), sl = strlen(src);
-    if (pl >= sl && !strcmp(path + pl - sl, src) &&
-        (pl == sl || path[pl - sl - 1] == '/'))
-      continue;
-    int line, col;
-    hkc_instance_name_pos(f, in, &line, &col);
-    hku_diag_add(d, HKU_ERROR, path, line, col,
-                 "%sname: \"%s\" is a stdlib kernel; a user kernel cannot "
-                 "take its name (a plugin folder refuses this file)",
-                 hkc_instance_field_prefix(in), hkc_instance_name(in));
-  }
-}
-
 static const char *const kernel_files[] = {".json", NULL};
 
 /* A file's identity, to check each file once however it is named. */
@@ -180,7 +154,7 @@ int hk_cmd_check(int argc, char **argv) {
       hkc_file *f;
       if (hkc_file_load(path, &f, &d) != 0) continue;
       (void)hk__build_check(f, &d); /* its problems are in d */
-      check_stdlib_names(f, &d);
+      hk_cli_check_stdlib_names(f, &d);
       if (nfiles == cap) {
         cap *= 2;
         hkc_file **nf = realloc(files, (size_t)cap * sizeof *files);

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "build.h"
 #include "cli.h"
 #include "codegen.h"
 
@@ -12,7 +13,8 @@ static const char *const help =
     "                 JIT compiles; `cc -O3 -shared -fPIC OUT.c` builds it.\n"
     "                 This is the default.\n"
     "  --target cuda  CUDA C for nvcc or NVRTC.\n"
-    "Exits 1 when the file is invalid or has no kernel for the target.\n";
+    "Exits 1 when the file is invalid (as hk check finds it: the C of its\n"
+    "bodies included) or has no kernel for the target.\n";
 
 enum { OPT_TARGET, OPT_OUT };
 static const hk_cli_opt options[] = {
@@ -49,8 +51,17 @@ int hk_cmd_gen(int argc, char **argv) {
                         target);
 
   hku_diags d = HKU_DIAGS_INIT;
-  hkc_file *f;
-  if (hkc_file_load(file, &f, &d) != 0) {
+  hkc_file *f = NULL;
+  /* invalid as hk check finds it: the format, the C of the bodies (their
+   * syntax and types: compiled by libtcc as tier jit does) and a stdlib
+   * kernel's name; gen prints no source a load would refuse */
+  int bad = hkc_file_load(file, &f, &d) != 0;
+  if (!bad) {
+    if (hk__build_check(f, &d) == HK_ENOMEM) d.oom = 1;
+    hk_cli_check_stdlib_names(f, &d);
+  }
+  if (bad || d.nerrors || d.oom) {
+    hkc_file_free(f);
     hku_buf msg = HKU_BUF_INIT;
     hku_diags_format(&d, &msg);
     fputs(hku_buf_str(&msg), stderr);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "buf.h"
 #include "cli.h"
@@ -287,7 +288,16 @@ static int closest_fn(hk_kernel_t *k, void *user) {
   return 0;
 }
 
+/* 1 when name, whole, is a kernel file or prebuilt plugin that exists
+ * ("a:b.json" is that file, not kernel b.json of file a). */
+static int whole_file(const char *name) {
+  struct stat st;
+  return (hku_ends_with(name, ".json") || hku_ends_with(name, ".so")) &&
+         stat(name, &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
 static int is_kernel_file(const char *name) {
+  if (whole_file(name)) return 1;
   const char *colon = strrchr(name, ':');
   size_t len = colon ? (size_t)(colon - name) : strlen(name);
   return strchr(name, '/') || (len > 5 && !strncmp(name + len - 5, ".json", 5)) ||
@@ -445,7 +455,7 @@ static hk_kernel_t *find_kernel(hk_context_t *ctx, const run_opts *o) {
   if (is_kernel_file(name)) {
     char *path = strdup(name);
     if (!path) return NULL;
-    char *colon = strrchr(path, ':');
+    char *colon = whole_file(path) ? NULL : strrchr(path, ':');
     const char *want = NULL;
     if (colon && !strchr(colon, '/')) {
       *colon = '\0';
@@ -736,8 +746,12 @@ static int run_kernel(hk_context_t *ctx, const run_opts *o) {
     rc = run_call_prepare(&c, o->n_text);
     if (!rc && !strcmp(backend, "cuda"))
       rc = run_on_gpu(kh, c.ps, c.args, c.n);
-    else if (!rc && hk_call(kh, c.n, (void *const *)c.args) != HK_OK)
-      rc = hk_cli_internal("run", "%s", hk_last_error());
+    else if (!rc) {
+      /* a grid's extents come from the user's scalars: a bad one is
+       * HK_EINVAL, the user's error */
+      int r = hk_call(kh, c.n, (void *const *)c.args);
+      if (r != HK_OK) rc = run_lib_error(r);
+    }
   }
   if (!rc) rc = write_outputs(&c, o->quiet);
   run_call_free(&c);

@@ -233,13 +233,22 @@ static int load_buffer(const hk_kernel_info_t *k, run_param *p,
   if (rc) return rc;
   if (p->npy.dtype == HK_U16 && p->info->dtype == HK_BF16 && c_as_bf16)
     p->npy.dtype = HK_BF16; /* --as bf16: NumPy has no bfloat16 */
-  if (p->npy.dtype != p->info->dtype)
+  if (p->npy.dtype != p->info->dtype) {
+    const char *desc = hk_npy_describe(&p->npy, what, sizeof what);
+    /* "uint16 ('<u2')", but "str (<U2)" names its descr already */
+    char descr[80] = "";
+    if (!strstr(desc, p->npy.descr))
+      snprintf(descr, sizeof descr, " ('%s')", p->npy.descr);
     return hk_cli_error(
-        "run", "%s=%s: parameter %s of %s has type %s, but the file holds %s "
-               "('%s')",
+        "run", "%s=%s: parameter %s of %s has type %s, but the file holds "
+               "%s%s%s",
         p->info->name, p->value, p->info->name, k->name,
-        hk_dtype_name(p->info->dtype),
-        hk_npy_describe(&p->npy, what, sizeof what), p->npy.descr);
+        hk_dtype_name(p->info->dtype), desc, descr,
+        p->npy.dtype == HK_U16 && p->info->dtype == HK_BF16
+            ? " (NumPy has no bfloat16: --as bf16 reads <u2 files as bf16 "
+              "bits)"
+            : "");
+  }
   if (p->npy.fortran_order && !any_order) {
     int big = 0;
     for (int d = 0; d < p->npy.ndim; d++) big += p->npy.shape[d] > 1;
@@ -315,8 +324,9 @@ static int compute_lens(run_call *c) {
   while (bad > 0 && c->lens[bad] == unset) bad--;
   if (k->params[bad].len)
     return hk_cli_error("run",
-                        "the length of %s, %s, is negative or too large for "
-                        "these scalars",
+                        "the length of %s, %s, is negative, too large, "
+                        "divides by zero or does not fit one of its casts "
+                        "for these scalars",
                         k->params[bad].name, k->params[bad].len);
   return hk_cli_error("run", "%s: a buffer length cannot be computed",
                       k->name);
@@ -442,8 +452,8 @@ static int npy_array(const run_param *p, hk_array_t *a) {
 }
 
 /* A message from the library (hk_last_error) as hk run's error: bad
- * shapes, axes or dtypes are the user's. */
-static int lib_error(int code) {
+ * shapes, axes, dtypes or extents are the user's. */
+int run_lib_error(int code) {
   if (code == HK_EINVAL || code == HK_EUNSUPPORTED || code == HK_ENOTFOUND)
     return hk_cli_error("run", "%s", hk_last_error());
   return hk_cli_internal("run", "%s", hk_last_error());
@@ -482,7 +492,7 @@ int run_call_prepare_arrays(run_call *c, const hk_call_opts_t *opts) {
     int nd;
     int64_t shape[HK_MAX_DIMS];
     int lrc = hk_call_out_shape(c->kh, c->arr, &c->opts, i, &nd, shape);
-    if (lrc) return lib_error(lrc);
+    if (lrc) return run_lib_error(lrc);
     size_t count = 1;
     for (int d = 0; d < nd; d++) {
       if (shape[d] && count > SIZE_MAX / (size_t)shape[d])
@@ -499,7 +509,7 @@ int run_call_prepare_arrays(run_call *c, const hk_call_opts_t *opts) {
 
 int run_call_arrays(run_call *c) {
   int rc = hk_call_arrays(c->kh, c->arr, &c->opts);
-  return rc ? lib_error(rc) : HK_EXIT_OK;
+  return rc ? run_lib_error(rc) : HK_EXIT_OK;
 }
 
 int run_call_arrays_gpu(run_call *c) {
@@ -531,7 +541,7 @@ int run_call_arrays_gpu(run_call *c) {
     if (r == HK_EDEVICE || r == HK_ECOMPILE)
       rc = hk_cli_error("run", "--backend cuda: %s", hk_last_error());
     else if (r)
-      rc = lib_error(r);
+      rc = run_lib_error(r);
   }
   for (size_t i = 0; i < np && !rc; i++) {
     hk_role_t role = k->params[i].role;

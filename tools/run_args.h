@@ -82,5 +82,9 @@ int run_call_arrays(run_call *c);
  * memory is copied to the device (its strides kept), the call runs there
  * with hk_call_arrays, and the out and inout arrays are copied back. */
 int run_call_arrays_gpu(run_call *c);
+/* hk run's exit status for the library's error code (hk_last_error says
+ * what): HK_EINVAL, HK_EUNSUPPORTED and HK_ENOTFOUND are the user's
+ * (1), anything else hk's (2). */
+int run_lib_error(int code);
 
 #endif /* HK_TOOLS_RUN_ARGS_H */
