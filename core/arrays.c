@@ -251,38 +251,126 @@ static int is_written(const call *c, int i) {
   return r == HK_ROLE_OUT || r == HK_ROLE_INOUT;
 }
 
-/* 1 when arrays a and b, whose extents meet, still share no byte: every
- * element of each lies at its data plus a multiple of g bytes, g the
- * greatest common divisor of both arrays' byte strides, so when their
- * data lie apart by d modulo g, with both element sizes fitting between
- * (an interleaved pair such as x[0::2] and x[1::2]), none meets. A
- * sufficient test only (as NumPy's may_share_memory without its
- * solver): the call refuses what it cannot tell apart. */
-static int interleaved(const hk_array_t *a, const hk_array_t *b) {
-  uint64_t g = 0;
-  const hk_array_t *ab[2] = {a, b};
-  for (int q = 0; q < 2; q++) {
-    uint64_t es = hk_dtype_size(ab[q]->dtype);
-    for (int d = 0; d < ab[q]->ndim; d++) {
-      if (ab[q]->shape[d] < 2) continue;
-      int64_t st = ab[q]->strides[d];
-      uint64_t v = (uint64_t)(st < 0 ? -st : st) * es;
-      while (v) { /* gcd(g, v) */
-        uint64_t t = g % v;
-        g = v;
-        v = t;
-      }
-    }
+/* ---- Do two arrays share a byte? ---------------------------------------------
+ *
+ * Element x of an array lies at data + sum x_d s_d (bytes); arrays a and b
+ * share a byte when some element of a starts less than a's element size
+ * before some element of b, or less than b's after it. With each axis of
+ * a negative stride turned around (the first element moves to the other
+ * end) and each of b's axes too (index u - y for y), that is: nonnegative
+ * integers z_i <= U_i, one per axis of either array, with
+ * sum c_i z_i in [L, R], every c_i > 0: a bounded subset-sum, which
+ * share_dfs decides by search, the terms largest first, pruned by what
+ * the rest can add and by their gcd (the interleaved views x[0::2] and
+ * x[1::2] fail the gcd test at the root). As NumPy's
+ * solve_may_share_memory with a work bound: past it, the arrays are taken
+ * to share (the call is refused, never run on arrays that overlap). */
+
+typedef struct share_term {
+  __int128 c, u; /* coefficient (bytes), largest z */
+} share_term;
+
+typedef struct share_prob {
+  share_term t[2 * HK_MAX_DIMS];
+  __int128 rest[2 * HK_MAX_DIMS + 1], g[2 * HK_MAX_DIMS + 1];
+  int n;
+  long work;
+} share_prob;
+
+#define SHARE_WORK 200000 /* nodes searched before giving up (shares) */
+
+static __int128 i128_gcd(__int128 a, __int128 b) {
+  while (b) {
+    __int128 t = a % b;
+    a = b;
+    b = t;
   }
-  if (g == 0) return 0;
-  const uint64_t pa = (uintptr_t)a->data, pb = (uintptr_t)b->data;
-  const uint64_t d = pb >= pa ? (pb - pa) % g : (g - (pa - pb) % g) % g;
-  return d >= hk_dtype_size(a->dtype) && g - d >= hk_dtype_size(b->dtype);
+  return a;
+}
+static __int128 floor_div(__int128 a, __int128 b) { /* b > 0 */
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+static __int128 ceil_div(__int128 a, __int128 b) { /* b > 0 */
+  return a >= 0 ? (a + b - 1) / b : -(-a / b);
 }
 
-/* Written arrays may not overlap themselves or any other array, except an
- * in array they equal exactly (in place; elementwise kernels only) or one
- * they interleave with. */
+/* 1 when terms i.. can sum into [lo, hi] (or the work ran out), else 0. */
+static int share_dfs(share_prob *P, int i, __int128 lo, __int128 hi) {
+  if (++P->work > SHARE_WORK) return 1;
+  if (lo < 0) lo = 0;
+  if (hi < lo || lo > P->rest[i]) return 0;
+  if (i == P->n) return lo == 0;
+  /* a multiple of the terms' gcd must lie in [lo, hi] */
+  if (ceil_div(lo, P->g[i]) * P->g[i] > hi) return 0;
+  const __int128 c = P->t[i].c;
+  __int128 z0 = ceil_div(lo - P->rest[i + 1], c), z1 = floor_div(hi, c);
+  if (z0 < 0) z0 = 0;
+  if (z1 > P->t[i].u) z1 = P->t[i].u;
+  if (i + 1 == P->n) return z0 <= z1;
+  for (__int128 z = z0; z <= z1; z++) {
+    if (share_dfs(P, i + 1, lo - c * z, hi - c * z)) return 1;
+    if (P->work > SHARE_WORK) return 1;
+  }
+  return 0;
+}
+
+/* Adds an array's axes to P as terms (turned around where the stride is
+ * negative, and for b every axis: index u - y); *base gets the byte
+ * offset of its lowest (a) or highest (b) element from data. */
+static void share_terms(share_prob *P, const hk_array_t *x, int flip,
+                        __int128 *base) {
+  const __int128 es = (__int128)hk_dtype_size(x->dtype);
+  *base = (__int128)(intptr_t)x->data;
+  for (int d = 0; d < x->ndim; d++) {
+    const __int128 u = x->shape[d] - 1, s = (__int128)x->strides[d] * es;
+    if (u <= 0 || s == 0) continue;
+    /* lowest element: a negative stride's axis at its last index */
+    if (s < 0) *base += u * s;
+    const __int128 c = s < 0 ? -s : s;
+    if (flip) *base += u * c; /* b: from its highest element down */
+    int q = 0; /* merged with a term of the same coefficient */
+    while (q < P->n && P->t[q].c != c) q++;
+    if (q == P->n) P->t[P->n++] = (share_term){c, 0};
+    P->t[q].u += u;
+  }
+}
+
+static int cmp_term(const void *pa, const void *pb) {
+  const share_term *a = pa, *b = pb;
+  return (a->c < b->c) - (a->c > b->c); /* largest first */
+}
+
+/* 1 when arrays a and b may share a byte: they do, or the search could
+ * not tell within its bound (an empty array shares none). */
+int hk__arrays_may_share(const hk_array_t *a, const hk_array_t *b) {
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] == 0) return 0;
+  for (int d = 0; d < b->ndim; d++)
+    if (b->shape[d] == 0) return 0;
+  share_prob P = {.n = 0};
+  __int128 pa, pb;
+  share_terms(&P, a, 0, &pa);
+  share_terms(&P, b, 1, &pb);
+  /* a's element at pa + A, b's at pb - B (A, B the sums of the terms):
+   * [pa + A, + esa) and [pb - B, + esb) meet when
+   * -(esa - 1) <= pa + A - (pb - B) <= esb - 1 */
+  const __int128 esa = (__int128)hk_dtype_size(a->dtype),
+                 esb = (__int128)hk_dtype_size(b->dtype);
+  __int128 lo = pb - pa - (esa - 1), hi = pb - pa + (esb - 1);
+  qsort(P.t, (size_t)P.n, sizeof *P.t, cmp_term);
+  P.rest[P.n] = 0;
+  P.g[P.n] = 0;
+  for (int i = P.n - 1; i >= 0; i--) {
+    P.rest[i] = P.rest[i + 1] + P.t[i].c * P.t[i].u;
+    P.g[i] = i128_gcd(P.t[i].c, P.g[i + 1]);
+  }
+  if (P.n == 0) return lo <= 0 && hi >= 0;
+  return share_dfs(&P, 0, lo, hi);
+}
+
+/* Written arrays may not overlap themselves or any other array (share a
+ * byte: hk__arrays_may_share), except an in array they equal exactly (in
+ * place; elementwise kernels only). */
 static int check_overlaps(const call *c, int allow_in_place) {
   for (int w = 0; w < c->nargs; w++) {
     if (!is_written(c, w)) continue;
@@ -301,7 +389,7 @@ static int check_overlaps(const call *c, int allow_in_place) {
       if (lo == hi || hi <= wlo || whi <= lo) continue;
       if (allow_in_place && !is_written(c, j) && same_array(wa, &c->a[j]))
         continue;
-      if (interleaved(wa, &c->a[j])) continue;
+      if (!hk__arrays_may_share(wa, &c->a[j])) continue;
       return hk__fail(HK_EINVAL,
                       "%s: parameter '%s' overlaps parameter '%s' in memory "
                       "(only the very same array may be written in place)",
@@ -372,6 +460,8 @@ static int check_shape(const call *c, int i, int nd, const int64_t *shape) {
 
 static int is_contiguous(const hk_array_t *a) {
   int64_t want = 1;
+  for (int d = 0; d < a->ndim; d++) /* an empty array is any layout's */
+    if (a->shape[d] == 0) return 1;
   for (int d = a->ndim - 1; d >= 0; d--) {
     if (a->shape[d] != 1 && a->strides[d] != want) return 0;
     want *= a->shape[d];

@@ -211,6 +211,10 @@ HK_INTERNAL int hk__arrays_rows(const hk_kernel_t *k, const hk_array_t *a,
 /* 1 when every element of array a has its own address (arrays.c: a
  * sufficient test, axes sorted by stride), so that it may be written. */
 HK_INTERNAL int hk__array_distinct(const hk_array_t *a);
+/* 1 when two arrays, neither empty, may share a byte (arrays.c: exact but
+ * for a bound on the search, past which it says 1). */
+HK_INTERNAL int hk__arrays_may_share(const hk_array_t *a,
+                                     const hk_array_t *b);
 /* hk_call_out_shape for rows kernel k's written parameter param. */
 HK_INTERNAL int hk__arrays_rows_shape(const hk_kernel_t *k,
                                       const hk_array_t *a, int param,

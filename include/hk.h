@@ -547,9 +547,11 @@ HK_API int hk_kernel_prepare(hk_kernel_t *k, hk_backend_t b);
  * broadcast axis) or negative (a reversed view). Non-contiguous arrays give
  * the same results as their contiguous copies. An out or inout array may
  * not overlap another parameter's array unless it is exactly the same
- * array (in place); arrays that share no element though their spans meet
- * are allowed when their strides show it (interleaved views, x[0::2] and
- * x[1::2]), else refused. Every array's dtype must be its parameter's type: no
+ * array (in place: the same data, dtype, shape and strides); arrays whose
+ * spans meet but that share no byte are allowed (interleaved views, x[0::2]
+ * and x[1::2]; a[:, :4] and a[:, 4:]): decided exactly, as NumPy's
+ * shares_memory, within a bound on the search (200,000 steps) past which
+ * the call is refused. Every array's dtype must be its parameter's type: no
  * conversion happens (hk_kernel_select() picks the instance for the
  * arrays' dtypes).
  *

@@ -67,6 +67,23 @@ def test_shapes_axes_and_overlap():
         hk.cast(h[:1024], out=h.view(np.float32))
     with pytest.raises(hk.ArgumentError, match="overlaps"):
         hk.equal(x.ravel(), x.ravel(), out=x.ravel().view(np.bool_)[:12])
+    # views whose extents meet but whose elements do not are allowed
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    want = a.copy()
+    want[1::2] = -want[0::2]
+    hk.neg(a[0::2], out=a[1::2])
+    assert np.array_equal(a, want)
+    want[:, 4:] = -want[:, :4]
+    hk.neg(a[:, :4], out=a[:, 4:])
+    assert np.array_equal(a, want)
+    want[:, 7] = want[:, :7].sum(axis=1)
+    hk.sum(a[:, :7], axis=1, out=a[:, 7])
+    assert np.array_equal(a, want)
+    hk.softmax(a[:, :4], out=a[:, 4:])
+    assert np.allclose(a[:, 4:], np.exp(a[:, :4] - a[:, :4].max(1, keepdims=True))
+                       / np.exp(a[:, :4] - a[:, :4].max(1, keepdims=True)).sum(1, keepdims=True))
+    with pytest.raises(hk.ArgumentError, match="overlaps"):
+        hk.neg(a[:, :4], out=a[:, 3:7])
 
 
 def test_bad_arguments():

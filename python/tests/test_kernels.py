@@ -190,6 +190,10 @@ def test_raw_kernel_out_from_len():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     y = k(a, np.ones(3, np.float32), 2, 3)     # y's len: rows
     np.testing.assert_array_equal(y, a.sum(axis=1))
+    # an empty matrix is contiguous whatever its strides (NumPy says so too)
+    e = np.zeros((3, 0), np.float32).T
+    assert e.flags.c_contiguous
+    assert k(e, np.ones(3, np.float32), 0, 3).shape == (0,)
 
 
 def test_plugins_may_be_one_folder(plugins):
