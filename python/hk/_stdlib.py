@@ -46,8 +46,9 @@ _KIND_NOTES = {
     "reduction": "Reduction over axis (None: every axis; an int or a tuple), "
                  "keepdims as NumPy's; out has the kept shape. A whole "
                  "reduction returns a NumPy scalar.",
-    "rows": "Runs over rows: axis (default -1, the last) is the row, every "
-            "other axis a row of its own.",
+    "rows": "Runs over rows: axis (an int, default -1, the last) is the "
+            "row, every other axis a row of its own (axis=None is refused: "
+            "reshape to one row for the whole array).",
     "raw": "A raw kernel: every buffer contiguous.",
 }
 

@@ -404,6 +404,11 @@ static int bad_value(PyObject *exc, PyObject *o, hk_dtype_t t,
 static int store_value(PyObject *o, hk_dtype_t t, void *dst,
                        const char *kname, const char *pname) {
   if (t == HK_F32 || t == HK_F64 || t == HK_F16 || t == HK_BF16) {
+    /* a complex value (NumPy's complex scalars convert to float with only
+     * a warning, dropping the imaginary part) is not a real one */
+    if (!PyFloat_Check(o) && !PyLong_Check(o) &&
+        PyObject_HasAttrString(o, "__complex__"))
+      goto bad;
     double d = PyFloat_AsDouble(o);
     if (d == -1.0 && PyErr_Occurred()) {
       /* an int beyond any double (10**400) */

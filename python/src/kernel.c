@@ -301,11 +301,21 @@ static hk_kernel_t *pick_slow(hkpy_Kernel *K, const hk_dtype_t *key) {
       for (int i = hit + 1; i < K->ninst; i++)
         if (takes(K, &K->inst[i], key, 0) &&
             K->inst[i].dtype[p] != ins->dtype[p]) {
+          /* every type it could have, each once, in the instances' order */
+          char types[256] = "";
+          unsigned seen = 0;
+          for (int j = 0, nt = 0; j < K->ninst; j++) {
+            const hk_dtype_t t = K->inst[j].dtype[p];
+            if (!takes(K, &K->inst[j], key, 0) || (seen >> t & 1)) continue;
+            seen |= 1u << t;
+            size_t o = strlen(types);
+            snprintf(types + o, sizeof types - o, "%s%s", nt++ ? ", " : "",
+                     hk_dtype_name(t));
+          }
           PyErr_Format(PyExc_TypeError,
                        "%s: cannot tell the type of parameter '%s' from the "
-                       "arguments (%s or %s): pass arrays for it%s",
-                       K->cname, K->cpname[p], hk_dtype_name(ins->dtype[p]),
-                       hk_dtype_name(K->inst[i].dtype[p]),
+                       "arguments (it may be %s): pass arrays for it%s",
+                       K->cname, K->cpname[p], types,
                        K->role[p] == HK_ROLE_OUT ? ", or dtype=" : "");
           return NULL;
         }
@@ -383,6 +393,16 @@ static int bind_kw(hkpy_Kernel *K, PyObject *name, PyObject *value,
   }
   if (!strcmp(n, "axis") &&
       (K->kind == HK_KIND_REDUCTION || K->kind == HK_KIND_ROWS)) {
+    if (value == Py_None && K->kind == HK_KIND_ROWS) {
+      /* NumPy's and SciPy's axis=None is the whole array; a rows kernel
+       * runs over one axis: saying which is the caller's */
+      PyErr_Format(PyExc_TypeError,
+                   "%s: axis=None is not taken: a rows kernel runs over one "
+                   "axis (-1, the last, by default); for the whole array as "
+                   "one row, pass x.reshape(1, -1)",
+                   K->cname);
+      return -1;
+    }
     kw->axis = value == Py_None ? NULL : value;
     return 0;
   }
@@ -677,6 +697,26 @@ static PyObject *call_once(hkpy_Kernel *K, PyObject *const *args,
     if (!g[p].value) key[p] = g[p].a.dtype;
   }
   key[np] = kw.dtype;
+  if (kw.dtype != HK_DTYPE_INVALID) {
+    /* dtype= picks the type of an out not given: with every out given, it
+     * must agree with one of them, not be dropped silently */
+    int open = 0, agrees = 0, first = -1;
+    for (int p = 0; p < np; p++)
+      if (K->role[p] == HK_ROLE_OUT) {
+        if (key[p] == HK_DTYPE_INVALID) open = 1;
+        else if (key[p] == kw.dtype) agrees = 1;
+        else if (first < 0) first = p;
+      }
+    if (!open && !agrees && first >= 0) {
+      PyErr_Format(PyExc_TypeError,
+                   "%s: dtype=%s, but out parameter '%s' is given as %s: "
+                   "dtype= picks the type of an out not given (drop one, "
+                   "or make them agree)",
+                   K->cname, hk_dtype_name(kw.dtype), K->cpname[first],
+                   hk_dtype_name(key[first]));
+      goto done;
+    }
+  }
   int device = check_sides(K, g);
   if (device < 0) goto done;
   hk_kernel_t *k = pick(K, key);

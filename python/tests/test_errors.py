@@ -104,6 +104,22 @@ def test_bad_arguments():
         hk.fill(x, out=np.empty(4, np.float32))
     with pytest.raises(OverflowError, match="'value'.*i32"):
         hk.fill(2**40, out=np.empty(4, np.int32))
+    # a NumPy complex scalar is not a real value (NumPy would only warn)
+    with pytest.raises(TypeError, match="'alpha' is f32: \\(3\\+4j\\)"):
+        hk.scale(x, np.complex64(3 + 4j))
+    # dtype= that the out given contradicts is an error, not ignored
+    with pytest.raises(TypeError, match="dtype=f64, but out parameter 'out' "
+                                        "is given as f32"):
+        hk.add(x, x, out=np.empty(4, np.float32), dtype=np.float64)
+    assert hk.add(x, x, out=np.empty(4, np.float32),
+                  dtype=np.float32).dtype == np.float32
+    # every type a parameter could have is named
+    with pytest.raises(TypeError, match="may be bf16, f16, f32, f64"):
+        hk.add(1.0, 2.0)
+    # axis=None is the whole array in NumPy and SciPy: a rows kernel says
+    # it runs over one axis instead of picking the last
+    with pytest.raises(TypeError, match="axis=None is not taken"):
+        hk.softmax(np.ones((2, 3), np.float32), axis=None)
 
 
 def test_freed_context(plugins):
