@@ -50,6 +50,12 @@ int hkc_reduce_lanes(size_t acc_size) { return acc_size >= 8 ? 8 : 16; }
  * -> 199, 184; rows of 9 to 11 were faster for sum and max, 3-16 % slower
  * for mean (a division a row as well) */
 #define HK_ROWC_WIDE_MAX(es) ((es) == 8 ? 2 : 8)
+/* ... which on other CPUs with 32-byte vectors (AVX2) take rows of 4 to 8
+ * four-byte elements by an 8 x 8 transpose (put_rowc_t8_case) */
+#define HK_ROWC_T8(es, m) ((es) == 4 && (m) >= 4 && (m) <= 8)
+/* ... and on any CPU with 32-byte vectors rows of 9 to this many by two
+ * (0: none) */
+#define HK_ROWC_T8_MAX(es) ((es) == 4 ? 15 : 0)
 /* ... and argmax/argmin rows shorter than this (emit_argsel.c: one
  * element of each of W rows a step); past it the vector loop over one row
  * at a time is faster (argmax f32, 8 rows a batch: as fast at 224; f64, 4
@@ -1346,6 +1352,109 @@ static void put_rowc_case(hku_buf *o, const hkc_instance *in, uint64_t ins,
   hku_buf_put(o, "        }\n");
 }
 
+/* The 24 shuffles of an 8 x 8 transpose of parameter p's vectors
+ * hk_v_P[0..7] (unpack, shuffle, 128-bit permute; gcc makes each one
+ * instruction on AVX2), lane l of column c into hk_d_P[c + at] for the
+ * columns c in [c0, 8). */
+static void put_t8(hku_buf *o, const char *nm, const char *p, int c0,
+                   int at) {
+  static const char *const lo = "0, 8, 1, 9, 4, 12, 5, 13",
+                           *hi = "2, 10, 3, 11, 6, 14, 7, 15",
+                           *lo2 = "0, 1, 8, 9, 4, 5, 12, 13",
+                           *hi2 = "2, 3, 10, 11, 6, 7, 14, 15",
+                           *lo4 = "0, 1, 2, 3, 8, 9, 10, 11",
+                           *hi4 = "4, 5, 6, 7, 12, 13, 14, 15";
+  for (int j = 0; j < 8; j += 2)
+    hku_buf_printf(o,
+                   "            hk_t_%s[%d] = HK_SHUF(hk_vm__%s, hk_v_%s[%d], "
+                   "hk_v_%s[%d], %s);\n"
+                   "            hk_t_%s[%d] = HK_SHUF(hk_vm__%s, hk_v_%s[%d], "
+                   "hk_v_%s[%d], %s);\n",
+                   p, j, nm, p, j, p, j + 1, lo, p, j + 1, nm, p, j, p, j + 1,
+                   hi);
+  /* u0..u3 from t0..t3, u4..u7 from t4..t7 */
+  for (int h = 0; h < 8; h += 4)
+    for (int j = 0; j < 2; j++)
+      hku_buf_printf(o,
+                     "            hk_u_%s[%d] = HK_SHUF(hk_vm__%s, hk_t_%s[%d], "
+                     "hk_t_%s[%d], %s);\n"
+                     "            hk_u_%s[%d] = HK_SHUF(hk_vm__%s, hk_t_%s[%d], "
+                     "hk_t_%s[%d], %s);\n",
+                     p, h + 2 * j, nm, p, h + j, p, h + j + 2, lo2, p,
+                     h + 2 * j + 1, nm, p, h + j, p, h + j + 2, hi2);
+  for (int c = c0; c < 8; c++)
+    hku_buf_printf(o,
+                   "            hk_d_%s[%d] = HK_SHUF(hk_vm__%s, hk_u_%s[%d], "
+                   "hk_u_%s[%d], %s);\n",
+                   p, c + at, nm, p, c % 4, p, c % 4 + 4, c < 4 ? lo4 : hi4);
+}
+
+/* One case of hk_rowc__NAME for rows of m = 4 to 15 four-byte elements at
+ * HK_VB 32 (for 4 to 8 without AVX-512VL, whose two-vector shuffles make
+ * put_rowc_case's chains one instruction each; on AVX2 they take several):
+ * the 8 rows of a step loaded as 8 vectors and transposed by an 8 x 8
+ * transpose (put_t8), element c of the 8 rows in vector c. Rows of m <= 8:
+ * each row's vector holds its m elements first and then the next row's
+ * (within the run, as m >= 4), but the last row's, loaded 8 - m elements
+ * early so as to end the run, and rotated. Rows of 9 to 15: a second
+ * transpose of each row's last 8 elements gives elements 8 to m - 1. Per-row
+ * sums of 1M floats, one thread (AVX2 EPYC): rows of 4, 6, 7, 8 232, 340,
+ * 240, 232 us -> 131, 127, 116, 105 (the whole sum 77; rows of 8 by
+ * gathers, in a test of its own, 178 and by this 98). */
+static void put_rowc_t8_case(hku_buf *o, const hkc_instance *in, uint64_t ins,
+                             int m) {
+  const hkc_kernel *k = in->k;
+  const char *nm = in->name;
+  char cb[HKC_ACC_CTYPE_MAX];
+  const char *acc = hkc_acc_ctype(in, cb);
+  hku_buf_put(o, "        for (; hk_r1 - hk_r >= 8; hk_r += 8) {\n");
+  for (int i = 0; i < k->nparams; i++) {
+    if (!(ins >> i & 1)) continue;
+    const char *p = k->params[i].name;
+    hku_buf_printf(o,
+                   "            const %s *hk_b_%s = (const %s *)((const char *)"
+                   "hk_args[%d] + (ptrdiff_t)hk_r * hk_steps[%d]);\n"
+                   "            hk_vt__%s hk_v_%s[8], hk_d_%s[%d], hk_t_%s[8], "
+                   "hk_u_%s[8];\n"
+                   "            for (int hk_j = 0; hk_j < %d; ++hk_j)\n"
+                   "                hk_v_%s[hk_j] = *(const hk_vu__%s *)(hk_b_%s + "
+                   "hk_j * %d);\n",
+                   acc, p, acc, i, i, nm, p, p, m > 8 ? m : 8, p, p,
+                   m >= 8 ? 8 : 7, p, nm, p, m);
+    if (m < 8) { /* the last row: its m elements end the run */
+      hku_buf_printf(o,
+                     "            hk_v_%s[7] = *(const hk_vu__%s *)(hk_b_%s + %d);\n"
+                     "            hk_v_%s[7] = HK_SHUF(hk_vm__%s, hk_v_%s[7], "
+                     "hk_v_%s[7]",
+                     p, nm, p, 8 * m - 8, p, nm, p, p);
+      for (int l = 0; l < 8; l++) hku_buf_printf(o, ", %d", (l + 8 - m) % 8);
+      hku_buf_put(o, ");\n");
+    }
+    put_t8(o, nm, p, 0, 0);
+    if (m > 8) { /* elements m - 8 to m - 1: those from 8 on are new */
+      hku_buf_printf(o,
+                     "            for (int hk_j = 0; hk_j < 8; ++hk_j)\n"
+                     "                hk_v_%s[hk_j] = *(const hk_vu__%s *)(hk_b_%s + "
+                     "hk_j * %d + %d);\n",
+                     p, nm, p, m, m - 8);
+      put_t8(o, nm, p, 16 - m, m - 8);
+    }
+  }
+  hku_buf_printf(o,
+                 "            hk_vt__%s hk_res = hk_t;\n"
+                 "            for (int hk_c = 0; hk_c < %d; ++hk_c) {\n",
+                 nm, m);
+  for (int i = 0; i < k->nparams; i++)
+    if (ins >> i & 1)
+      hku_buf_printf(o, "                const hk_vt__%s %s = hk_d_%s[hk_c];\n",
+                     nm, k->params[i].name, k->params[i].name);
+  hku_buf_printf(o, "                hk_res = hk_vcomb__%s(hk_res, ", nm);
+  hkc_put_expr(o, &k->map);
+  hku_buf_put(o, ");\n            }\n");
+  put_rowb_fin(o, in, 8, 12, 1);
+  hku_buf_put(o, "        }\n");
+}
+
 /* The head of a batch function (hk_rowc__NAME, hk_rowb__NAME: linkage,
  * name, rowred's arguments and first row): the identity's holders, hk_W
  * (the rows of a batch: an HK_VB-byte vector's elements), hk_e (the
@@ -1394,15 +1503,39 @@ static void emit_rowc(hku_buf *o, const hkc_instance *in, uint64_t ins) {
                  nm, L, nm, in->k->nparams);
   for (int m = 2; m <= HK_ROWC_MAX(es); m++) {
     hku_buf_printf(o, "    case %d:\n#if HK_VB == 32\n", m);
-    put_rowc_case(o, in, ins, (int)(32 / es), m);
+    if (HK_ROWC_T8(es, m)) {
+      hku_buf_put(o, "#if HK_ROWC_WIDE\n");
+      put_rowc_case(o, in, ins, (int)(32 / es), m);
+      hku_buf_put(o, "#else\n");
+      put_rowc_t8_case(o, in, ins, m);
+      hku_buf_put(o, "#endif\n");
+    } else {
+      put_rowc_case(o, in, ins, (int)(32 / es), m);
+    }
     hku_buf_put(o, "#else\n");
     put_rowc_case(o, in, ins, (int)(16 / es), m);
     hku_buf_put(o, "#endif\n        break;\n");
   }
-  /* AVX-512VL's (HK_VB is then 32) */
+  /* AVX-512VL's (HK_VB is then 32); rows of 7 and 8 four-byte elements
+   * by an 8 x 8 transpose on other CPUs with 32-byte vectors */
   for (int m = HK_ROWC_MAX(es) + 1; m <= HK_ROWC_WIDE_MAX(es); m++) {
+    if (HK_ROWC_T8(es, m)) {
+      hku_buf_printf(o, "#if HK_VB == 32\n    case %d:\n#if HK_ROWC_WIDE\n",
+                     m);
+      put_rowc_case(o, in, ins, (int)(32 / es), m);
+      hku_buf_put(o, "#else\n");
+      put_rowc_t8_case(o, in, ins, m);
+      hku_buf_put(o, "#endif\n        break;\n#endif\n");
+      continue;
+    }
     hku_buf_printf(o, "#if HK_ROWC_WIDE\n    case %d:\n", m);
     put_rowc_case(o, in, ins, (int)(32 / es), m);
+    hku_buf_put(o, "        break;\n#endif\n");
+  }
+  /* rows of 9 to 15 four-byte elements: two transposes a step */
+  for (int m = HK_ROWC_WIDE_MAX(es) + 1; m <= HK_ROWC_T8_MAX(es); m++) {
+    hku_buf_printf(o, "#if HK_VB == 32\n    case %d:\n", m);
+    put_rowc_t8_case(o, in, ins, m);
     hku_buf_put(o, "        break;\n#endif\n");
   }
   hku_buf_put(o, "    }\n    return hk_r;\n}\n\n");
@@ -1451,8 +1584,12 @@ static void emit_rowbatch(hku_buf *o, const hkc_instance *in, uint64_t ins) {
                  L, k->nparams);
   /* rows of 2 to HK_ROWC_MAX (HK_ROWC_WIDE_MAX) elements in one run:
    * hk_rowc */
-  hku_buf_printf(o, "    if (n >= 2 && n <= (HK_ROWC_WIDE ? %d : %d)",
-                 HK_ROWC_WIDE_MAX(es), HK_ROWC_MAX(es));
+  if (HK_ROWC_T8_MAX(es))
+    hku_buf_printf(o, "    if (n >= 2 && n <= (HK_VB == 32 ? %d : %d)",
+                   HK_ROWC_T8_MAX(es), HK_ROWC_MAX(es));
+  else
+    hku_buf_printf(o, "    if (n >= 2 && n <= (HK_ROWC_WIDE ? %d : %d)",
+                   HK_ROWC_WIDE_MAX(es), HK_ROWC_MAX(es));
   for (int i = 0; i < k->nparams; i++)
     if (ins >> i & 1)
       hku_buf_printf(o, " && hk_steps[%d] == (ptrdiff_t)(n * sizeof(%s))", i, acc);

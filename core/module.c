@@ -115,6 +115,9 @@ static int flatten(hk_module_t *m, hku_diags *d) {
       d->oom = 1;
       return HK_ENOMEM;
     }
+    /* a prebuilt plugin holds CPU code only, whatever its file targets
+     * (README: load the kernel file to run it on the GPU) */
+    if (m->kind == HK__SRC_SO) m->infos[j]->targets &= HK_TARGET_CPU;
   }
   return HK_OK;
 }

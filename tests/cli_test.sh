@@ -722,6 +722,17 @@ out_is '{"y": [0, 3, 6, 9, 12, 15]}'
 run 0 "$HK" run "$T/a:b.json:saxpy" alpha=2 "x=$T/six.npy" "y=$T/six.npy"
 out_is '{"y": [0, 3, 6, 9, 12, 15]}'
 
+# a prebuilt plugin holds CPU code only: its kernels list target cpu,
+# whatever the file's targets
+if command -v "${HK_CC:-cc}" >/dev/null 2>&1; then
+  mkdir -m 700 "$T/saxso"
+  run 0 "$HK" build "$SRC/plugins/saxpy.json" -o "$T/saxso/saxpy.so"
+  run 0 "$HK" list --plugins "$T/saxso"
+  checks=$((checks + 1))
+  grep -q "^saxpy_f32  *elementwise  *cpu  *so  *so " "$T/out" ||
+    { echo "FAIL: hk list: a prebuilt saxpy_f32 is not target cpu, origin so"; fails=$((fails + 1)); }
+fi
+
 if [ "$fails" -ne 0 ]; then
   echo "$fails of $checks checks failed"
   exit 1

@@ -1005,14 +1005,16 @@ static void check_rows(void) {
   /* max_f64 and mean_f32: rows shorter than a few lanes' worth go in
    * batches of a vector's width (emit_c.c, rowb), with a select and a
    * finalize; 601 rows leave one past the batches; rows of 2 to 6 (2 for
-   * doubles) in one run are taken apart by shuffles (rowc) */
+   * doubles) in one run are taken apart by shuffles (rowc), of 4 to 15
+   * floats with 32-byte vectors by one or two 8 x 8 transposes (or
+   * AVX-512VL's shuffles) */
   static const char *const std[] = {"sum_f32", "argmax_f32", "var_f32",
                                     "logsumexp_f32", "minmax_f32", "max_f64",
                                     "mean_f32"};
   static const char *const forms[] = {"r_sumsq_into", "r_scaled",
                                       "r_fin_lin_f32", "r_fin_tenth",
                                       "r_fin_cast"};
-  static const int64_t ms[] = {1, 2, 3, 6, 16, 17, 20, 40, 100};
+  static const int64_t ms[] = {1, 2, 3, 4, 6, 7, 8, 9, 15, 16, 17, 20, 40, 100};
   fill(PAT_UNIT, 300000);
   /* one thread: every kernel, context and row length over 601 rows; two
    * threads: rows of 17 numerous enough (over hk__par_min's 131072

@@ -73,10 +73,16 @@ static int prepare_cuda(hk_kernel_t *k) {
   if (atomic_load_explicit(&k->cuda, memory_order_acquire)) return HK_OK;
   const hk_kernel_info_t *info = atomic_load(&k->info);
   if (!(info->targets & HK_TARGET_CUDA))
-    return hk__fail(HK_EUNSUPPORTED,
-                    "kernel %s has no cuda target (its kernel file gives no "
-                    "GPU code)",
-                    info->name);
+    return !strcmp(info->origin, "so")
+               ? hk__fail(HK_EUNSUPPORTED,
+                          "kernel %s: %s is a prebuilt plugin (.so), which "
+                          "holds CPU code only; load the kernel file (.json) "
+                          "to run it on the GPU",
+                          info->name, info->source)
+               : hk__fail(HK_EUNSUPPORTED,
+                          "kernel %s has no cuda target (its kernel file "
+                          "gives no GPU code)",
+                          info->name);
   if ((rc = check_state(k))) return rc;
   hk_context_t *ctx = k->ctx;
   hk__load_lock(ctx);
