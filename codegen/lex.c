@@ -562,6 +562,21 @@ static void check_tokens(checker *c, hkc_code_mode mode,
         continue;
       }
     }
+    /* A name code may call stands only in a call: f(...), or (f)(...).
+     * Declared as a variable (a function pointer through a typedef or
+     * __typeof__), it would shadow the function and call whatever
+     * address it holds; its address taken (&f) could be passed on. */
+    if (mode != HKC_CODE_RAW_CUDA && is_callable(c, s, k->len) &&
+        !(next && tok_is(c, next, "(")) &&
+        !(prev && next && tok_is(c, prev, "(") && tok_is(c, next, ")") &&
+          i + 2 < c->ntoks && tok_is(c, &c->toks[i + 2], "("))) {
+      err(c, k->off,
+          "'%s' is a function code may call, and may stand only in a call "
+          "('%s(...)'): declared or used as a value it could stand for any "
+          "code",
+          name, name);
+      continue;
+    }
     int is_kw = in_list(c_keywords, s, k->len);
     if (mode != HKC_CODE_RAW_CUDA && !is_kw && next &&
         tok_is(c, next, "(") && !is_callable(c, s, k->len) && !is_conv) {

@@ -1058,6 +1058,23 @@ static const pcase body_cases[] = {
     {"a math function's address, called",
      RAW("  \"cpu\": \"float (*e)(float) = expf; y[0] = e(x[0]);\"\n"), -1,
      NULL, 0, 3, 17, "calls", "not allowed"},
+    /* a name code may call stands only in a call: a variable of that
+     * name (a function pointer, through a typedef or __typeof__) would
+     * shadow the function and call any address */
+    {"a function pointer named as a math function, through a typedef",
+     EW("\"typedef float (*F)(float); F fabsf = (F)0; y = fabsf(x);\""), 1,
+     "fabsf", 1, 0, 0, "body: 'fabsf' is a function code may call, and may "
+     "stand only in a call", NULL},
+    {"a math function's address through __typeof__",
+     RAW("  \"cpu\": \"__typeof__(&fabs) g = 0; y[0] = x[0];\"\n"), 1,
+     "fabs", 0, 0, 0, "cpu: 'fabs' is a function code may call", NULL},
+    {"a helper's name as a variable",
+     "{" SV ", \"name\": \"hv\", \"kind\": \"elementwise\",\n"
+     "  \"params\": [" PX ", " PY "],\n"
+     "  \"helpers\": [{\"name\": \"twice\", \"returns\": \"float\", "
+     "\"params\": \"float v\", \"body\": \"return v * 2;\"}],\n"
+     "  \"body\": \"typedef float (*F)(float); F f = twice; y = x;\"\n}\n",
+     -1, "twice;", 0, 0, 0, "'twice' is a function code may call", NULL},
     {"calling system", EW("\"system(\\\"ls\\\"); y = x;\""), 1, NULL, 0, 3,
      12, "body: calls 'system'", "<math.h>"},
     {"calling printf", EW("\"y = x; printf(\\\"%f\\\", x);\""), 1, NULL, 0,
@@ -1175,6 +1192,9 @@ static const pcase valid_cases[] = {
         "(void)s;\\nchar c = '\\\"'; (void)c; /* \xc3\xa9 #include $ system() "
         "*/ // @ %: <% \\ny = x;\""),
      0, NULL, 0, 0, 0, NULL, NULL},
+    {"a parenthesized math function, called",
+     EW("\"y = (sqrtf)(fabsf(x)) + (expf)(x);\""), 0, NULL, 0, 0, 0, NULL,
+     NULL},
     {"member access is not a call or a name",
      EW("\"struct { float v; } q; q.v = x; y = q.v;\""), 0, NULL, 0, 0, 0,
      NULL, NULL},
