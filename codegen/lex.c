@@ -205,6 +205,14 @@ static int literal(checker *c, size_t *at) {
   while (p < n && t[p] != q && t[p] != '\n') {
     if (t[p] == '\\') {
       if (p + 1 < n && t[p + 1] == '\n') break; /* reported by the caller */
+      /* a universal character name: tcc stores "\u00e9" as one Latin-1
+       * byte, gcc as two UTF-8 bytes (the character itself is the same
+       * bytes on every tier) */
+      if (p + 1 < n && (t[p + 1] == 'u' || t[p + 1] == 'U'))
+        err(c, p, "'\\%c' (a universal character name) is not allowed in a "
+                  "literal: the tiers encode it differently; write the "
+                  "character itself (UTF-8)",
+            t[p + 1]);
       p++;
     }
     p++;

@@ -357,6 +357,9 @@ void hkc_parse_targets(hkc_parser *P, const hkj_node *obj, const char *prefix,
 
 int hkc_make_instances(hkc_parser *P, const hkj_node *obj, const char *prefix,
                        hkc_kernel *k) {
+  /* this kernel's errors: an earlier kernel's must not keep the checks
+   * that need instances (the accumulator's size) from this one */
+  const int start_errors = P->errors;
   /* Every declared placeholder must be used: otherwise its instances would
    * be the same kernel under several names. */
   const hkj_node *ts = hkj_get(obj, "types");
@@ -379,7 +382,7 @@ int hkc_make_instances(hkc_parser *P, const hkj_node *obj, const char *prefix,
       return HK_OK;
     }
   }
-  if (P->errors) return HK_OK;
+  if (P->errors != start_errors) return HK_OK;
   k->inst = calloc(count, sizeof *k->inst);
   if (!k->inst) return HK_ENOMEM;
   for (size_t c = 0; c < count; c++) {

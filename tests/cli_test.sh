@@ -722,6 +722,27 @@ out_is '{"y": [0, 3, 6, 9, 12, 15]}'
 run 0 "$HK" run "$T/a:b.json:saxpy" alpha=2 "x=$T/six.npy" "y=$T/six.npy"
 out_is '{"y": [0, 3, 6, 9, 12, 15]}'
 
+# every kernel of a file has its problems said, the accumulator's size
+# too (an earlier kernel's error kept later kernels from being checked)
+cat >"$T/twoacc.json" <<'EOF2'
+{"schema_version": 1, "kernels": [
+ {"name": "big1", "kind": "reduction",
+  "params": [{"name": "x", "type": "f32", "role": "in"}, {"name": "o", "type": "f64", "role": "out"}],
+  "acc": {"p": "f64", "q": "f64", "r": "f64", "s": "f64", "t": "i8"},
+  "identity": {"p": "0", "q": "0", "r": "0", "s": "0", "t": "0"},
+  "map": {"p": "x", "q": "x", "r": "x", "s": "x", "t": "0"},
+  "combine": "a = b;", "finalize": "o = acc.p;"},
+ {"name": "big2", "kind": "reduction",
+  "params": [{"name": "x", "type": "f32", "role": "in"}, {"name": "o", "type": "f64", "role": "out"}],
+  "acc": {"p": "f64", "q": "f64", "r": "f64", "s": "f64", "t": "i8"},
+  "identity": {"p": "0", "q": "0", "r": "0", "s": "0", "t": "0"},
+  "map": {"p": "x", "q": "x", "r": "x", "s": "x", "t": "0"},
+  "combine": "a = b;", "finalize": "o = acc.p;"}]}
+EOF2
+run 1 "$HK" check "$T/twoacc.json"
+err_has "twoacc.json:4:10: error: kernels[0].acc: the accumulator takes 40 bytes; at most 32"
+err_has "twoacc.json:10:10: error: kernels[1].acc: the accumulator takes 40 bytes; at most 32"
+
 # a prebuilt plugin holds CPU code only: its kernels list target cpu,
 # whatever the file's targets
 if command -v "${HK_CC:-cc}" >/dev/null 2>&1; then

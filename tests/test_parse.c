@@ -1075,6 +1075,11 @@ static const pcase body_cases[] = {
      "\"params\": \"float v\", \"body\": \"return v * 2;\"}],\n"
      "  \"body\": \"typedef float (*F)(float); F f = twice; y = x;\"\n}\n",
      -1, "twice;", 0, 0, 0, "'twice' is a function code may call", NULL},
+    /* tcc and gcc encode a universal character name differently */
+    {"a universal character name in a literal",
+     EW("\"const char *s = \\\"\\\\u00e9\\\"; (void)s; y = x;\""), 1,
+     "\\\\u00e9", 0, 0, 0, "'\\u' (a universal character name) is not "
+     "allowed in a literal", NULL},
     {"calling system", EW("\"system(\\\"ls\\\"); y = x;\""), 1, NULL, 0, 3,
      12, "body: calls 'system'", "<math.h>"},
     {"calling printf", EW("\"y = x; printf(\\\"%f\\\", x);\""), 1, NULL, 0,
