@@ -574,10 +574,25 @@ static void check_tokens(checker *c, hkc_code_mode mode,
      * Declared as a variable (a function pointer through a typedef or
      * __typeof__), it would shadow the function and call whatever
      * address it holds; its address taken (&f) could be passed on. */
-    if (mode != HKC_CODE_RAW_CUDA && is_callable(c, s, k->len) &&
-        !(next && tok_is(c, next, "(")) &&
-        !(prev && next && tok_is(c, prev, "(") && tok_is(c, next, ")") &&
-          i + 2 < c->ntoks && tok_is(c, &c->toks[i + 2], "("))) {
+    /* where() is a function-like macro: where(...) is never a call of a
+     * variable, so where is a name as any other (a parameter may be
+     * called so), but for (where)(...), which would call the variable */
+    const int paren_call = prev && next && tok_is(c, prev, "(") &&
+                           tok_is(c, next, ")") && i + 2 < c->ntoks &&
+                           tok_is(c, &c->toks[i + 2], "(");
+    const int only_macro = in_list(builtin_functions, s, k->len) &&
+                           !is_math_fn(s, k->len) &&
+                           !(c->callables && in_list(c->callables, s, k->len));
+    if (mode != HKC_CODE_RAW_CUDA && only_macro && paren_call) {
+      err(c, k->off,
+          "'(%s)(...)' would call a variable named %s, not hk's %s(); "
+          "write %s(...)",
+          name, name, name, name);
+      continue;
+    }
+    if (mode != HKC_CODE_RAW_CUDA && !only_macro &&
+        is_callable(c, s, k->len) && !(next && tok_is(c, next, "(")) &&
+        !paren_call) {
       err(c, k->off,
           "'%s' is a function code may call, and may stand only in a call "
           "('%s(...)'): declared or used as a value it could stand for any "

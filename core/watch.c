@@ -23,6 +23,7 @@
 
 struct hk_watch {
   pthread_t thread;
+  hk_context_t *ctx;
   int ifd;  /* inotify */
   int stop; /* eventfd */
 };
@@ -40,9 +41,11 @@ static long now_ms(void) {
   return (long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+/* The thread; arg is its watch (not ctx->watch, which hk__watch_stop
+ * clears before the thread may even have started). */
 static void *watcher(void *arg) {
-  hk_context_t *ctx = arg;
-  struct hk_watch *w = ctx->watch;
+  struct hk_watch *w = arg;
+  hk_context_t *ctx = w->ctx;
   long due = -1; /* when to reload; -1: nothing pending */
   for (;;) {
     struct pollfd p[2] = {{w->ifd, POLLIN, 0}, {w->stop, POLLIN, 0}};
@@ -98,12 +101,13 @@ int hk__watch_start(hk_context_t *ctx) {
                   strerror(errno));
     goto fail;
   }
+  w->ctx = ctx;
   ctx->watch = w;
   add_dirs(ctx);
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  int e = pthread_create(&w->thread, NULL, watcher, ctx);
+  int e = pthread_create(&w->thread, NULL, watcher, w);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (e) {
     ctx->watch = NULL;

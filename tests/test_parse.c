@@ -1068,6 +1068,9 @@ static const pcase body_cases[] = {
     {"a math function's address through __typeof__",
      RAW("  \"cpu\": \"__typeof__(&fabs) g = 0; y[0] = x[0];\"\n"), 1,
      "fabs", 0, 0, 0, "cpu: 'fabs' is a function code may call", NULL},
+    {"(where)(...), which would call a variable named where",
+     EW("\"y = (where)(x > 0, x, 0);\""), 1, "where", 0, 0, 0,
+     "'(where)(...)' would call a variable named where", NULL},
     {"a helper's name as a variable",
      "{" SV ", \"name\": \"hv\", \"kind\": \"elementwise\",\n"
      "  \"params\": [" PX ", " PY "],\n"

@@ -314,11 +314,29 @@ static void check_watch(hk_context_t *c, hk_kernel_t *k1, const char *r1) {
             "the watcher did not load a new file within 10 s");
   CHECK_INT_EQ(hk_watch(c, 0), HK_OK);
   CHECK_INT_EQ(hk_watch(c, 0), HK_OK); /* twice is harmless */
+  /* on and off at once, many times: the thread may not have started when
+   * it is stopped (it read the context's watch, cleared by then, and
+   * crashed) */
+  for (int r = 0; r < 200; r++) {
+    CHECK_INT_EQ(hk_watch(c, 1), HK_OK);
+    CHECK_INT_EQ(hk_watch(c, 0), HK_OK);
+  }
 }
 
 /* A context made with HK_WATCH watches from the start; what the watcher
  * finds goes to the log. */
 static void check_watch_flag(void) {
+  /* made and destroyed at once: the watcher may not have started */
+  check_make_dir(P("relw_empty"));
+  for (int r = 0; r < 50; r++) {
+    const char *edirs[] = {P("relw_empty"), NULL};
+    hk_options_t eo = {0};
+    eo.plugin_dirs = edirs;
+    eo.flags = HK_WATCH | HK_NO_CACHE;
+    hk_context_t *e = NULL;
+    CHECK_INT_EQ(hk_context_create(&e, &eo), HK_OK);
+    hk_context_destroy(e);
+  }
   check_make_dir(P("relw"));
   PATH(wfile, "relw/w.json");
   write_kernel(wfile, "w_k", "out = x * 2.0f;");
