@@ -72,8 +72,14 @@ static void put_extents(hku_buf *o, const hkc_instance *in, const char *fail) {
     int rc = hkc_emit_len(&k->grid[d].ext, in, o);
     HK_ASSERT(rc != HK_ESCHEMA); /* validated files hold valid extents */
     if (rc != HK_OK) o->oom = 1;
-    hku_buf_printf(o, ";\n    if (hk_bad || hk_e[%d] < 0)\n        %s\n", d,
-                   fail);
+    /* an extent its expression could not compute (overflow, division by
+     * zero) is INT64_MIN to the message (core/par.c), not hk_len's 0 */
+    hku_buf_printf(o,
+                   ";\n    if (hk_bad || hk_e[%d] < 0) {\n"
+                   "        if (hk_bad)\n"
+                   "            hk_e[%d] = -9223372036854775807LL - 1;\n"
+                   "        %s\n    }\n",
+                   d, d, fail);
   }
   hku_buf_printf(o,
                  "    const int64_t hk_count = hk_len_mul(hk_len_mul(hk_e[0], "

@@ -78,20 +78,33 @@
 
 HK_API int hk_array_init(hk_array_t *a, void *data, hk_dtype_t dtype, int ndim,
                          const int64_t *shape) {
-  if (!a) return HK_EINVAL;
+  if (!a) return hk__fail(HK_EINVAL, "hk_array_init: NULL array");
   memset(a, 0, sizeof *a);
   size_t es = hk_dtype_size(dtype);
-  if (es == 0 || ndim < 0 || ndim > HK_MAX_DIMS || (ndim > 0 && !shape))
-    return HK_EINVAL;
+  if (es == 0)
+    return hk__fail(HK_EINVAL, "hk_array_init: dtype %d is not one", (int)dtype);
+  if (ndim < 0 || ndim > HK_MAX_DIMS)
+    return hk__fail(HK_EINVAL, "hk_array_init: ndim %d is outside [0, %d]",
+                    ndim, HK_MAX_DIMS);
+  if (ndim > 0 && !shape)
+    return hk__fail(HK_EINVAL, "hk_array_init: NULL shape for %d axes", ndim);
   int64_t count = 1;
   for (int d = ndim - 1; d >= 0; d--) {
-    if (shape[d] < 0) return HK_EINVAL;
+    if (shape[d] < 0)
+      return hk__fail(HK_EINVAL, "hk_array_init: shape[%d] is %lld, negative",
+                      d, (long long)shape[d]);
     a->shape[d] = shape[d];
     a->strides[d] = count;
-    if (shape[d] != 0 && count > INT64_MAX / shape[d]) return HK_EINVAL;
+    if (shape[d] != 0 && count > INT64_MAX / shape[d])
+      return hk__fail(HK_EINVAL, "hk_array_init: the element count overflows "
+                                 "int64");
     count *= shape[d];
   }
-  if ((uint64_t)count > SIZE_MAX / es) return HK_EINVAL;
+  /* the bytes must fit int64 too (byte offsets are signed) */
+  if ((uint64_t)count > (uint64_t)INT64_MAX / es || (uint64_t)count > SIZE_MAX / es)
+    return hk__fail(HK_EINVAL, "hk_array_init: %lld elements of %zu bytes: "
+                               "the byte count overflows",
+                    (long long)count, es);
   a->data = data;
   a->dtype = dtype;
   a->ndim = ndim;
@@ -101,6 +114,7 @@ HK_API int hk_array_init(hk_array_t *a, void *data, hk_dtype_t dtype, int ndim,
 }
 
 HK_API int64_t hk_array_size(const hk_array_t *a) {
+  if (!a) return -1;
   int64_t n = 1;
   for (int d = 0; d < a->ndim; d++) n *= a->shape[d];
   return n;
@@ -2371,26 +2385,39 @@ HK_API int hk_kernel_select(hk_context_t *ctx, const char *name,
   if (!ctx || !name || !out || (nargs > 0 && !args))
     return hk__fail(HK_EINVAL, "hk_kernel_select: NULL argument");
   *out = NULL;
+  /* a kernel of this very name first, when the arrays fit it; else the
+   * instances NAME_TYPE... (a plugin kernel named add takes f64 arrays,
+   * and f32 arrays still find the stdlib's add_f32) */
   hk_kernel_t *k;
-  if (hk_kernel_find(ctx, name, &k) == HK_OK) {
+  int exact = hk_kernel_find(ctx, name, &k) == HK_OK;
+  int bad = -1; /* the exact kernel's first parameter the arrays miss */
+  if (exact) {
     const hk_kernel_info_t *in = hk_kernel_info(k);
-    if (in->nparams != nargs)
-      return hk__fail(HK_EINVAL, "%s takes %d parameters; %d arrays given",
-                      name, in->nparams, nargs);
-    for (int i = 0; i < nargs; i++)
-      if (in->params[i].dtype != args[i].dtype)
-        return hk__fail(HK_EINVAL,
-                        "%s: parameter '%s' is %s; the array is %s", name,
-                        in->params[i].name, hk_dtype_name(in->params[i].dtype),
-                        hk_dtype_name(args[i].dtype));
-    *out = k;
-    return HK_OK;
+    if (in->nparams == nargs) {
+      bad = nargs;
+      for (int i = 0; i < nargs && bad == nargs; i++)
+        if (in->params[i].dtype != args[i].dtype) bad = i;
+      if (bad == nargs) {
+        *out = k;
+        return HK_OK;
+      }
+    }
   }
   select_ctx s = {.name = name, .args = args, .nargs = nargs};
   hk_kernel_foreach(ctx, select_fn, &s);
   if (s.hit) {
     *out = s.hit;
     return HK_OK;
+  }
+  if (exact && s.ncand == 0) { /* no instances: the kernel's mismatch */
+    const hk_kernel_info_t *in = hk_kernel_info(k);
+    if (bad < 0)
+      return hk__fail(HK_EINVAL, "%s takes %d parameters; %d arrays given",
+                      name, in->nparams, nargs);
+    return hk__fail(HK_EINVAL, "%s: parameter '%s' is %s; the array is %s",
+                    name, in->params[bad].name,
+                    hk_dtype_name(in->params[bad].dtype),
+                    hk_dtype_name(args[bad].dtype));
   }
   if (s.ncand == 0)
     return hk__fail(HK_ENOTFOUND, "no kernel named %s (nor %s_TYPE)", name,

@@ -132,6 +132,7 @@ static void set_problems(hk_context_t *ctx, const hku_diags *d) {
 }
 
 HK_API int hk_context_create(hk_context_t **out, const hk_options_t *opts) {
+  if (!out) return hk__fail(HK_EINVAL, "hk_context_create: NULL argument");
   *out = NULL;
   hk_context_t *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return hk__fail(HK_ENOMEM, "out of memory");
@@ -233,7 +234,7 @@ HK_API void hk_context_destroy(hk_context_t *ctx) {
 }
 
 HK_API const char *hk_context_problems(hk_context_t *ctx) {
-  return ctx->problems ? ctx->problems : "";
+  return ctx && ctx->problems ? ctx->problems : "";
 }
 
 /* ---- Loading ----------------------------------------------------------------- */
@@ -455,6 +456,7 @@ HK_API int hk_reload(hk_context_t *ctx) {
 }
 
 HK_API int hk_context_wait(hk_context_t *ctx) {
+  if (!ctx) return hk__fail(HK_EINVAL, "hk_context_wait: NULL context");
   pthread_mutex_lock(&ctx->opt_lock);
   while ((ctx->opt_head || ctx->opt_busy) && ctx->opt_started)
     pthread_cond_wait(&ctx->opt_idle, &ctx->opt_lock);
@@ -484,6 +486,8 @@ static int cmp_kernel(const void *a, const void *b) {
 HK_API int hk_kernel_foreach(hk_context_t *ctx,
                              int (*fn)(hk_kernel_t *k, void *user),
                              void *user) {
+  if (!ctx || !fn)
+    return hk__fail(HK_EINVAL, "hk_kernel_foreach: NULL argument");
   pthread_rwlock_rdlock(&ctx->map_lock);
   size_t n = 0;
   hk_kernel_t **v = malloc((ctx->names.count + 1) * sizeof *v);
@@ -500,17 +504,19 @@ HK_API int hk_kernel_foreach(hk_context_t *ctx,
 }
 
 HK_API const hk_kernel_info_t *hk_kernel_info(const hk_kernel_t *k) {
-  return atomic_load(&k->info);
+  return k ? atomic_load(&k->info) : NULL;
 }
 
 HK_API hk_tier_t hk_kernel_tier(const hk_kernel_t *k) {
+  if (!k) return HK_TIER_NONE;
   const hk_impl_t *im = atomic_load_explicit(&k->impl, memory_order_acquire);
   return im ? im->tier : HK_TIER_NONE;
 }
 
 HK_API const char *hk_kernel_note(const hk_kernel_t *k, char *buf, size_t n) {
-  if (!n) return buf;
+  if (!n || !buf) return buf;
   buf[0] = '\0';
+  if (!k) return buf;
   hk_context_t *ctx = k->ctx;
   hk__load_lock(ctx);
   int state = atomic_load(&k->state);
@@ -542,6 +548,10 @@ HK_API const char *hk_kernel_note(const hk_kernel_t *k, char *buf, size_t n) {
 }
 
 HK_API int hk_kernel_wait_opt(hk_kernel_t *k) {
+  if (!k) return hk__fail(HK_EINVAL, "hk_kernel_wait_opt: NULL kernel");
+  /* an unloaded or stale handle runs on no tier: say so, as a call does */
+  const int st = atomic_load(&k->state);
+  if (st == HK__REMOVED || st == HK__STALE) return hk__call_failure(k);
   hk_context_t *ctx = k->ctx;
   /* k->mod changes under load_lock when a reload gives k new code; the
    * module itself lives as long as the context */
@@ -632,6 +642,7 @@ HK_API int hk_call(const hk_kernel_t *k, size_t n, void *const *args) {
 
 HK_API int hk_kernel_lens(const hk_kernel_t *k, size_t n, void *const *args,
                           int64_t *lens) {
+  if (!k || !lens) return hk__fail(HK_EINVAL, "hk_kernel_lens: NULL argument");
   const hk_impl_t *im = atomic_load_explicit(&k->impl, memory_order_acquire);
   if (!im) return hk__call_failure(k);
   const hk_kernel_info_t *info = atomic_load(&k->info);
@@ -657,6 +668,7 @@ HK_API int hk_kernel_lens(const hk_kernel_t *k, size_t n, void *const *args,
 }
 
 HK_API int hk_watch(hk_context_t *ctx, int on) {
+  if (!ctx) return hk__fail(HK_EINVAL, "hk_watch: NULL context");
   if (!on) {
     hk__watch_stop(ctx);
     return HK_OK;

@@ -205,7 +205,16 @@ HK_INTERNAL int hk__par_grid(hk_range_fn range, void *const *args, size_t n,
   int64_t x[4] = {-1, 1, 1, 1};
   range(args, n, 0, 0, x);
   if (x[0] < 0) {
-    /* the extents up to the bad one (generated code stores them) */
+    /* the extents up to the bad one (generated code stores them; one its
+     * expression could not compute is INT64_MIN) */
+    static const char *const nth[] = {"", "first", "second", "third"};
+    for (int d = 1; d <= 3; d++)
+      if (x[d] == INT64_MIN)
+        return hk__fail(HK_EINVAL,
+                        "the extent of the grid's %s index cannot be "
+                        "computed for these scalars: its expression "
+                        "overflows int64 or divides by zero",
+                        nth[d]);
     int neg = x[1] < 0 || x[2] < 0 || x[3] < 0;
     return hk__fail(HK_EINVAL,
                     "the index space's extents, (%lld, %lld, %lld) (an "
@@ -292,7 +301,9 @@ HK_INTERNAL void hk__par_reduce(hk_range_fn range, hk_merge_fn merge,
 /* ---- public: thread count ---------------------------------------------- */
 
 HK_API int hk_set_threads(int n) {
-  if (n < 0 || n > HK_MAX_THREADS) return HK_EINVAL;
+  if (n < 0 || n > HK_MAX_THREADS)
+    return hk__fail(HK_EINVAL, "hk_set_threads: %d is outside [0, %d]", n,
+                    HK_MAX_THREADS);
   hk__tpool_set_threads(n);
   return HK_OK;
 }

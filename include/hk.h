@@ -279,7 +279,12 @@ typedef struct hk_options {
 
 /* The message of the last call on this thread that failed: what failed,
  * and for kernel files every problem as "PATH:LINE:COL: error: ...", one
- * per line. "" when none. Valid until this thread's next hk call. */
+ * per line. "" when none. Valid until this thread's next hk call.
+ * Every entry point that returns a status sets it when it fails; a NULL
+ * context, kernel, array or output pointer is HK_EINVAL (hk_kernel_info
+ * gives NULL, hk_kernel_tier HK_TIER_NONE, hk_context_problems and
+ * hk_kernel_note ""), but in hk_call and the typed stdlib functions,
+ * whose hot path checks nothing. */
 HK_API const char *hk_last_error(void);
 
 /* Creates a context (opts NULL: all defaults) and loads its plugin folders.
@@ -655,9 +660,11 @@ HK_API int hk_call_out_shape(const hk_kernel_t *k, const hk_array_t *args,
                              const hk_call_opts_t *opts, int param, int *ndim,
                              int64_t *shape);
 
-/* Dispatch by dtype: the kernel named name, or the instance of the kernel
- * named name (registered as name_TYPE...) whose parameter types are the
- * dtypes of args[0..nargs) (one per parameter; scalars too). Elements are
+/* Dispatch by dtype: the kernel named name when the dtypes of
+ * args[0..nargs) (one per parameter; scalars too) are its parameter types,
+ * else the instance of the kernel named name (registered as name_TYPE...)
+ * whose parameter types they are (a plugin kernel named add that takes f64
+ * does not hide the stdlib's add_f32 from f32 arrays). Elements are
  * never converted: mixed dtypes that no instance takes are HK_EINVAL
  * naming the parameter and the instances there are; an unknown name is
  * HK_ENOTFOUND. */

@@ -438,6 +438,24 @@ static void test_select(void) {
   CHECK_INT_EQ(hk_kernel_select(ctx, "add_f32", a, 3, &k), HK_OK);
   CHECK_INT_EQ(hk_kernel_select(ctx, "add_f64", a, 3, &k), HK_EINVAL);
   CHECK_CONTAINS(hk_last_error(), "parameter 'x' is f64");
+  /* a user kernel named add (f64 only) is picked for f64 arrays, and does
+   * not hide the stdlib's add_f32 from f32 ones */
+  static const char user_add[] =
+      "{\"schema_version\": 1, \"name\": \"add\", \"kind\": \"elementwise\","
+      " \"params\": [{\"name\": \"x\", \"type\": \"f64\", \"role\": \"in\"},"
+      " {\"name\": \"y\", \"type\": \"f64\", \"role\": \"in\"},"
+      " {\"name\": \"out\", \"type\": \"f64\", \"role\": \"out\"}],"
+      " \"body\": \"out = x * y;\"}";
+  CHECK_INT_EQ(hk_load_string(ctx, user_add, sizeof user_add - 1, "add.json"),
+               HK_OK);
+  CHECK_INT_EQ(hk_kernel_select(ctx, "add", a, 3, &k), HK_OK);
+  CHECK_STR_EQ(k ? hk_kernel_info(k)->name : NULL, "add_f32");
+  hk_array_init(&b[0], xd, HK_F64, 1, (int64_t[]){6});
+  CHECK_INT_EQ(hk_kernel_select(ctx, "add", b, 3, &k), HK_OK);
+  CHECK_STR_EQ(k ? hk_kernel_info(k)->origin : NULL, "json");
+  c[0].dtype = HK_I8; /* neither: the instances' types are said */
+  CHECK_INT_EQ(hk_kernel_select(ctx, "add", c, 3, &k), HK_EINVAL);
+  CHECK_CONTAINS(hk_last_error(), "parameter 'x' is i8 here");
 }
 
 static void test_errors(void) {
@@ -793,6 +811,51 @@ static void test_overlap_exact(void) {
             refused, ran, skipped);
 }
 
+static int count_fn(hk_kernel_t *k, void *user) {
+  (void)k;
+  ++*(int *)user;
+  return 0;
+}
+
+/* NULL where an entry point takes a context, kernel or array: HK_EINVAL
+ * said, or the documented empty answer, never a crash; and every
+ * refusal sets hk_last_error(). */
+static void test_null_args(void) {
+  hk_kernel_t *k = kfind("add_f32");
+  CHECK_INT_EQ(hk_context_create(NULL, NULL), HK_EINVAL);
+  CHECK_CONTAINS(hk_last_error(), "hk_context_create");
+  CHECK_STR_EQ(hk_context_problems(NULL), "");
+  CHECK_INT_EQ(hk_watch(NULL, 1), HK_EINVAL);
+  CHECK_INT_EQ(hk_context_wait(NULL), HK_EINVAL);
+  int n = 0;
+  CHECK_INT_EQ(hk_kernel_foreach(NULL, count_fn, &n), HK_EINVAL);
+  CHECK_INT_EQ(hk_kernel_foreach(ctx, NULL, NULL), HK_EINVAL);
+  CHECK_INT_EQ(hk_kernel_foreach(ctx, count_fn, &n), 0);
+  CHECK(n > 100);
+  CHECK(hk_kernel_info(NULL) == NULL);
+  CHECK_INT_EQ(hk_kernel_tier(NULL), HK_TIER_NONE);
+  char buf[16] = "x";
+  CHECK_STR_EQ(hk_kernel_note(NULL, buf, sizeof buf), "");
+  CHECK_INT_EQ(hk_kernel_wait_opt(NULL), HK_EINVAL);
+  CHECK_INT_EQ(hk_kernel_prepare(NULL, HK_BACKEND_CPU), HK_EINVAL);
+  int64_t lens[3];
+  void *args[3] = {0};
+  CHECK_INT_EQ(hk_kernel_lens(NULL, 4, args, lens), HK_EINVAL);
+  CHECK_INT_EQ(hk_kernel_lens(k, 4, args, NULL), HK_EINVAL);
+  CHECK_INT_EQ(hk_array_size(NULL), -1);
+  /* refusals that set no message left an older one */
+  CHECK_INT_EQ(hk_set_threads(-3), HK_EINVAL);
+  CHECK_CONTAINS(hk_last_error(), "hk_set_threads: -3");
+  hk_array_t a;
+  float x[1];
+  CHECK_INT_EQ(hk_array_init(&a, x, HK_F32, 9, (int64_t[9]){0}), HK_EINVAL);
+  CHECK_CONTAINS(hk_last_error(), "ndim 9");
+  /* more bytes than int64 holds */
+  CHECK_INT_EQ(hk_array_init(&a, x, HK_F32, 1, (int64_t[]){INT64_MAX / 4 + 1}),
+               HK_EINVAL);
+  CHECK_CONTAINS(hk_last_error(), "byte count overflows");
+}
+
 int main(void) {
   const char *none[] = {NULL};
   hk_options_t opts = {.plugin_dirs = none, .flags = HK_NO_CACHE};
@@ -809,6 +872,7 @@ int main(void) {
   test_select();
   test_errors();
   test_overlap_exact();
+  test_null_args();
   hk_context_destroy(ctx);
   char cache[] = "/tmp/hk-test-arrays-XXXXXX";
   if (!mkdtemp(cache)) return 1;

@@ -187,6 +187,13 @@ static void test_matmul(hk_context_t *ctx, hk_tier_t tier, tier_results *r) {
             hk_tier_name(tier), bad);
   r->mm_out = out;
   r->mm_n = no;
+  /* an extent whose expression overflows, (BT + RT - 1) / RT with BT =
+   * INT64_MAX: said as such (it printed the extents as 0 before) */
+  int64_t big = INT64_MAX;
+  void *bargs[] = {out, inp, w, bias, &big, &C, &OC};
+  CHECK_INT_EQ(hk_call(k, 0, bargs), HK_EINVAL);
+  CHECK_CONTAINS(hk_last_error(), "matmul_forward: the extent of the grid's "
+                                  "first index cannot be computed");
   free(inp), free(w), free(bias), free(init);
 }
 

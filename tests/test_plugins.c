@@ -473,6 +473,9 @@ static void test_reload(void) {
   CHECK_CONTAINS(note_of(k2), "stale");
   int64_t lens[4];
   CHECK_INT_EQ(hk_kernel_lens(k2, 10, args2, lens), HK_ENOTFOUND);
+  /* nothing to wait for on a stale handle: said as a call says it */
+  CHECK_INT_EQ(hk_kernel_wait_opt(k2), HK_ENOTFOUND);
+  CHECK_CONTAINS(hk_last_error(), "reloaded with other parameters");
   hk_kernel_t *k2b = find(c, "r_sig");
   if (k2b) {
     CHECK(k2b != k2);

@@ -349,6 +349,7 @@ HK_API unsigned hk_kernel_backends(const hk_kernel_t *k) {
 }
 
 HK_API int hk_kernel_prepare(hk_kernel_t *k, hk_backend_t b) {
+  if (!k) return hk__fail(HK_EINVAL, "hk_kernel_prepare: NULL kernel");
   switch (b) {
     case HK_BACKEND_CUDA:
       return prepare_cuda(k);
