@@ -604,7 +604,21 @@ static void *opt_worker(void *arg) {
     int n;
     take_queue(ctx, &one, &ms, &n);
     pthread_mutex_unlock(&ctx->opt_lock);
-    build_all(ctx, ms, n);
+    /* a version a reload replaced before its turn runs for nobody: not
+     * compiled (50 quick rewrites of a file made 50 compiles) */
+    hk__load_lock(ctx);
+    int kept = 0;
+    for (int j = 0; j < n; j++) {
+      if (ms[j]->live) {
+        ms[kept++] = ms[j];
+        continue;
+      }
+      free(ms[j]->opt_note);
+      ms[j]->opt_note = strdup("replaced by a newer version before its turn");
+      atomic_store(&ms[j]->opt_state, HK__OPT_FAILED);
+    }
+    hk__load_unlock(ctx);
+    build_all(ctx, ms, kept);
     if (ms != &one) free(ms);
     pthread_mutex_lock(&ctx->opt_lock);
     ctx->opt_busy = 0;

@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include "check.h"
+#include <dirent.h>
+
 #include "hk.h"
 #include "registry_fixture.h"
 
@@ -431,6 +433,42 @@ static void check_reload_files(hk_context_t *c, hk_kernel_t *k1,
   CHECK(runs_times(c, "r_single", 6.0f));
 }
 
+/* A file rewritten and reloaded 20 times while its first version
+ * compiles for tier opt: the versions replaced before their turn are not
+ * compiled (each was, a cache entry and a compile apiece), and the last
+ * one runs on tier opt. */
+static void check_rewrites(void) {
+  if (!g_have_cc) return;
+  check_make_dir(P("rew"));
+  check_make_dir(P("cache_rew"));
+  PATH(f, "rew/w.json");
+  write_kernel(f, "w_k", "out = x * 1.0f;");
+  hk_context_t *c = mkctx(HK_TIER_AUTO, P("rew"), P("cache_rew"), 0, NULL);
+  if (!c) return;
+  for (int r = 2; r <= 21; r++) {
+    char body[64];
+    snprintf(body, sizeof body, "out = x * %d.0f;", r);
+    write_kernel(f, "w_k", body);
+    CHECK_MSG(hk_reload(c) == HK_OK, "%s", hk_last_error());
+  }
+  CHECK_INT_EQ(hk_context_wait(c), HK_OK);
+  hk_kernel_t *k = find(c, "w_k");
+  if (k) {
+    CHECK_INT_EQ(hk_kernel_wait_opt(k), HK_OK);
+    CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_OPT);
+  }
+  CHECK(runs_times(c, "w_k", 21.0f));
+  int entries = 0;
+  DIR *d = opendir(P("cache_rew"));
+  for (struct dirent *e; d && (e = readdir(d));)
+    entries += e->d_name[0] != '.';
+  if (d) closedir(d);
+  CHECK_MSG(entries >= 1 && entries < 10,
+            "%d cache entries for 21 versions, the last 20 reloaded at once",
+            entries);
+  hk_context_destroy(c);
+}
+
 static void test_reload(void) {
   check_make_dir(P("rel"));
   PATH(r1, "rel/r1.json");
@@ -506,6 +544,7 @@ static void test_reload(void) {
   check_watch(c, k1, r1p);
   hk_context_destroy(c);
   check_watch_flag();
+  check_rewrites();
 }
 
 int main(int argc, char **argv) {
