@@ -554,19 +554,29 @@ HK_API int hk_kernel_wait_opt(hk_kernel_t *k) {
   if (st == HK__REMOVED || st == HK__STALE) return hk__call_failure(k);
   hk_context_t *ctx = k->ctx;
   /* k->mod changes under load_lock when a reload gives k new code; the
-   * module itself lives as long as the context */
-  hk__load_lock(ctx);
-  hk_module_t *m = k->mod;
-  hk__load_unlock(ctx);
-  if (!m || m->kind == HK__SRC_SO) return HK_OK; /* stdlib, prebuilt */
-  pthread_mutex_lock(&ctx->opt_lock);
+   * module itself lives as long as the context. A module replaced while
+   * waited on is not compiled (opt.c): wait on k's new one then. */
+  hk_module_t *m;
   for (;;) {
-    int s = atomic_load(&m->opt_state);
-    if (s != HK__OPT_QUEUED && s != HK__OPT_RUNNING) break;
-    if (!ctx->opt_started) break;
-    pthread_cond_wait(&ctx->opt_idle, &ctx->opt_lock);
+    hk__load_lock(ctx);
+    m = k->mod;
+    hk__load_unlock(ctx);
+    if (!m || m->kind == HK__SRC_SO) return HK_OK; /* stdlib, prebuilt */
+    pthread_mutex_lock(&ctx->opt_lock);
+    for (;;) {
+      int s = atomic_load(&m->opt_state);
+      if (s != HK__OPT_QUEUED && s != HK__OPT_RUNNING) break;
+      if (!ctx->opt_started) break;
+      pthread_cond_wait(&ctx->opt_idle, &ctx->opt_lock);
+    }
+    pthread_mutex_unlock(&ctx->opt_lock);
+    hk__load_lock(ctx);
+    const int moved = k->mod != m;
+    hk__load_unlock(ctx);
+    if (!moved) break;
   }
-  pthread_mutex_unlock(&ctx->opt_lock);
+  const int now = atomic_load(&k->state); /* unloaded while waited on */
+  if (now == HK__REMOVED || now == HK__STALE) return hk__call_failure(k);
   switch (atomic_load(&m->opt_state)) {
     case HK__OPT_DONE: return HK_OK;
     case HK__OPT_NONE:

@@ -177,9 +177,9 @@ static void stress(hk_tier_t tier, const char *label) {
       failed++;
     }
     reloads++;
-    /* let the callers see each version; on tier auto also keep the opt
-     * worker's queue short: each reload that is not a cache hit queues a
-     * compile, and the worker compiles even modules already replaced */
+    /* let the callers see each version; on tier auto also let the opt
+     * worker compile some of them (it skips versions replaced before
+     * their turn), so that handles switch tiers under the callers */
     if (tier == HK_TIER_AUTO) sleep_ms(5);
     else if (reloads % 8 == 0) sleep_ms(1);
   }
