@@ -2219,6 +2219,16 @@ HK_API int hk_call_arrays(const hk_kernel_t *k, const hk_array_t *args,
   for (int i = 0; i < c.nargs; i++) ptrs[i] = args[i].data;
   hk_kind_t kind = c.info->kind;
   hk_backend_t backend = opts ? opts->backend : HK_BACKEND_AUTO;
+  /* axes are a reduction's (rows kernels refuse them themselves): given
+   * to an elementwise, raw or grid kernel, they were ignored */
+  if (opts && (opts->axes || opts->naxes || opts->keepdims) &&
+      kind != HK_KIND_REDUCTION && kind != HK_KIND_ROWS)
+    return hk__fail(HK_EINVAL,
+                    "%s: opts->%s is for reductions; a%s %s kernel takes "
+                    "none",
+                    c.info->name, opts->keepdims ? "keepdims" : "axes",
+                    kind == HK_KIND_ELEMENTWISE ? "n" : "",
+                    hk_kind_name(kind));
 
   if (kind == HK_KIND_RAW || kind == HK_KIND_GRID) /* flat buffers */
     return call_flat(&c, opts, ptrs);

@@ -134,6 +134,14 @@ static void set_problems(hk_context_t *ctx, const hku_diags *d) {
 HK_API int hk_context_create(hk_context_t **out, const hk_options_t *opts) {
   if (!out) return hk__fail(HK_EINVAL, "hk_context_create: NULL argument");
   *out = NULL;
+  /* a flag this libhk does not know (a newer header's) is not ignored */
+  const unsigned known = HK_ALLOW_UNSAFE_PERMISSIONS | HK_NO_CACHE | HK_WATCH;
+  if (opts && (opts->flags & ~known))
+    return hk__fail(HK_EINVAL,
+                    "hk_context_create: opts->flags holds 0x%x, which is no "
+                    "flag of this libhk (known: HK_ALLOW_UNSAFE_PERMISSIONS, "
+                    "HK_NO_CACHE, HK_WATCH)",
+                    opts->flags & ~known);
   hk_context_t *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return hk__fail(HK_ENOMEM, "out of memory");
   pthread_mutexattr_t ma;

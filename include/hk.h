@@ -609,7 +609,9 @@ HK_API int64_t hk_array_size(const hk_array_t *a);
 
 typedef struct hk_call_opts {
   /* Reductions: the axes reduced (negative ones count from the end), each
-   * at most once; NULL (or naxes 0 with axes NULL) reduces every axis. */
+   * at most once; NULL (or naxes 0 with axes NULL) reduces every axis.
+   * Other kinds refuse axes and keepdims (HK_EINVAL): a rows kernel's
+   * row is its arrays' last axis. */
   const int *axes;
   int naxes;
   int keepdims; /* keep reduced axes as length 1 in the outputs' shape */

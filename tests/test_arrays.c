@@ -547,6 +547,14 @@ static void test_errors(void) {
     CHECK_MSG(hk_call_arrays(add, il, NULL) == HK_OK, "%s", hk_last_error());
     CHECK(v[7] == 7 && v[1] == 1);
   }
+  /* axes are a reduction's: an elementwise call refuses them */
+  hk_call_opts_t ax = {.axes = (int[]){0}, .naxes = 1};
+  CHECK_INT_EQ(hk_call_arrays(add, inplace, &ax), HK_EINVAL);
+  CHECK_CONTAINS(hk_last_error(), "opts->axes is for reductions; an "
+                                  "elementwise kernel takes none");
+  hk_call_opts_t kd = {.keepdims = 1};
+  CHECK_INT_EQ(hk_call_arrays(add, inplace, &kd), HK_EINVAL);
+  CHECK_CONTAINS(hk_last_error(), "opts->keepdims is for reductions");
   /* an out with a 0 stride */
   hk_array_t z[3] = {a[0], a[1], a[2]};
   z[2].strides[0] = 0;
@@ -824,6 +832,11 @@ static void test_null_args(void) {
   hk_kernel_t *k = kfind("add_f32");
   CHECK_INT_EQ(hk_context_create(NULL, NULL), HK_EINVAL);
   CHECK_CONTAINS(hk_last_error(), "hk_context_create");
+  hk_context_t *c2 = (hk_context_t *)1;
+  hk_options_t bad = {.flags = 64u | HK_NO_CACHE};
+  CHECK_INT_EQ(hk_context_create(&c2, &bad), HK_EINVAL);
+  CHECK(c2 == NULL);
+  CHECK_CONTAINS(hk_last_error(), "opts->flags holds 0x40");
   CHECK_STR_EQ(hk_context_problems(NULL), "");
   CHECK_INT_EQ(hk_watch(NULL, 1), HK_EINVAL);
   CHECK_INT_EQ(hk_context_wait(NULL), HK_EINVAL);

@@ -75,8 +75,10 @@ suite "gcc, Release" build-test "" \
 # gen_compile checks the generated source with the compilers (gcc, clang,
 # tcc, nvcc), test_nvrtc with NVRTC (most of its time is NVRTC's own),
 # rows_emulate runs generated CUDA as host C++: the first suite runs them;
-# nothing of them runs under sanitizers.
-exclude="^(gen_compile|test_nvrtc|rows_emulate)$"
+# nothing of them runs under sanitizers. Nor do the documents' examples
+# (doc_examples: 33 s of a core under ASan, each example a program of its
+# own that links libhk; the first suite compiles and runs them all).
+exclude="^(gen_compile|test_nvrtc|rows_emulate|doc_examples)$"
 # Tiers opt and so are objects gcc compiles at run time, uninstrumented
 # (24 s of test_reduce's 42 here, compiling; 9 s of test_types'): the
 # first suite checks their bits; the sanitized ones run tier jit and the
