@@ -53,8 +53,7 @@ int hkc_reduce_lanes(size_t acc_size) { return acc_size >= 8 ? 8 : 16; }
 /* ... which on other CPUs with 32-byte vectors (AVX2) take rows of 4 to 8
  * four-byte elements by an 8 x 8 transpose (put_rowc_t8_case) */
 #define HK_ROWC_T8(es, m) ((es) == 4 && (m) >= 4 && (m) <= 8)
-/* ... and on any CPU with 32-byte vectors rows of 9 to this many by two
- * (0: none) */
+/* ... and rows of 9 to this many by two (0: none), on AVX2 only */
 #define HK_ROWC_T8_MAX(es) ((es) == 4 ? 15 : 0)
 /* ... and argmax/argmin rows shorter than this (emit_argsel.c: one
  * element of each of W rows a step); past it the vector loop over one row
@@ -1532,9 +1531,11 @@ static void emit_rowc(hku_buf *o, const hkc_instance *in, uint64_t ins) {
     put_rowc_case(o, in, ins, (int)(32 / es), m);
     hku_buf_put(o, "        break;\n#endif\n");
   }
-  /* rows of 9 to 15 four-byte elements: two transposes a step */
+  /* rows of 9 to 15 four-byte elements: two transposes a step, where
+   * measured (AVX2; on a Zen 4 with AVX-512VL the gathers' inserts from
+   * memory are cheap, and transposed tails were slower there) */
   for (int m = HK_ROWC_WIDE_MAX(es) + 1; m <= HK_ROWC_T8_MAX(es); m++) {
-    hku_buf_printf(o, "#if HK_VB == 32\n    case %d:\n", m);
+    hku_buf_printf(o, "#if HK_VB == 32 && !HK_ROWC_WIDE\n    case %d:\n", m);
     put_rowc_t8_case(o, in, ins, m);
     hku_buf_put(o, "        break;\n#endif\n");
   }
@@ -1585,8 +1586,10 @@ static void emit_rowbatch(hku_buf *o, const hkc_instance *in, uint64_t ins) {
   /* rows of 2 to HK_ROWC_MAX (HK_ROWC_WIDE_MAX) elements in one run:
    * hk_rowc */
   if (HK_ROWC_T8_MAX(es))
-    hku_buf_printf(o, "    if (n >= 2 && n <= (HK_VB == 32 ? %d : %d)",
-                   HK_ROWC_T8_MAX(es), HK_ROWC_MAX(es));
+    hku_buf_printf(o,
+                   "    if (n >= 2 && n <= (HK_VB == 32 ? (HK_ROWC_WIDE ? %d : "
+                   "%d) : %d)",
+                   HK_ROWC_WIDE_MAX(es), HK_ROWC_T8_MAX(es), HK_ROWC_MAX(es));
   else
     hku_buf_printf(o, "    if (n >= 2 && n <= (HK_ROWC_WIDE ? %d : %d)",
                    HK_ROWC_WIDE_MAX(es), HK_ROWC_MAX(es));
