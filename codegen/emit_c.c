@@ -1285,6 +1285,28 @@ static void put_rowb_fin(hku_buf *o, const hkc_instance *in, int W, int ind,
                  in->name, ind, "");
 }
 
+/* The end of a step of hk_rowc__NAME's cases: the W rows' elements
+ * hk_d_P[0..m) of each read parameter P combined in the scalar order
+ * after the lanes' tree (hk_t), the results stored, the step closed. */
+static void put_rowc_comb(hku_buf *o, const hkc_instance *in, uint64_t ins,
+                          int W, int m) {
+  const hkc_kernel *k = in->k;
+  const char *nm = in->name;
+  hku_buf_printf(o,
+                 "            hk_vt__%s hk_res = hk_t;\n"
+                 "            for (int hk_c = 0; hk_c < %d; ++hk_c) {\n",
+                 nm, m);
+  for (int i = 0; i < k->nparams; i++)
+    if (ins >> i & 1)
+      hku_buf_printf(o, "                const hk_vt__%s %s = hk_d_%s[hk_c];\n",
+                     nm, k->params[i].name, k->params[i].name);
+  hku_buf_printf(o, "                hk_res = hk_vcomb__%s(hk_res, ", nm);
+  hkc_put_expr(o, &k->map);
+  hku_buf_put(o, ");\n            }\n");
+  put_rowb_fin(o, in, W, 12, 1);
+  hku_buf_put(o, "        }\n");
+}
+
 /* One case of hk_rowc__NAME: rows of m elements, W rows (m vectors of
  * each read parameter, from one contiguous run) a step; element c of the
  * W rows gathered from the m vectors by a chain of two-vector shuffles
@@ -1336,19 +1358,7 @@ static void put_rowc_case(hku_buf *o, const hkc_instance *in, uint64_t ins,
       hku_buf_printf(o, "            hk_d_%s[%d] = hk_s;\n", p, c);
     }
   }
-  hku_buf_printf(o,
-                 "            hk_vt__%s hk_res = hk_t;\n"
-                 "            for (int hk_c = 0; hk_c < %d; ++hk_c) {\n",
-                 nm, m);
-  for (int i = 0; i < k->nparams; i++)
-    if (ins >> i & 1)
-      hku_buf_printf(o, "                const hk_vt__%s %s = hk_d_%s[hk_c];\n",
-                     nm, k->params[i].name, k->params[i].name);
-  hku_buf_printf(o, "                hk_res = hk_vcomb__%s(hk_res, ", nm);
-  hkc_put_expr(o, &k->map);
-  hku_buf_put(o, ");\n            }\n");
-  put_rowb_fin(o, in, W, 12, 1);
-  hku_buf_put(o, "        }\n");
+  put_rowc_comb(o, in, ins, W, m);
 }
 
 /* The 24 shuffles of an 8 x 8 transpose of parameter p's vectors
@@ -1439,19 +1449,7 @@ static void put_rowc_t8_case(hku_buf *o, const hkc_instance *in, uint64_t ins,
       put_t8(o, nm, p, 16 - m, m - 8);
     }
   }
-  hku_buf_printf(o,
-                 "            hk_vt__%s hk_res = hk_t;\n"
-                 "            for (int hk_c = 0; hk_c < %d; ++hk_c) {\n",
-                 nm, m);
-  for (int i = 0; i < k->nparams; i++)
-    if (ins >> i & 1)
-      hku_buf_printf(o, "                const hk_vt__%s %s = hk_d_%s[hk_c];\n",
-                     nm, k->params[i].name, k->params[i].name);
-  hku_buf_printf(o, "                hk_res = hk_vcomb__%s(hk_res, ", nm);
-  hkc_put_expr(o, &k->map);
-  hku_buf_put(o, ");\n            }\n");
-  put_rowb_fin(o, in, 8, 12, 1);
-  hku_buf_put(o, "        }\n");
+  put_rowc_comb(o, in, ins, 8, m);
 }
 
 /* The head of a batch function (hk_rowc__NAME, hk_rowb__NAME: linkage,

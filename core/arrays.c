@@ -472,7 +472,7 @@ static int check_shape(const call *c, int i, int nd, const int64_t *shape) {
                     shape_text(nd, shape, s2, sizeof s2));
 }
 
-static int is_contiguous(const hk_array_t *a) {
+int hk__array_contiguous(const hk_array_t *a) {
   int64_t want = 1;
   for (int d = 0; d < a->ndim; d++) /* an empty array is any layout's */
     if (a->shape[d] == 0) return 1;
@@ -1636,7 +1636,7 @@ static int call_flat(const call *c, const hk_call_opts_t *o, void **ptrs) {
   int have = 0;
   for (int i = 0; i < c->nargs; i++) {
     if (!is_buffer(c, i)) continue;
-    if (!is_contiguous(&c->a[i]))
+    if (!hk__array_contiguous(&c->a[i]))
       return fail_param(c, i, "%s kernels take contiguous (C order) arrays "
                               "only",
                         hk_kind_name(c->info->kind));
@@ -2242,7 +2242,7 @@ HK_API int hk_call_arrays(const hk_kernel_t *k, const hk_array_t *args,
     const hk_array_t *a = &args[i];
     if (kind == HK_KIND_REDUCTION && is_written(&c, i)) continue;
     if (first < 0) first = i;
-    fast = is_contiguous(a) && a->ndim == args[first].ndim &&
+    fast = hk__array_contiguous(a) && a->ndim == args[first].ndim &&
            !memcmp(a->shape, args[first].shape,
                    sizeof(int64_t) * (size_t)a->ndim);
   }

@@ -116,17 +116,6 @@ static int check_shapes(const hk_kernel_info_t *in, const hk_array_t *a,
   return HK_OK;
 }
 
-/* 1 when a's elements are contiguous in C order. */
-static int contiguous(const hk_array_t *a) {
-  int64_t want = 1;
-  for (int d = a->ndim - 1; d >= 0; d--) {
-    if (a->shape[d] == 0) return 1;
-    if (a->shape[d] != 1 && a->strides[d] != want) return 0;
-    want *= a->shape[d];
-  }
-  return 1;
-}
-
 /* The bytes a's elements span ([lo, hi)); lo == hi when it is empty. */
 static void span(const hk_array_t *a, uintptr_t *lo, uintptr_t *hi) {
   size_t es = hk_dtype_size(a->dtype);
@@ -234,7 +223,7 @@ int hk__arrays_rows(const hk_kernel_t *k, const hk_array_t *a,
   void *dev_copies[HK__ARRAYS_MAX_ARGS] = {NULL};
   for (int i = 0; i < in->nparams; i++) {
     ptrs[i] = a[i].data;
-    if (!is_buf(in, i) || contiguous(&a[i])) continue;
+    if (!is_buf(in, i) || hk__array_contiguous(&a[i])) continue;
     size_t bytes = (size_t)hk_array_size(&a[i]) * hk_dtype_size(a[i].dtype);
     if (gpu) { /* a contiguous run in device memory, by the GPU's copy */
       if ((rc = hk_cuda_init())) goto done; /* no device: why */

@@ -211,6 +211,9 @@ HK_INTERNAL int hk__arrays_rows(const hk_kernel_t *k, const hk_array_t *a,
 /* 1 when every element of array a has its own address (arrays.c: a
  * sufficient test, axes sorted by stride), so that it may be written. */
 HK_INTERNAL int hk__array_distinct(const hk_array_t *a);
+/* 1 when a is C-contiguous (a stride where the length is 1 means
+ * nothing; an empty array is any layout's). */
+HK_INTERNAL int hk__array_contiguous(const hk_array_t *a);
 /* 1 when two arrays, neither empty, may share a byte (arrays.c: exact but
  * for a bound on the search, past which it says 1). */
 HK_INTERNAL int hk__arrays_may_share(const hk_array_t *a,

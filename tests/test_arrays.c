@@ -681,6 +681,18 @@ static void test_plugin_tier(hk_tier_t tier, const char *cache) {
   hk_context_destroy(c);
 }
 
+/* The value of the f32 (es 4) or f16 (es 2) element at p. */
+static double f32_or_f16(const unsigned char *p, size_t es) {
+  if (es == 4) {
+    float f;
+    memcpy(&f, p, 4);
+    return f;
+  }
+  uint16_t h;
+  memcpy(&h, p, 2);
+  return hk_f16_to_double(h);
+}
+
 /* The overlap test against the bytes themselves: random views x and out
  * (1 to 3 axes, strides of either sign, f16 and f32, so that elements
  * meet in part) of one small buffer. A call whose out shares a byte with
@@ -789,26 +801,9 @@ static void test_overlap_exact(void) {
           before + ((unsigned char *)a[0].data - buf) + ox * (int64_t)es[0];
       const unsigned char *po =
           buf + ((unsigned char *)a[1].data - buf) + oo * (int64_t)es[1];
-      double x, want, got;
-      if (es[0] == 4) {
-        float f;
-        memcpy(&f, px, 4);
-        x = f;
-      } else {
-        uint16_t h;
-        memcpy(&h, px, 2);
-        x = hk_f16_to_double(h);
-      }
-      want = q == 0 ? -x : q == 1 ? x : hk_f16_to_double(hk_f16_from_double((float)x));
-      if (es[1] == 4) {
-        float f;
-        memcpy(&f, po, 4);
-        got = f;
-      } else {
-        uint16_t h;
-        memcpy(&h, po, 2);
-        got = hk_f16_to_double(h);
-      }
+      const double x = f32_or_f16(px, es[0]), got = f32_or_f16(po, es[1]);
+      const double want =
+          q == 0 ? -x : q == 1 ? x : hk_f16_to_double(hk_f16_from_double((float)x));
       CHECK_MSG((isnan(want) && isnan(got)) || want == got,
                 "trial %d: %s element %lld: %g, expected %g", trial,
                 names[q], (long long)e, got, want);
