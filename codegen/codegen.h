@@ -99,6 +99,16 @@ size_t hkc_unit_len(const hkc_unit *u);
  * *len bytes (*len 0 when the unit has none). Cache keys hash the prelude
  * once per process, not once per kernel. */
 void hkc_unit_prelude(const hkc_unit *u, size_t *off, size_t *len);
+/* C units: how many instances the unit holds code for (those with the
+ * cpu target, in file order), and where the i-th one's code is: at *off,
+ * *len bytes, after the prelude; the code of the last ends where the
+ * instances end. Each instance's code stands alone: the text before the
+ * first with any run of them (and, in a prebuilt plugin's unit, the text
+ * after the last) is a translation unit for those instances alone. 0 for
+ * CUDA units. */
+int hkc_unit_ninstances(const hkc_unit *u);
+void hkc_unit_instance_code(const hkc_unit *u, int i, size_t *off,
+                            size_t *len);
 /* The prelude every C plugin unit holds; made once, never freed. NULL
  * when out of memory. */
 const char *hkc_prelude_text(size_t *len);

@@ -68,9 +68,11 @@ int hkc_emit_c(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
 int hkc_emit_c_mapped(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
                       hku_buf *out, hkc_linemap *map);
 /* The same, also storing where the prelude landed: prelude[0] its offset
- * in out, prelude[1] its length (prelude and map may be NULL). */
+ * in out, prelude[1] its length, and where the instances are (marks, as
+ * for hkc_emit_instances); prelude, map and marks may be NULL. */
 int hkc_emit_c_unit(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
-                    hku_buf *out, hkc_linemap *map, size_t prelude[2]);
+                    hku_buf *out, hkc_linemap *map, size_t prelude[2],
+                    size_t *marks);
 /* Appends CUDA C for every instance with the cuda target. */
 int hkc_emit_cuda(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
                   hku_buf *out);
@@ -212,9 +214,13 @@ void hkc_emit_rows_c(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode);
 void hkc_emit_rows_cuda(hku_buf *o, const hkc_instance *in,
                         hkc_emit_mode mode);
 /* Appends, for each instance with e's target, a banner comment and e's
- * code for it. */
-void hkc_emit_instances(hkc_file *const *files, int nfiles,
-                        hkc_emit_mode mode, const hkc_emitter *e, hku_buf *o);
+ * code for it; returns how many. Each instance's code stands alone (its
+ * consts' and helpers' macros are undefined after it). marks, when not
+ * NULL, has room for one more than there are instances: marks[i] is where
+ * the i-th instance starts in o, the last where the last one ends. */
+int hkc_emit_instances(hkc_file *const *files, int nfiles,
+                       hkc_emit_mode mode, const hkc_emitter *e, hku_buf *o,
+                       size_t *marks);
 
 /* Reports the error lines of a C compiler's output about the generated
  * source of f (emitted with line map m) as diagnostics located in f's

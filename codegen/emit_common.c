@@ -468,13 +468,17 @@ void hkc_each_instance(hkc_file *const *files, int nfiles, unsigned target,
 typedef struct emit_walk {
   const hkc_emitter *e;
   hkc_emit_mode mode;
+  size_t *marks; /* where each instance starts, or NULL */
+  int n;         /* instances so far */
 } emit_walk;
 
 /* One instance: its banner, its kind's code, then what every kind gets. */
 static void emit_one(hku_buf *o, const hkc_file *f, const hkc_instance *in,
                      void *arg) {
-  const emit_walk *w = arg;
+  emit_walk *w = arg;
   const hkc_kernel *k = in->k;
+  if (w->marks) w->marks[w->n] = o->len;
+  w->n++;
   hku_buf_printf(o, "/* ---- %s: kernel \"%s\" (%s)", in->name, k->name,
                  hk_kind_name(k->kind));
   if (w->e->banner_names_file) {
@@ -497,8 +501,11 @@ static void emit_one(hku_buf *o, const hkc_file *f, const hkc_instance *in,
   hkc_put_scope_close(o, in);
 }
 
-void hkc_emit_instances(hkc_file *const *files, int nfiles,
-                        hkc_emit_mode mode, const hkc_emitter *e, hku_buf *o) {
-  emit_walk w = {e, mode};
+int hkc_emit_instances(hkc_file *const *files, int nfiles,
+                       hkc_emit_mode mode, const hkc_emitter *e, hku_buf *o,
+                       size_t *marks) {
+  emit_walk w = {e, mode, marks, 0};
   hkc_each_instance(files, nfiles, e->target, emit_one, o, &w);
+  if (marks) marks[w.n] = o->len;
+  return w.n;
 }

@@ -1014,6 +1014,6 @@ int hkc_emit_cuda(hkc_file *const *files, int nfiles, hkc_emit_mode mode,
       hku_buf_put(o, nd_helpers);
     hku_buf_put(o, copy_kernels);
   }
-  hkc_emit_instances(files, nfiles, mode, &cuda_emitter, o);
+  hkc_emit_instances(files, nfiles, mode, &cuda_emitter, o, NULL);
   return o->oom ? HK_ENOMEM : HK_OK;
 }

@@ -14,6 +14,9 @@ struct hkc_unit {
   hku_buf text;
   hkc_linemap map;
   size_t prelude[2]; /* offset and length of the prelude in text */
+  size_t *marks;     /* C: where each instance starts, then where the last
+                        ends (nmarks + 1 of them); else NULL */
+  int nmarks;
 };
 
 /* ---- Kernel files ---- */
@@ -82,11 +85,20 @@ int hkc_unit_emit(const hkc_file *f, hkc_lang lang, unsigned flags,
   u->file = f;
   u->text = (hku_buf)HKU_BUF_INIT;
   hkc_file *const files[1] = {(hkc_file *)f};
-  int rc = lang == HKC_LANG_C
-               ? hkc_emit_c_unit(files, 1, HKC_EMIT_PLUGIN, &u->text, &u->map,
-                                 u->prelude)
-               : hkc_emit_cuda_mapped(files, 1, HKC_EMIT_PLUGIN, &u->text,
-                                      &u->map);
+  int rc = HK_OK;
+  if (lang == HKC_LANG_C) {
+    u->marks = malloc(((size_t)f->ninst + 1) * sizeof *u->marks);
+    rc = u->marks ? HK_OK : HK_ENOMEM;
+  }
+  if (rc == HK_OK)
+    rc = lang == HKC_LANG_C
+             ? hkc_emit_c_unit(files, 1, HKC_EMIT_PLUGIN, &u->text, &u->map,
+                               u->prelude, u->marks)
+             : hkc_emit_cuda_mapped(files, 1, HKC_EMIT_PLUGIN, &u->text,
+                                    &u->map);
+  if (u->marks)
+    for (int i = 0; i < f->ninst; i++)
+      if (hkc_instance_targets(f->inst[i]) & HK_TARGET_CPU) u->nmarks++;
   if (rc == 0 && lang == HKC_LANG_C && (flags & HKC_UNIT_PREBUILT)) {
     hku_buf_printf(&u->text,
                    "/* ---- prebuilt plugin: what the loader checks ---- */\n"
@@ -109,6 +121,7 @@ void hkc_unit_free(hkc_unit *u) {
   if (!u) return;
   hku_buf_free(&u->text);
   hkc_linemap_free(&u->map);
+  free(u->marks);
   free(u);
 }
 
@@ -125,6 +138,15 @@ void hkc_unit_prelude(const hkc_unit *u, size_t *off, size_t *len) {
 
 const char *hkc_prelude_text(size_t *len) {
   return hkc_prelude_get(HKC_EMIT_PLUGIN, len);
+}
+
+int hkc_unit_ninstances(const hkc_unit *u) { return u->nmarks; }
+
+void hkc_unit_instance_code(const hkc_unit *u, int i, size_t *off,
+                            size_t *len) {
+  HK_ASSERT(i >= 0 && i < u->nmarks);
+  *off = u->marks[i];
+  *len = u->marks[i + 1] - u->marks[i];
 }
 
 int hkc_unit_report(const hkc_unit *u, const char *output,

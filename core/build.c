@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,17 +261,20 @@ int hk__build_check(const hkc_file *f, hku_diags *d) {
  * have it (module.c). Strict-mode kernels give the same bits in both
  * (nothing is contracted, every fused multiply-add is one rounding);
  * "fp": "fast" ones may differ in the last bits, as between any two CPUs.
- * The first build (u alone) has located any error already; *obj is
- * replaced by the object holding both. Where the copy does not compile (a
- * compiler without these targets), *obj stays, with a note saying why. */
-static int add_v3_copy(const hkc_file *f, const hk_cc_t *cc,
-                       const hkc_unit *u, const hk_compile_opts_t *o,
-                       hk_object_t *obj, hku_diags *d) {
+ * Both copies, each in parts when it is big, compile at once on o->jobs
+ * processes. When that fails, u alone is built: its errors are located
+ * in the kernel file; or, when it compiles, the copy is what failed (a
+ * compiler without these targets), and the plugin holds u alone, with a
+ * note saying why. */
+static int build_portable(const hkc_file *f, const hk_compiler_t *c,
+                          const hkc_unit *u, const hk_compile_opts_t *o,
+                          hk_object_t *obj, hku_diags *d) {
+  const hk_cc_t *cc = c->state;
   hkc_unit *u3;
   int rc = hk__build_unit(f, HKC_LANG_C, 0, &u3, d);
   if (rc) return rc;
-  hku_buf t = HKU_BUF_INIT;
-  hku_buf_put(&t,
+  hku_buf pre = HKU_BUF_INIT;
+  hku_buf_put(&pre,
               "/* hk build: the x86-64-v3 copy of the kernels (core/build.c) "
               "*/\n"
               "#if defined(__clang__)\n"
@@ -287,39 +291,43 @@ static int add_v3_copy(const hkc_file *f, const hk_cc_t *cc,
     const char *const *prefixes;
     int np = hk__entry_prefixes(in, &prefixes);
     for (int p = 0; p < np; p++)
-      hku_buf_printf(&t, "#define %s%s %s%s" HK_ABI_V3_SUFFIX "\n",
+      hku_buf_printf(&pre, "#define %s%s %s%s" HK_ABI_V3_SUFFIX "\n",
                      prefixes[p], hkc_instance_name(in), prefixes[p],
                      hkc_instance_name(in));
   }
-  hku_buf_putn(&t, hkc_unit_text(u3), hkc_unit_len(u3));
-  hku_buf_put(&t,
-              "#if defined(__clang__)\n#pragma clang attribute pop\n#endif\n");
-  hkc_unit_free(u3);
-  if (t.oom) {
-    hku_buf_free(&t);
-    return HK_ENOMEM;
+  static const char post[] =
+      "#if defined(__clang__)\n#pragma clang attribute pop\n#endif\n";
+  int half = o->jobs / 2 > 1 ? o->jobs / 2 : 1;
+  int n1 = hk__cc_nparts(u, half), n3 = hk__cc_nparts(u3, half);
+  hku_buf *parts = calloc((size_t)(n1 + n3), sizeof *parts);
+  if (!parts || pre.oom) {
+    rc = HK_ENOMEM;
+  } else {
+    for (int p = 0; p < n1 + n3; p++) parts[p] = (hku_buf)HKU_BUF_INIT;
+    if (hk__cc_split(u, n1, NULL, NULL, parts) ||
+        hk__cc_split(u3, n3, hku_buf_str(&pre), post, parts + n1))
+      rc = HK_ENOMEM;
   }
-  const char *texts[2] = {hkc_unit_text(u), hku_buf_str(&t)};
-  const size_t lens[2] = {hkc_unit_len(u), t.len};
   const char *path = hkc_file_path(f);
   hku_buf msgs = HKU_BUF_INIT;
-  hk_object_t both = {.by = obj->by};
-  rc = hk__cc_build_texts(cc, 2, texts, lens, hk__cc_unit_flags(u), o, path,
-                          &both, &msgs, d);
-  if (rc == HK_ECOMPILE) {
-    hku_diag_add(d, HKU_NOTE, path, 0, 0,
-                 "the x86-64-v3 copy of the kernels did not compile, so the "
-                 "plugin holds only the copy for any x86-64 CPU (math "
-                 "functions about 10 times slower there):\n%s",
-                 msgs.len ? hku_buf_str(&msgs) : "");
-    rc = HK_OK;
+  if (rc == HK_OK)
+    rc = hk__cc_build_parts(cc, parts, n1 + n3, hk__cc_unit_flags(u), o,
+                            path, obj, &msgs, d);
+  if (rc == HK_ECOMPILE && !(o->cancel && atomic_load(o->cancel))) {
+    rc = hk__build_compile(c, u, o, "the compiler failed:\n", obj, d);
+    if (rc == HK_OK)
+      hku_diag_add(d, HKU_NOTE, path, 0, 0,
+                   "the x86-64-v3 copy of the kernels did not compile, so "
+                   "the plugin holds only the copy for any x86-64 CPU (math "
+                   "functions about 10 times slower there):\n%s",
+                   msgs.len ? hku_buf_str(&msgs) : "");
   }
+  if (rc == HK_ENOMEM) d->oom = 1;
+  for (int p = 0; parts && p < n1 + n3; p++) hku_buf_free(&parts[p]);
+  free(parts);
   hku_buf_free(&msgs);
-  hku_buf_free(&t);
-  if (rc == HK_OK && both.image) {
-    hk__object_free(obj);
-    *obj = both;
-  }
+  hku_buf_free(&pre);
+  hkc_unit_free(u3);
   return rc;
 }
 #endif
@@ -330,13 +338,15 @@ int hk__build_prebuilt(const hkc_file *f, const hk_cc_t *cc,
   int rc = hk__build_unit(f, HKC_LANG_C, HKC_UNIT_PREBUILT, &u, d);
   if (rc) return rc;
   hk_compiler_t c = hk__compiler_cc(cc);
-  hk_compile_opts_t o = {.purpose = purpose, .timeout_s = 600};
-  hk_object_t obj;
-  rc = hk__build_compile(&c, u, &o, "the compiler failed:\n", &obj, d);
+  hk_compile_opts_t o = {.purpose = purpose, .timeout_s = 600,
+                         .jobs = hk__cc_jobs()};
+  hk_object_t obj = {.by = &c};
 #if defined(__x86_64__)
-  if (rc == HK_OK && purpose == HK_FOR_PREBUILT)
-    rc = add_v3_copy(f, cc, u, &o, &obj, d);
+  if (purpose == HK_FOR_PREBUILT)
+    rc = build_portable(f, &c, u, &o, &obj, d);
+  else
 #endif
+    rc = hk__build_compile(&c, u, &o, "the compiler failed:\n", &obj, d);
   if (rc == HK_OK) {
     int fd;
     rc = hk__build_image_fd(&obj, hkc_file_path(f), &fd, d);

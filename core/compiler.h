@@ -39,6 +39,7 @@ typedef struct hk_compile_opts {
   const char *arch;          /* NVRTC: "sm_90" */
   int timeout_s;             /* cc: 0 is the compiler's default deadline */
   const _Atomic int *cancel; /* cc: gives up soon after *cancel != 0 */
+  int jobs; /* cc: compiler processes it may run at once (0 or 1: one) */
 } hk_compile_opts_t;
 
 /* What a compile made; exactly one form, by compiler:

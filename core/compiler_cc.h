@@ -55,12 +55,49 @@ HK_INTERNAL int hk__cc_build_text(const hk_cc_t *cc, const char *text,
                                   const hk_compile_opts_t *o,
                                   const char *path, hk_object_t *out,
                                   hku_buf *msgs, hku_diags *d);
-/* As hk__cc_build_text, with ntext (1 or 2) C files compiled and linked
- * into one object: hk build's x86-64-v3 copy of a portable plugin's
- * kernels (build.c) is the second. */
+/* As hk__cc_build_text, with ntext C files linked into one object, each
+ * compiled by a process of its own, o->jobs of them at once: the parts of
+ * a big unit (hk__cc_split), hk build's x86-64-v3 copy of a portable
+ * plugin's kernels (build.c). msgs holds the output of each compile that
+ * failed, in order. */
 HK_INTERNAL int hk__cc_build_texts(const hk_cc_t *cc, size_t ntext,
                                    const char *const *texts,
                                    const size_t *lens, const char *extra,
+                                   const hk_compile_opts_t *o,
+                                   const char *path, hk_object_t *out,
+                                   hku_buf *msgs, hku_diags *d);
+
+/* The most compiler processes one build runs at once. */
+#define HK_MAX_JOBS 256
+
+/* How many compiler processes tier opt and hk build may run at once:
+ * HK_JOBS when it is a whole number in 1..HK_MAX_JOBS, else one per CPU
+ * (hk__cpu_count, capped). */
+HK_INTERNAL int hk__cc_jobs(void);
+
+/* Into how many parts hk__cc_split cuts u's text for jobs processes: one
+ * per HK_CC_PART_MIN instances (the compiler's start and the prelude cost
+ * about as much as one elementwise instance, a tenth of a reduction), at
+ * most HK_CC_PARTS_PER_JOB per process (parts of unequal cost even out
+ * when each process takes the next part as it finishes); 1 when jobs < 2. */
+#define HK_CC_PART_MIN 4
+#define HK_CC_PARTS_PER_JOB 4
+HK_INTERNAL int hk__cc_nparts(const hkc_unit *u, int jobs);
+
+/* Cuts u's text into n parts (1 <= n <= hkc_unit_ninstances(u)) of about
+ * equal weight (compiler_cc.c: an instance weighs one, plus one per 64 KB
+ * of its code), each a translation unit of its own: pre, the text before the
+ * first instance (the prelude), a run of instances, the text after the
+ * last one (the first part only), and post (pre and post may be NULL).
+ * Compiled and linked together (hk__cc_build_texts) they define what u
+ * does. parts[0..n) are appended to. 0, or -1 when out of memory. */
+HK_INTERNAL int hk__cc_split(const hkc_unit *u, int n, const char *pre,
+                             const char *post, hku_buf *parts);
+
+/* hk__cc_build_texts of the n texts in parts (HK_ENOMEM when one of them
+ * ran out of memory as it was made). */
+HK_INTERNAL int hk__cc_build_parts(const hk_cc_t *cc, hku_buf *parts, int n,
+                                   const char *extra,
                                    const hk_compile_opts_t *o,
                                    const char *path, hk_object_t *out,
                                    hku_buf *msgs, hku_diags *d);

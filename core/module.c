@@ -17,6 +17,7 @@
 
 #include "abi.h"
 #include "build.h"
+#include "compiler_cc.h"
 #include "dispatch.h"
 #include "fsutil.h"
 #include "loader.h"
@@ -132,7 +133,7 @@ static int compile_jit(hk_module_t *m, hku_diags *d) {
 
 /* Tier opt now, without the jit first (forced by the options). */
 static int load_opt_now(hk_context_t *ctx, hk_module_t *m, hku_diags *d) {
-  int rc = hk__opt_build(ctx, m);
+  int rc = hk__opt_build(ctx, m, hk__cc_jobs());
   if (rc) {
     hku_diag_add(d, HKU_ERROR, m->path, 0, 0, "tier opt failed: %s",
                  m->opt_note ? m->opt_note : "unknown reason");

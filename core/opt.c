@@ -231,10 +231,10 @@ static void remember_failure(hk_context_t *ctx, hk_module_t *m) {
 /* Compiles, checks, caches and loads m's opt code into *h; the reason of a
  * failure is set as m's note, and remembered when it will not change (the
  * compiler's complaints about the code, a refused object). */
-static int build_opt(hk_context_t *ctx, hk_module_t *m, void **h) {
+static int build_opt(hk_context_t *ctx, hk_module_t *m, int jobs, void **h) {
   hk_compiler_t cc = hk__compiler_cc(&ctx->cc);
   hk_compile_opts_t o = {.purpose = HK_FOR_OPT, .timeout_s = OPT_TIMEOUT_S,
-                         .cancel = &ctx->stopping};
+                         .cancel = &ctx->stopping, .jobs = jobs};
   hk_object_t obj;
   hku_diags d = HKU_DIAGS_INIT;
   int fd = -1;
@@ -265,14 +265,14 @@ static int build_opt(hk_context_t *ctx, hk_module_t *m, void **h) {
   return rc;
 }
 
-int hk__opt_build(hk_context_t *ctx, hk_module_t *m) {
+int hk__opt_build(hk_context_t *ctx, hk_module_t *m, int jobs) {
   atomic_store(&m->opt_state, HK__OPT_RUNNING);
   void *h = NULL;
   int rc;
   if (ctx->cc.why_not) {
     set_note(ctx, m, ctx->cc.why_not);
     rc = HK_EUNSUPPORTED;
-  } else if ((rc = build_opt(ctx, m, &h)) == HK_OK) {
+  } else if ((rc = build_opt(ctx, m, jobs, &h)) == HK_OK) {
     publish(ctx, m, h);
     return HK_OK;
   }
@@ -301,6 +301,7 @@ typedef struct opt_round {
   hk_context_t *ctx;
   opt_job *jobs;
   int njobs;
+  int procs; /* compiler processes a job may run at once */
   _Atomic int next; /* the next job to take */
 } opt_round;
 
@@ -343,13 +344,13 @@ static size_t weight(const hk_module_t *m) {
 
 /* Adds the jobs of the n modules ms, all mergeable with the same flags,
  * to v (*nv of them, room for as many more as there are modules): as
- * many batches as there are CPUs (fewer for few modules, more for big
+ * many batches as there are CPUs (hk__cc_jobs) (fewer for few modules, more for big
  * ones: BATCH_MAX_INSTANCES), each module to the lightest batch so far
  * where no name collides, else alone. HK_OK or HK_ENOMEM. */
 static int plan_group(hk_module_t **ms, int n, opt_job *v, int *nv) {
   int ninst = 0;
   for (int j = 0; j < n; j++) ninst += ms[j]->ninst;
-  int nb = hk__cpu_count();
+  int nb = hk__cc_jobs();
   if (nb < (ninst + BATCH_MAX_INSTANCES - 1) / BATCH_MAX_INSTANCES)
     nb = (ninst + BATCH_MAX_INSTANCES - 1) / BATCH_MAX_INSTANCES;
   if (nb > n) nb = n;
@@ -468,9 +469,9 @@ static void publish_batch(hk_context_t *ctx, opt_job *job, int fd) {
 
 /* Runs one job: builds, checks, caches, loads and publishes; sets the redo
  * marks of what must be built again. */
-static void run_job(hk_context_t *ctx, opt_job *job) {
-  if (job->n == 1) {
-    hk__opt_build(ctx, job->ms[0]);
+static void run_job(hk_context_t *ctx, opt_job *job, int procs) {
+  if (job->n == 1) { /* a big one alone: in parts on procs processes */
+    hk__opt_build(ctx, job->ms[0], procs);
     return;
   }
   const hkc_unit **units = calloc((size_t)job->n, sizeof *units);
@@ -514,7 +515,7 @@ static void *round_thread(void *arg) {
         atomic_store(&r->jobs[j].ms[k]->opt_state, HK__OPT_FAILED);
       continue;
     }
-    run_job(ctx, &r->jobs[j]);
+    run_job(ctx, &r->jobs[j], r->procs);
     pthread_mutex_lock(&ctx->opt_lock); /* who waits for one of them */
     pthread_cond_broadcast(&ctx->opt_idle);
     pthread_mutex_unlock(&ctx->opt_lock);
@@ -522,9 +523,11 @@ static void *round_thread(void *arg) {
   return NULL;
 }
 
-/* Runs the jobs of r on up to one thread per CPU, this one among them. */
+/* Runs the jobs of r on up to one thread per CPU (hk__cc_jobs), this one
+ * among them, each job's compiles on its share of the CPUs. */
 static void run_round(opt_round *r) {
-  int nt = hk__cpu_count();
+  int nt = hk__cc_jobs();
+  r->procs = nt / r->njobs > 1 ? nt / r->njobs : 1;
   if (nt > r->njobs) nt = r->njobs;
   pthread_t *t = calloc((size_t)nt, sizeof *t);
   int started = 0;
@@ -542,7 +545,7 @@ static void build_all(hk_context_t *ctx, hk_module_t **ms, int n) {
   opt_job *jobs = NULL;
   int njobs = 0;
   if (n < 2 || ctx->cc.why_not || plan(ms, n, &jobs, &njobs)) {
-    for (int j = 0; j < n; j++) hk__opt_build(ctx, ms[j]);
+    for (int j = 0; j < n; j++) hk__opt_build(ctx, ms[j], hk__cc_jobs());
     return;
   }
   while (njobs) {
@@ -554,7 +557,7 @@ static void build_all(hk_context_t *ctx, hk_module_t **ms, int n) {
     if (replan(jobs, njobs, &next, &nnext)) { /* out of memory: one by one */
       for (int j = 0; j < njobs; j++)
         for (int k = 0; k < jobs[j].n; k++)
-          if (jobs[j].redo[k]) hk__opt_build(ctx, jobs[j].ms[k]);
+          if (jobs[j].redo[k]) hk__opt_build(ctx, jobs[j].ms[k], 1);
     }
     jobs_free(jobs, njobs);
     jobs = next;

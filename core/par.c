@@ -56,19 +56,23 @@ static int parse_size(const char **s, size_t *out) {
   return 0;
 }
 
-/* HK_PAR_MIN = "N" (both thresholds) or "N,M" (cheap, heavy). Applied at
- * load time because generated code reads hk__par_min without calling in
- * first. A malformed value is ignored (the library never prints). */
-__attribute__((constructor)) static void par_init_from_env(void) {
-  const char *s = getenv("HK_PAR_MIN");
-  size_t cheap, heavy;
-  if (s == NULL || parse_size(&s, &cheap) != 0) return;
-  heavy = cheap;
+int hk__par_parse(const char *s, size_t *cheap, size_t *heavy) {
+  if (s == NULL || parse_size(&s, cheap) != 0) return -1;
+  *heavy = *cheap;
   if (*s == ',') {
     s++;
-    if (parse_size(&s, &heavy) != 0 || *s != '\0') return;
+    if (parse_size(&s, heavy) != 0 || *s != '\0') return -1;
   }
-  hk__par_set_min(cheap, heavy);
+  return 0;
+}
+
+/* HK_PAR_MIN, applied at load time because generated code reads
+ * hk__par_min without calling in first. A malformed value is ignored (the
+ * library never prints; the hk command refuses it). */
+__attribute__((constructor)) static void par_init_from_env(void) {
+  size_t cheap, heavy;
+  if (hk__par_parse(getenv("HK_PAR_MIN"), &cheap, &heavy) == 0)
+    hk__par_set_min(cheap, heavy);
 }
 
 static size_t div_up(size_t a, size_t b) { return a / b + (a % b != 0); }

@@ -171,11 +171,12 @@ HK_INTERNAL void hk__module_unload(hk_context_t *ctx, hk_module_t *mod);
 /* ---- opt.c ---- */
 /* Queues mod for the opt tier (load_lock held). */
 HK_INTERNAL void hk__opt_enqueue(hk_context_t *ctx, hk_module_t *mod);
-/* Compiles mod for tier opt now, on this thread. HK_OK, or the failure
+/* Compiles mod for tier opt now, on this thread (a big file in parts, on
+ * up to jobs compiler processes at once). HK_OK, or the failure
  * (HK_EUNSUPPORTED: no system compiler; HK_ECOMPILE, HK_EREFUSED, HK_EIO,
  * HK_ENOMEM) with the reason in mod->opt_note. Publishes the result when
  * mod is live. */
-HK_INTERNAL int hk__opt_build(hk_context_t *ctx, hk_module_t *mod);
+HK_INTERNAL int hk__opt_build(hk_context_t *ctx, hk_module_t *mod, int jobs);
 /* Probes the system compiler the first time it is needed (a kernel file
  * is loaded): contexts that only use the stdlib never run it. load_lock
  * held. */

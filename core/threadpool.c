@@ -140,19 +140,23 @@ int hk__cpu_count(void) {
   return c > INT_MAX ? INT_MAX : (int)c;
 }
 
-/* HK_THREADS as a count, or 0 when it is unset or not a plain decimal
- * integer in 1..HK_MAX_THREADS (then it is ignored: the library never
- * prints). */
-static int env_threads(void) {
-  const char *s = getenv("HK_THREADS");
+int hk__env_count(const char *s, int max) {
   if (s == NULL || *s == '\0') return 0;
   long v = 0;
   for (; *s; s++) {
-    if (*s < '0' || *s > '9') return 0;
+    if (*s < '0' || *s > '9') return -1;
     v = v * 10 + (*s - '0');
-    if (v > HK_MAX_THREADS) return 0;
+    if (v > max) return -1;
   }
-  return v >= 1 ? (int)v : 0;
+  return v >= 1 ? (int)v : -1;
+}
+
+/* HK_THREADS as a count, or 0 when it is unset or not a plain decimal
+ * integer in 1..HK_MAX_THREADS (then it is ignored: the library never
+ * prints; the hk command refuses it). */
+static int env_threads(void) {
+  int v = hk__env_count(getenv("HK_THREADS"), HK_MAX_THREADS);
+  return v > 0 ? v : 0;
 }
 
 static void atfork_child(void);

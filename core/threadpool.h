@@ -58,5 +58,12 @@ HK_INTERNAL int hk__tpool_workers(void);
 /* Overrides hk__par_min (abi.h) — for tests and benchmarks; not thread-safe
  * against concurrent kernel calls. */
 HK_INTERNAL void hk__par_set_min(size_t cheap, size_t heavy);
+/* HK_PAR_MIN's value s: "N" (both thresholds) or "N,M" (cheap, heavy),
+ * decimal. 0 and the thresholds, or -1 when it is anything else. */
+HK_INTERNAL int hk__par_parse(const char *s, size_t *cheap, size_t *heavy);
+/* The value s of a count variable (HK_THREADS, HK_JOBS): 1..max, 0 when s
+ * is NULL or empty (unset), -1 when it is not a plain decimal number in
+ * 1..max. */
+HK_INTERNAL int hk__env_count(const char *s, int max);
 
 #endif /* HK_THREADPOOL_H */

@@ -678,7 +678,9 @@ HK_API int hk_kernel_select(hk_context_t *ctx, const char *name,
 
 /* Elementwise and reduction kernels over large arrays run on a pool of
  * threads, created on first use and sized to the CPUs this process may run
- * on, or to the environment variable HK_THREADS when it is set.
+ * on, or to the environment variable HK_THREADS when it is set (a whole
+ * number from 1 to 256; any other value is ignored here, and refused by
+ * the hk command).
  *
  * hk_set_threads(n) sets the number of threads that share a call (the caller
  * counts as one); n = 1 runs everything on the calling thread, n = 0 goes back

@@ -754,6 +754,19 @@ if command -v "${HK_CC:-cc}" >/dev/null 2>&1; then
     { echo "FAIL: hk list: a prebuilt saxpy_f32 is not target cpu, origin so"; fails=$((fails + 1)); }
 fi
 
+# the environment variables libhk reads: the library ignores a value it
+# cannot use; the command refuses it, naming it and what it expects
+for v in abc 0 257 -1 " 2"; do
+  run 1 env HK_THREADS="$v" "$HK" list
+  err_has "hk list: HK_THREADS='$v': expected a whole number from 1 to 256 (unset it to use every CPU)"
+done
+run 1 env HK_JOBS=1x "$HK" check "$SRC/plugins/saxpy.json"
+err_has "hk check: HK_JOBS='1x': expected a whole number from 1 to 256"
+run 1 env HK_PAR_MIN=100,x "$HK" list
+err_has "hk list: HK_PAR_MIN='100,x': expected N or CHEAP,HEAVY"
+run 0 env HK_THREADS=2 HK_JOBS=256 HK_PAR_MIN=100,50 "$HK" check "$SRC/plugins/saxpy.json"
+run 0 env HK_THREADS= HK_PAR_MIN= "$HK" check "$SRC/plugins/saxpy.json"
+
 if [ "$fails" -ne 0 ]; then
   echo "$fails of $checks checks failed"
   exit 1

@@ -40,11 +40,18 @@
  *     while the strict one on tier opt equals tier jit bit for bit; a bad
  *     "fp" is a located error. A for loop's int counter is 64 bits wide on
  *     both tiers, in both modes.
+ *  7. big files in parts: a file of 24 instances reaches tier opt as 6
+ *     parts compiled by 2 processes (HK_JOBS=2) and linked, and computes
+ *     the same; with HK_JOBS=1 it is one compile; a part the compiler
+ *     rejects makes the file compile whole again, whose error is located
+ *     in the kernel file; hk build compiles both copies of a portable
+ *     plugin in parts, and the object loads with both.
  * `test_opt --race-child DIR CACHE` is the child process of part 2 (the
  * test spawns itself). The temp tree and the helpers:
  * tests/registry_fixture.h.
  */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1120,6 +1127,184 @@ static void test_fp_modes(void) {
   hk_context_destroy(jit);
 }
 
+
+/* ---- 7. Big files in parts ---------------------------------------------------- */
+
+#define NPARTK 12 /* kernels of parts/big.json, each for f32 and f64 */
+
+/* A file of NPARTK kernels out = x * (i + 1) + y; kernel bad (when >= 0)
+ * also names reject_p, which the test's compiler rejects. */
+static void write_parts_file(const char *path, int bad) {
+  char text[16384];
+  size_t n = (size_t)snprintf(text, sizeof text,
+                              "{\"schema_version\": 1, \"kernels\": [\n");
+  for (int i = 0; i < NPARTK; i++)
+    n += (size_t)snprintf(
+        text + n, sizeof text - n,
+        " {\"name\": \"p%d\", \"kind\": \"elementwise\",\n"
+        "  \"types\": {\"T\": [\"f32\", \"f64\"]},\n"
+        "  \"params\": [{\"name\": \"x\", \"type\": \"T\", \"role\": "
+        "\"in\"},\n"
+        "   {\"name\": \"y\", \"type\": \"T\", \"role\": \"in\"},\n"
+        "   {\"name\": \"out\", \"type\": \"T\", \"role\": \"out\"}],\n"
+        "  \"body\": \"%sout = x * (T)%d + y;\"}%s\n",
+        i, i == bad ? "T reject_p = 0; out = reject_p; " : "", i + 1,
+        i + 1 < NPARTK ? "," : "]}");
+  write_text(path, text);
+}
+
+/* Every kernel of parts/big.json on tier tier computes x * (i + 1) + y. */
+static void check_parts_kernels(hk_context_t *c, hk_tier_t tier,
+                                const char *what) {
+  double *x = malloc(1000 * sizeof *x), *y = malloc(1000 * sizeof *y);
+  for (int j = 0; j < 1000; j++) {
+    x[j] = gx32[j];
+    y[j] = gy32[j];
+  }
+  for (int i = 0; i < NPARTK && x && y; i++)
+    for (int t = 0; t < 2; t++) {
+      char name[32];
+      snprintf(name, sizeof name, "p%d_%s", i, t ? "f64" : "f32");
+      hk_kernel_t *k = find(c, name);
+      if (!k) continue;
+      CHECK_MSG(hk_kernel_tier(k) == tier, "%s: %s is on tier %s", what,
+                name, hk_tier_name(hk_kernel_tier(k)));
+      void *args[] = {t ? (void *)x : gx32, t ? (void *)y : gy32, g_got};
+      CHECK_INT_EQ(hk_call(k, 1000, args), HK_OK);
+      int bad = 0;
+      for (int j = 0; j < 1000; j++)
+        bad += t ? ((double *)g_got)[j] != x[j] * (i + 1) + y[j]
+                 : ((float *)g_got)[j] != gx32[j] * (float)(i + 1) + gy32[j];
+      CHECK_MSG(!bad, "%s: %s computes something else", what, name);
+    }
+  free(x);
+  free(y);
+}
+
+/* The compiler runs in the log: compiles of parts (-c) and others. */
+static void count_runs(const char *log, int *parts, int *whole) {
+  *parts = *whole = 0;
+  FILE *f = fopen(log, "r");
+  char line[8192];
+  while (f && fgets(line, sizeof line, f)) {
+    if (strstr(line, "--version")) continue;
+    if (strstr(line, " -c ")) ++*parts;
+    else if (strstr(line, ".c ") || strstr(line, ".c\n")) ++*whole;
+  }
+  if (f) fclose(f);
+}
+
+static void test_parts(void) {
+  if (!g_have_cc) return;
+  check_make_dir(P("parts"));
+  check_make_dir(P("parts_bad"));
+  check_make_dir(P("parts_so"));
+  write_parts_file(P("parts/big.json"), -1);
+  write_parts_file(P("parts_bad/big.json"), 9);
+  /* a compiler that logs its arguments and rejects the line naming
+   * reject_p, as gcc reports an error, else is cc */
+  PATH(cc, "parts_cc.sh");
+  PATH(log, "parts_cc.log");
+  char script[8192];
+  snprintf(script, sizeof script,
+           "#!/bin/sh\n"
+           "echo \"$@\" >>%s\n"
+           "for a in \"$@\"; do case \"$a\" in *.c) src=$a;; esac; done\n"
+           "line=$(grep -n reject_p \"$src\" 2>/dev/null | head -1 | "
+           "cut -d: -f1)\n"
+           "if [ -n \"$line\" ]; then\n"
+           "  echo \"$src:$line:19: error: this compiler rejects reject_p\"\n"
+           "  exit 1\n"
+           "fi\n"
+           "exec cc \"$@\"\n",
+           log);
+  write_text(cc, script);
+  CHECK(chmod(cc, 0755) == 0);
+  int parts, whole;
+
+  /* 24 instances on 2 processes: 6 parts of 4 (HK_CC_PART_MIN), linked */
+  setenv("HK_JOBS", "2", 1);
+  write_text(log, "");
+  hk_context_t *c = mkctx(HK_TIER_OPT, P("parts"), NULL, HK_NO_CACHE, cc);
+  if (c) check_parts_kernels(c, HK_TIER_OPT, "in parts");
+  hk_context_destroy(c);
+  count_runs(log, &parts, &whole);
+  CHECK_MSG(parts == 6 && whole == 0,
+            "HK_JOBS=2: %d compiles of parts, %d others (6 and 0 expected)",
+            parts, whole);
+
+  /* one process: one compile, as before */
+  setenv("HK_JOBS", "1", 1);
+  write_text(log, "");
+  c = mkctx(HK_TIER_OPT, P("parts"), NULL, HK_NO_CACHE, cc);
+  if (c) check_parts_kernels(c, HK_TIER_OPT, "HK_JOBS=1");
+  hk_context_destroy(c);
+  count_runs(log, &parts, &whole);
+  CHECK_MSG(parts == 0 && whole == 1,
+            "HK_JOBS=1: %d compiles of parts, %d others (0 and 1 expected)",
+            parts, whole);
+
+  /* a part the compiler rejects: the file is compiled whole again, so that
+   * the complaint is located in the kernel file */
+  setenv("HK_JOBS", "2", 1);
+  write_text(log, "");
+  c = mkctx(HK_TIER_AUTO, P("parts_bad"), NULL, HK_NO_CACHE, cc);
+  hk_kernel_t *k = c ? find(c, "p0_f32") : NULL;
+  if (k) {
+    CHECK(hk_kernel_wait_opt(k) != HK_OK);
+    CHECK_INT_EQ(hk_kernel_tier(k), HK_TIER_JIT);
+    show("note", note_of(k));
+    char at[4200];
+    size_t len;
+    char *text = check_read_file(P("parts_bad/big.json"), &len);
+    int line = 0, col = 0;
+    if (text) pos_of(text, "reject_p", &line, &col);
+    free(text);
+    snprintf(at, sizeof at, "%s:%d:", P("parts_bad/big.json"), line);
+    CHECK_CONTAINS(note_of(k), "the system compiler failed");
+    CHECK_CONTAINS(note_of(k), at);
+    CHECK_CONTAINS(note_of(k), "this compiler rejects reject_p");
+  }
+  hk_context_destroy(c);
+  count_runs(log, &parts, &whole);
+  CHECK_MSG(parts == 6 && whole == 1,
+            "a rejected part: %d compiles of parts, %d others (6 and 1 "
+            "expected)", parts, whole);
+
+  /* hk build: both copies of a portable plugin in parts at once (4
+   * processes: 2 each), linked into one object that loads */
+  setenv("HK_JOBS", "4", 1);
+  setenv("HK_CC", cc, 1);
+  write_text(log, "");
+  char in[4200], out[4200];
+  snprintf(in, sizeof in, "%s", P("parts/big.json"));
+  snprintf(out, sizeof out, "%s", P("parts_so/big.so"));
+  char *argv[] = {g_hk, "build", in, "-o", out, NULL};
+  PATH(blog, "parts_build.log");
+  int rc = run_logged(argv, blog);
+  CHECK_MSG(rc == 0, "hk build: exit %d", rc);
+  if (rc) print_log(blog);
+  unsetenv("HK_CC");
+  count_runs(log, &parts, &whole);
+  CHECK_MSG(parts == 12 && whole == 0,
+            "hk build, HK_JOBS=4: %d compiles of parts, %d others (12 and 0 "
+            "expected)", parts, whole);
+  c = mkctx(HK_TIER_AUTO, P("parts_so"), NULL, HK_NO_CACHE, NULL);
+  if (c) check_parts_kernels(c, HK_TIER_SO, "prebuilt in parts");
+  hk_context_destroy(c);
+#if defined(__x86_64__)
+  void *h = dlopen(out, RTLD_NOW | RTLD_LOCAL);
+  CHECK_MSG(h, "dlopen %s: %s", out, dlerror());
+  if (h) {
+    CHECK(dlsym(h, "hk_range__p0_f32") && dlsym(h, "hk_range__p11_f64"));
+    CHECK(dlsym(h, "hk_range__p0_f32__v3") &&
+          dlsym(h, "hk_range__p11_f64__v3"));
+    dlclose(h);
+  }
+#endif
+  unsetenv("HK_JOBS");
+}
+
 int main(int argc, char **argv) {
   umask(022);
   if (argc == 4 && !strcmp(argv[1], "--race-child"))
@@ -1134,6 +1319,7 @@ int main(int argc, char **argv) {
   PART("refused objects said", test_refused_said());
   PART("batches", test_batches());
   PART("fp modes", test_fp_modes());
+  PART("parts", test_parts());
   fixture_teardown();
   CHECK_DONE();
 }

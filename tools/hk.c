@@ -1,8 +1,11 @@
 /* hk.c — the hk command: check, generate, list and run kernels (SPEC §3). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "compiler_cc.h"
+#include "threadpool.h"
 
 static const struct {
   const char *name;
@@ -32,6 +35,34 @@ static void usage(FILE *f) {
           "an internal failure.\n");
 }
 
+/* The environment variables libhk reads. The library ignores a value it
+ * cannot use (it never prints); the command refuses it, so that a typo
+ * does not silently run on every CPU. HK_EXIT_OK or HK_EXIT_USER. */
+static int check_env(const char *cmd) {
+  static const struct {
+    const char *name;
+    int max;
+    const char *unset;
+  } counts[] = {{"HK_THREADS", HK_MAX_THREADS, "to use every CPU"},
+                {"HK_JOBS", HK_MAX_JOBS, "for one compiler process per CPU"}};
+  for (size_t i = 0; i < sizeof counts / sizeof *counts; i++) {
+    const char *v = getenv(counts[i].name);
+    if (hk__env_count(v, counts[i].max) < 0)
+      return hk_cli_error(cmd,
+                          "%s='%s': expected a whole number from 1 to %d "
+                          "(unset it %s)",
+                          counts[i].name, v, counts[i].max, counts[i].unset);
+  }
+  const char *v = getenv("HK_PAR_MIN");
+  size_t cheap, heavy;
+  if (v && *v && hk__par_parse(v, &cheap, &heavy) != 0)
+    return hk_cli_error(cmd,
+                        "HK_PAR_MIN='%s': expected N or CHEAP,HEAVY, whole "
+                        "numbers of elements (unset it for the defaults)",
+                        v);
+  return HK_EXIT_OK;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
@@ -47,7 +78,9 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
     if (!strcmp(argv[1], commands[i].name)) {
-      int rc = commands[i].run(argc - 1, argv + 1);
+      int rc = check_env(commands[i].name);
+      if (rc != HK_EXIT_OK) return rc;
+      rc = commands[i].run(argc - 1, argv + 1);
       /* whatever a command printed must have been written (a full disk, a
        * closed pipe: `hk list > /dev/full` said nothing and exited 0) */
       if ((fflush(stdout) != 0 || ferror(stdout)) && rc == HK_EXIT_OK)
