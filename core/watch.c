@@ -4,6 +4,12 @@
  * stops it. Events about *.json and *.so files start a short quiet period
  * (editors write, rename and touch in bursts); when it passes, the thread
  * runs hk_reload and sends what happened to the context's log.
+ *
+ * A folder that is removed or renamed away (a deploy that replaces it:
+ * rm -rf, mkdir, copy; or mv new old) takes its inotify watch with it. The
+ * thread then reloads (its kernels go), and looks for the folder under its
+ * name every RETRY_MS until it is there again, then watches and loads it;
+ * so also for a folder that did not exist when the watch started.
  */
 #include <errno.h>
 #include <poll.h>
@@ -20,13 +26,85 @@
 
 /* How long the folders must stay quiet before a reload. */
 #define QUIET_MS 100
+/* How often a folder that is gone is looked for. */
+#define RETRY_MS 200
 
 struct hk_watch {
   pthread_t thread;
   hk_context_t *ctx;
   int ifd;  /* inotify */
-  int stop; /* eventfd */
+  int stop; /* eventfd: the thread ends */
+  int kick; /* eventfd: a folder added since cannot be watched */
+  /* The watch descriptor of each of ctx->dirs (same index): -1 while the
+   * folder cannot be watched (gone), -2 before the first try; under ctx's
+   * load lock. */
+  int *wd;
+  int nwd;
 };
+
+/* The events that say a folder itself went away (its watch is then gone,
+ * or, for a rename, follows it to where it is no longer looked for). */
+#define GONE (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT)
+
+static int watch_dir(struct hk_watch *w, const char *dir) {
+  return inotify_add_watch(w->ifd, dir,
+                           IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM |
+                               IN_DELETE | IN_CREATE | IN_DELETE_SELF |
+                               IN_MOVE_SELF | IN_ONLYDIR);
+}
+
+/* Watches every remembered folder not watched yet (load lock held); a
+ * folder that cannot be watched is looked for again later (the first
+ * failure is logged). 1 when one that was gone came back, else 0. */
+static int add_dirs(hk_context_t *ctx, struct hk_watch *w) {
+  if (w->nwd < ctx->ndirs) {
+    int *v = realloc(w->wd, (size_t)ctx->ndirs * sizeof *v);
+    if (!v) return 0; /* the new folders are watched on a later call */
+    for (int i = w->nwd; i < ctx->ndirs; i++) v[i] = -2;
+    w->wd = v;
+    w->nwd = ctx->ndirs;
+  }
+  int back = 0;
+  for (int i = 0; i < ctx->ndirs; i++) {
+    if (w->wd[i] >= 0) continue;
+    int wd = watch_dir(w, ctx->dirs[i]);
+    if (wd >= 0 && w->wd[i] == -1) {
+      hk__log(ctx, "%s: the folder is there again; loading it",
+              ctx->dirs[i]);
+      back = 1;
+    } else if (wd < 0 && w->wd[i] == -2) {
+      hk__log(ctx, "%s: cannot watch: %s; looking for it every %d ms",
+              ctx->dirs[i], strerror(errno), RETRY_MS);
+    }
+    w->wd[i] = wd >= 0 ? wd : -1;
+  }
+  return back;
+}
+
+/* Forgets the watch wd of a folder that went away (load lock held); 1
+ * when it was one of the folders' (then its kernels are to be reloaded). */
+static int forget(hk_context_t *ctx, struct hk_watch *w, int wd,
+                  uint32_t mask) {
+  int hit = 0;
+  for (int i = 0; i < w->nwd && i < ctx->ndirs; i++) {
+    if (w->wd[i] != wd) continue;
+    /* a renamed folder keeps its watch, under a name nobody looks for */
+    if (mask & IN_MOVE_SELF) inotify_rm_watch(w->ifd, wd);
+    w->wd[i] = -1;
+    hk__log(ctx, "%s: the folder was %s; its kernels are unloaded, and it "
+                 "is looked for every %d ms",
+            ctx->dirs[i], mask & IN_MOVE_SELF ? "renamed" : "removed",
+            RETRY_MS);
+    hit = 1;
+  }
+  return hit;
+}
+
+static int any_gone(const struct hk_watch *w) {
+  for (int i = 0; i < w->nwd; i++)
+    if (w->wd[i] < 0) return 1;
+  return 0;
+}
 
 static int relevant(const struct inotify_event *e) {
   if (!e->len) return 0;
@@ -47,23 +125,51 @@ static void *watcher(void *arg) {
   struct hk_watch *w = arg;
   hk_context_t *ctx = w->ctx;
   long due = -1; /* when to reload; -1: nothing pending */
+  long retry = -1; /* when to look for folders that are gone; -1: none */
   for (;;) {
-    struct pollfd p[2] = {{w->ifd, POLLIN, 0}, {w->stop, POLLIN, 0}};
-    int timeout = due < 0 ? -1 : (int)(due - now_ms() > 0 ? due - now_ms() : 0);
-    int r = poll(p, 2, timeout);
+    hk__load_lock(ctx);
+    if (retry < 0 && any_gone(w)) retry = now_ms() + RETRY_MS;
+    hk__load_unlock(ctx);
+    struct pollfd p[3] = {
+        {w->ifd, POLLIN, 0}, {w->stop, POLLIN, 0}, {w->kick, POLLIN, 0}};
+    long next = due < 0 || (retry >= 0 && retry < due) ? retry : due;
+    long left = next < 0 ? -1 : next - now_ms();
+    int r = poll(p, 3, next < 0 ? -1 : left > 0 ? (int)left : 0);
     if (r < 0 && errno != EINTR) break;
     if (p[1].revents) break;
+    if (p[2].revents) {
+      uint64_t v;
+      if (read(w->kick, &v, sizeof v) < 0) {
+        /* another read took it: nothing to do */
+      }
+      continue;
+    }
     if (r > 0 && (p[0].revents & POLLIN)) {
       _Alignas(struct inotify_event) char buf[8192];
       ssize_t n = read(w->ifd, buf, sizeof buf);
       for (char *q = buf; n > 0 && q < buf + n;) {
         const struct inotify_event *e = (const struct inotify_event *)q;
         if (relevant(e) || (e->mask & IN_Q_OVERFLOW)) due = now_ms() + QUIET_MS;
+        if (e->mask & GONE) {
+          hk__load_lock(ctx);
+          if (forget(ctx, w, e->wd, e->mask)) {
+            due = now_ms() + QUIET_MS;
+            retry = now_ms() + RETRY_MS;
+          }
+          hk__load_unlock(ctx);
+        }
         q += sizeof *e + e->len;
       }
       continue;
     }
-    if (due >= 0 && now_ms() >= due) {
+    long t = now_ms();
+    if (retry >= 0 && t >= retry) {
+      hk__load_lock(ctx);
+      if (add_dirs(ctx, w)) due = t + QUIET_MS;
+      retry = any_gone(w) ? t + RETRY_MS : -1;
+      hk__load_unlock(ctx);
+    }
+    if (due >= 0 && t >= due) {
       due = -1;
       if (hk_reload(ctx) != HK_OK)
         hk__log(ctx, "reload found problems:\n%s", hk_last_error());
@@ -72,19 +178,15 @@ static void *watcher(void *arg) {
   return NULL;
 }
 
-/* Adds every remembered folder to the watch (again is harmless). */
-static void add_dirs(hk_context_t *ctx) {
-  for (int i = 0; i < ctx->ndirs; i++)
-    if (inotify_add_watch(ctx->watch->ifd, ctx->dirs[i],
-                          IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM |
-                              IN_DELETE | IN_CREATE | IN_ONLYDIR) < 0)
-      hk__log(ctx, "%s: cannot watch: %s", ctx->dirs[i], strerror(errno));
-}
-
 int hk__watch_start(hk_context_t *ctx) {
   hk__load_lock(ctx);
   if (ctx->watch) { /* already watching: pick up folders added since */
-    add_dirs(ctx);
+    add_dirs(ctx, ctx->watch);
+    uint64_t one = 1;
+    if (any_gone(ctx->watch) &&
+        write(ctx->watch->kick, &one, sizeof one) < 0) {
+      /* an eventfd write of one cannot fail; nothing to do */
+    }
     hk__load_unlock(ctx);
     return HK_OK;
   }
@@ -96,14 +198,15 @@ int hk__watch_start(hk_context_t *ctx) {
   }
   w->ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
   w->stop = eventfd(0, EFD_CLOEXEC);
-  if (w->ifd < 0 || w->stop < 0) {
+  w->kick = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (w->ifd < 0 || w->stop < 0 || w->kick < 0) {
     rc = hk__fail(HK_EUNSUPPORTED, "cannot watch folders: %s",
                   strerror(errno));
     goto fail;
   }
   w->ctx = ctx;
   ctx->watch = w;
-  add_dirs(ctx);
+  add_dirs(ctx, w);
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -119,6 +222,8 @@ int hk__watch_start(hk_context_t *ctx) {
 fail:
   if (w->ifd >= 0) close(w->ifd);
   if (w->stop >= 0) close(w->stop);
+  if (w->kick >= 0) close(w->kick);
+  free(w->wd);
   free(w);
 out:
   hk__load_unlock(ctx);
@@ -138,5 +243,7 @@ void hk__watch_stop(hk_context_t *ctx) {
   pthread_join(w->thread, NULL); /* the thread may be inside hk_reload */
   close(w->ifd);
   close(w->stop);
+  close(w->kick);
+  free(w->wd);
   free(w);
 }

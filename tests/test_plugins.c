@@ -368,6 +368,77 @@ static void check_watch_flag(void) {
   hk_context_destroy(c); /* while watching */
 }
 
+/* Waits up to 10 s for c to have no kernel name (the watcher's reload). */
+static int wait_gone(hk_context_t *c, const char *name) {
+  double t0 = now_s();
+  hk_kernel_t *k = NULL;
+  while (hk_kernel_find(c, name, &k) == HK_OK && now_s() - t0 < 10)
+    sleep_ms(20);
+  return hk_kernel_find(c, name, &k) != HK_OK;
+}
+
+/* Waits up to 10 s for the log to hold text. */
+static int wait_log(const char *text) {
+  double t0 = now_s();
+  while (!check_log_has(text) && now_s() - t0 < 10) sleep_ms(20);
+  return check_log_has(text);
+}
+
+/* A watched folder replaced as deploys do (removed and made again; a new
+ * one renamed over it), and one that does not exist yet: the watcher
+ * follows the name, not the folder it first saw. */
+static void check_watch_replaced(void) {
+  check_make_dir(P("relr"));
+  write_kernel(P("relr/a.json"), "rr_k", "out = x * 2.0f;");
+  const char *dirs[] = {P("relr"), NULL};
+  hk_options_t o = {0};
+  o.plugin_dirs = dirs;
+  o.tier = HK_TIER_JIT;
+  o.flags = HK_WATCH | HK_NO_CACHE;
+  o.log = check_log;
+  check_log_clear();
+  hk_context_t *c = NULL;
+  CHECK_INT_EQ(hk_context_create(&c, &o), HK_OK);
+  if (!c) return;
+  CHECK(runs_times(c, "rr_k", 2.0f));
+  /* rm -rf, then mkdir and copy */
+  CHECK(unlink(P("relr/a.json")) == 0 && rmdir(P("relr")) == 0);
+  CHECK_MSG(wait_gone(c, "rr_k"), "rr_k still there 10 s after its folder "
+            "was removed");
+  CHECK_MSG(wait_log("the folder was removed"), "the log says \"%s\"",
+            check_log_text());
+  check_make_dir(P("relr"));
+  write_kernel(P("relr/a.json"), "rr_k", "out = x * 4.0f;");
+  CHECK_MSG(wait_runs_times(c, "rr_k", 4.0f),
+            "the folder made again was not loaded within 10 s");
+  CHECK_MSG(wait_log("the folder is there again"), "the log says \"%s\"",
+            check_log_text());
+  /* and it is watched again */
+  write_kernel(P("relr/a.json"), "rr_k", "out = x * 5.0f;");
+  CHECK_MSG(wait_runs_times(c, "rr_k", 5.0f),
+            "a rewrite in the folder made again was not reloaded");
+  /* a new folder renamed over it */
+  check_make_dir(P("relr_new"));
+  write_kernel(P("relr_new/a.json"), "rr_k", "out = x * 6.0f;");
+  CHECK(rename(P("relr"), P("relr_old")) == 0);
+  CHECK(rename(P("relr_new"), P("relr")) == 0);
+  CHECK_MSG(wait_runs_times(c, "rr_k", 6.0f),
+            "the folder renamed over the watched one was not loaded");
+  /* the old one, elsewhere now, is not watched any more */
+  write_kernel(P("relr_old/b.json"), "rr_old", "out = x * 7.0f;");
+  write_kernel(P("relr/a.json"), "rr_k", "out = x * 8.0f;");
+  CHECK_MSG(wait_runs_times(c, "rr_k", 8.0f),
+            "a rewrite in the renamed folder was not reloaded");
+  CHECK(!found(c, "rr_old"));
+  /* a folder that does not exist yet: a problem now, loaded when made */
+  CHECK(hk_load_dir(c, P("relr_later")) != HK_OK);
+  check_make_dir(P("relr_later"));
+  write_kernel(P("relr_later/c.json"), "rr_later", "out = x * 9.0f;");
+  CHECK_MSG(wait_runs_times(c, "rr_later", 9.0f),
+            "a folder made after hk_load_dir was not loaded within 10 s");
+  hk_context_destroy(c);
+}
+
 /* Reloads of c's folder rel/ after the first changes (k1 is r_k of r1p):
  * a kernel dropped from a file, syntax and compile errors, a new file r4,
  * and a file loaded by itself. */
@@ -544,6 +615,7 @@ static void test_reload(void) {
   check_watch(c, k1, r1p);
   hk_context_destroy(c);
   check_watch_flag();
+  check_watch_replaced();
   check_rewrites();
 }
 
