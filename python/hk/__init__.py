@@ -29,6 +29,32 @@ from ._stdlib import make_functions as _make_functions
 
 _hk._set_error_factory(_errors.make)
 
+
+def _check_environment() -> None:
+    """Warns about the environment variables libhk reads whose values it
+    ignores (the library never prints; the hk command refuses them)."""
+    import os
+    import re
+    import warnings
+
+    counts = (("HK_THREADS", "every CPU shares large calls"),
+              ("HK_JOBS", "one compiler process per CPU"))
+    for name, instead in counts:
+        value = os.environ.get(name, "")
+        if value and not (re.fullmatch(r"[0-9]+", value)
+                          and 1 <= int(value) <= 256):
+            warnings.warn(f"{name}={value!r} is not a whole number from 1 "
+                          f"to 256: hk ignores it ({instead})",
+                          RuntimeWarning, stacklevel=3)
+    value = os.environ.get("HK_PAR_MIN", "")
+    if value and not re.fullmatch(r"[0-9]+(,[0-9]+)?", value):
+        warnings.warn(f"HK_PAR_MIN={value!r} is not N or CHEAP,HEAVY "
+                      "(whole numbers of elements): hk ignores it",
+                      RuntimeWarning, stacklevel=3)
+
+
+_check_environment()
+
 __version__ = _hk.version
 
 #: The context the stdlib functions (hk.add ...) run in: the stdlib only.

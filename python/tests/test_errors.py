@@ -269,3 +269,27 @@ def test_lists_are_values_of_the_type():
     np.testing.assert_array_equal(hk.add(i32, [1, 2, 3]), [2, 3, 4])
     np.testing.assert_array_equal(hk.add(np.ones(2, np.float32), [1.5, 2]),
                                   [2.5, 3])
+
+
+def test_bad_environment_is_warned():
+    """libhk ignores HK_THREADS, HK_JOBS or HK_PAR_MIN it cannot read (it
+    never prints); import hk says so."""
+    import os
+    import subprocess
+    import sys
+    base = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    for name, value, words in (
+            ("HK_THREADS", "abc", "HK_THREADS='abc' is not a whole number"),
+            ("HK_THREADS", "0", "HK_THREADS='0' is not a whole number"),
+            ("HK_JOBS", "300", "HK_JOBS='300' is not a whole number"),
+            ("HK_PAR_MIN", "5,x", "HK_PAR_MIN='5,x' is not N or CHEAP")):
+        r = subprocess.run([sys.executable, "-c", "import hk"],
+                           env=dict(base, **{name: value}),
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert words in r.stderr and "RuntimeWarning" in r.stderr, r.stderr
+    r = subprocess.run([sys.executable, "-c", "import hk"],
+                       env=dict(base, HK_THREADS="2", HK_JOBS="1",
+                                HK_PAR_MIN="100,50"),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "Warning" not in r.stderr, r.stderr
