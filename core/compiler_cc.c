@@ -443,7 +443,7 @@ static void *part_thread(void *arg) {
 /* Compiles each part on up to jobs threads at once (this one among
  * them), each a compiler process. */
 static void compile_parts(cc_run *r, int jobs) {
-  size_t nt = jobs < 1 ? 1 : (size_t)jobs;
+  size_t nt = jobs < 1 ? 1 : jobs > HK_MAX_JOBS ? HK_MAX_JOBS : (size_t)jobs;
   if (nt > r->n) nt = r->n;
   pthread_t t[HK_MAX_JOBS];
   size_t started = 0;

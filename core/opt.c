@@ -32,6 +32,9 @@
 /* The most instances one batch holds: a failing batch is built again, and
  * the time one batch takes is the time the last kernel waits. */
 #define BATCH_MAX_INSTANCES 64
+/* A file of this many instances is built alone, in parts (compiler_cc.c),
+ * not in a batch. */
+#define BIG_INSTANCES (BATCH_MAX_INSTANCES / 2)
 
 void hk__need_cc(hk_context_t *ctx) {
   HK_ASSERT(hk__load_held(ctx));
@@ -295,13 +298,13 @@ typedef struct opt_job {
   hk_module_t **ms;
   char *redo;
   int n;
+  int procs; /* compiler processes it may run at once (run_round) */
 } opt_job;
 
 typedef struct opt_round {
   hk_context_t *ctx;
   opt_job *jobs;
   int njobs;
-  int procs; /* compiler processes a job may run at once */
   _Atomic int next; /* the next job to take */
 } opt_round;
 
@@ -363,7 +366,9 @@ static int plan_group(hk_module_t **ms, int n, opt_job *v, int *nv) {
   *nv += nb;
   for (int j = 0; rc == HK_OK && j < n; j++) {
     int best = -1;
-    for (int b = 0; b < nb; b++)
+    /* a big file is built alone, in parts (run_round): in a batch, one
+     * process would compile it whole */
+    for (int b = 0; b < nb && ms[j]->ninst < BIG_INSTANCES; b++)
       if ((best < 0 || w[b] < w[best]) && !collides(&bv[b], ms[j])) best = b;
     opt_job *to = best >= 0 ? &bv[best] : &v[(*nv)++];
     if (best < 0 && job_init(to, 1)) rc = HK_ENOMEM;
@@ -469,9 +474,9 @@ static void publish_batch(hk_context_t *ctx, opt_job *job, int fd) {
 
 /* Runs one job: builds, checks, caches, loads and publishes; sets the redo
  * marks of what must be built again. */
-static void run_job(hk_context_t *ctx, opt_job *job, int procs) {
-  if (job->n == 1) { /* a big one alone: in parts on procs processes */
-    hk__opt_build(ctx, job->ms[0], procs);
+static void run_job(hk_context_t *ctx, opt_job *job) {
+  if (job->n == 1) { /* a big one alone: in parts on its processes */
+    hk__opt_build(ctx, job->ms[0], job->procs);
     return;
   }
   const hkc_unit **units = calloc((size_t)job->n, sizeof *units);
@@ -515,7 +520,7 @@ static void *round_thread(void *arg) {
         atomic_store(&r->jobs[j].ms[k]->opt_state, HK__OPT_FAILED);
       continue;
     }
-    run_job(ctx, &r->jobs[j], r->procs);
+    run_job(ctx, &r->jobs[j]);
     pthread_mutex_lock(&ctx->opt_lock); /* who waits for one of them */
     pthread_cond_broadcast(&ctx->opt_idle);
     pthread_mutex_unlock(&ctx->opt_lock);
@@ -524,10 +529,19 @@ static void *round_thread(void *arg) {
 }
 
 /* Runs the jobs of r on up to one thread per CPU (hk__cc_jobs), this one
- * among them, each job's compiles on its share of the CPUs. */
+ * among them; a job of one big file compiles it in parts on its share of
+ * the CPUs, by instances (a file of 66 beside a batch of 5 gets both of 2
+ * CPUs: the batch is done long before). */
 static void run_round(opt_round *r) {
   int nt = hk__cc_jobs();
-  r->procs = nt / r->njobs > 1 ? nt / r->njobs : 1;
+  long total = 0;
+  for (int j = 0; j < r->njobs; j++)
+    for (int k = 0; k < r->jobs[j].n; k++) total += r->jobs[j].ms[k]->ninst;
+  for (int j = 0; j < r->njobs; j++) {
+    long mine = r->jobs[j].ms[0]->ninst;
+    long p = total ? (nt * mine + total / 2) / total : 1;
+    r->jobs[j].procs = r->jobs[j].n > 1 || p < 1 ? 1 : p > nt ? nt : (int)p;
+  }
   if (nt > r->njobs) nt = r->njobs;
   pthread_t *t = calloc((size_t)nt, sizeof *t);
   int started = 0;

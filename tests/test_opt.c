@@ -40,12 +40,13 @@
  *     while the strict one on tier opt equals tier jit bit for bit; a bad
  *     "fp" is a located error. A for loop's int counter is 64 bits wide on
  *     both tiers, in both modes.
- *  7. big files in parts: a file of 24 instances reaches tier opt as 6
+ *  7. big files in parts: a file of 32 instances reaches tier opt as 8
  *     parts compiled by 2 processes (HK_JOBS=2) and linked, and computes
  *     the same; with HK_JOBS=1 it is one compile; a part the compiler
  *     rejects makes the file compile whole again, whose error is located
- *     in the kernel file; hk build compiles both copies of a portable
- *     plugin in parts, and the object loads with both.
+ *     in the kernel file; in a folder on tier auto it is built in parts,
+ *     not in a batch; hk build compiles both copies of a portable plugin
+ *     in parts, and the object loads with both.
  * `test_opt --race-child DIR CACHE` is the child process of part 2 (the
  * test spawns itself). The temp tree and the helpers:
  * tests/registry_fixture.h.
@@ -1130,7 +1131,7 @@ static void test_fp_modes(void) {
 
 /* ---- 7. Big files in parts ---------------------------------------------------- */
 
-#define NPARTK 12 /* kernels of parts/big.json, each for f32 and f64 */
+#define NPARTK 16 /* kernels of parts/big.json, each for f32 and f64 */
 
 /* A file of NPARTK kernels out = x * (i + 1) + y; kernel bad (when >= 0)
  * also names reject_p, which the test's compiler rejects. */
@@ -1222,15 +1223,15 @@ static void test_parts(void) {
   CHECK(chmod(cc, 0755) == 0);
   int parts, whole;
 
-  /* 24 instances on 2 processes: 6 parts of 4 (HK_CC_PART_MIN), linked */
+  /* 32 instances on 2 processes: 8 parts of 4 (HK_CC_PART_MIN), linked */
   setenv("HK_JOBS", "2", 1);
   write_text(log, "");
   hk_context_t *c = mkctx(HK_TIER_OPT, P("parts"), NULL, HK_NO_CACHE, cc);
   if (c) check_parts_kernels(c, HK_TIER_OPT, "in parts");
   hk_context_destroy(c);
   count_runs(log, &parts, &whole);
-  CHECK_MSG(parts == 6 && whole == 0,
-            "HK_JOBS=2: %d compiles of parts, %d others (6 and 0 expected)",
+  CHECK_MSG(parts == 8 && whole == 0,
+            "HK_JOBS=2: %d compiles of parts, %d others (8 and 0 expected)",
             parts, whole);
 
   /* one process: one compile, as before */
@@ -1267,9 +1268,28 @@ static void test_parts(void) {
   }
   hk_context_destroy(c);
   count_runs(log, &parts, &whole);
-  CHECK_MSG(parts == 6 && whole == 1,
-            "a rejected part: %d compiles of parts, %d others (6 and 1 "
+  CHECK_MSG(parts == 8 && whole == 1,
+            "a rejected part: %d compiles of parts, %d others (8 and 1 "
             "expected)", parts, whole);
+
+  /* tier auto over a folder: the big file is not put in a batch (one
+   * process would compile it whole) but built in parts on both processes,
+   * the small one beside it */
+  check_make_dir(P("parts_mix"));
+  write_parts_file(P("parts_mix/big.json"), -1);
+  write_kernel(P("parts_mix/small.json"), "p_small", "out = x * 3.0f;");
+  write_text(log, "");
+  c = mkctx(HK_TIER_AUTO, P("parts_mix"), NULL, HK_NO_CACHE, cc);
+  if (c) {
+    hk_context_wait(c);
+    check_parts_kernels(c, HK_TIER_OPT, "a folder");
+    CHECK(runs_times(c, "p_small", 3.0f));
+  }
+  hk_context_destroy(c);
+  count_runs(log, &parts, &whole);
+  CHECK_MSG(parts == 8 && whole == 1,
+            "a folder: %d compiles of parts, %d others (8 and 1 expected)",
+            parts, whole);
 
   /* hk build: both copies of a portable plugin in parts at once (4
    * processes: 2 each), linked into one object that loads */
@@ -1286,8 +1306,8 @@ static void test_parts(void) {
   if (rc) print_log(blog);
   unsetenv("HK_CC");
   count_runs(log, &parts, &whole);
-  CHECK_MSG(parts == 12 && whole == 0,
-            "hk build, HK_JOBS=4: %d compiles of parts, %d others (12 and 0 "
+  CHECK_MSG(parts == 16 && whole == 0,
+            "hk build, HK_JOBS=4: %d compiles of parts, %d others (16 and 0 "
             "expected)", parts, whole);
   c = mkctx(HK_TIER_AUTO, P("parts_so"), NULL, HK_NO_CACHE, NULL);
   if (c) check_parts_kernels(c, HK_TIER_SO, "prebuilt in parts");
