@@ -34,11 +34,16 @@ extern char **environ;
 
 /* Every build: C11, no C library, no stack protector (it imports
  * __stack_chk_fail), and the numeric model of every tier (abi.h:
- * HK_ABI_KERNEL_CFLAGS). The gcc-only --param is passed to any compiler:
- * clang, under -w, ignores it silently. */
+ * HK_ABI_KERNEL_CFLAGS). A pointer made from a pointer to another type is
+ * an error, as under libtcc (compiler_tcc.c) and in CUDA C++: a raw or
+ * grid body's f16 buffer is uint16_t storage, and `const T *row = x;`
+ * with T float read its bits as floats. (No -w: it silences that error
+ * too. Warnings are not shown unless a compile fails; clang warns that it
+ * does not use the gcc-only --param.) */
 #define COMMON_FLAGS                                                    \
   "-std=c11 -fPIC -shared -nostdlib -fno-stack-protector "              \
-  HK_ABI_KERNEL_CFLAGS " " HK_ABI_KERNEL_CFLAGS_GCC " -w"
+  HK_ABI_KERNEL_CFLAGS " " HK_ABI_KERNEL_CFLAGS_GCC                     \
+  " -Werror=incompatible-pointer-types"
 
 /* How long a compile may take when the caller sets no deadline. */
 #define DEFAULT_TIMEOUT_S 300

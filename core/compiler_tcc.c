@@ -35,6 +35,11 @@ __attribute__((visibility("hidden"))) char **hk__tcc_environ;
  * compiled, `s = s + 1` on a scalar ran on tier jit, with results that
  * depended on the thread count, and tier opt then failed. */
 #define READ_ONLY_WARNING ": warning: assignment of read-only location"
+/* tcc's warning for a pointer of one element type made from another, an
+ * error for gcc and clang too (abi.h: -Werror=incompatible-pointer-types)
+ * and in CUDA C++: a raw or grid body's f16 buffer is uint16_t storage,
+ * and `const T *row = x;` with T float read its bits as floats. */
+#define POINTER_WARNING ": warning: assignment from incompatible pointer type"
 
 static void collect(void *opaque, const char *msg) {
   hku_buf *msgs = opaque;
@@ -45,6 +50,14 @@ static void collect(void *opaque, const char *msg) {
     hku_buf_put(msgs, ": error: assignment of read-only location: kernel "
                       "code cannot change an in buffer's element or a "
                       "scalar parameter\n");
+    return;
+  }
+  if ((w = strstr(msg, POINTER_WARNING))) {
+    hku_buf_putn(msgs, msg, (size_t)(w - msg));
+    hku_buf_put(msgs, ": error: a pointer made from a pointer to another "
+                      "type (an f16 or bf16 buffer is uint16_t storage in "
+                      "raw and grid code: convert its elements with "
+                      "hk_f16_to_f32 or hk_bf16_to_f32)\n");
     return;
   }
   hku_buf_put(msgs, msg);

@@ -1027,6 +1027,29 @@ static void check_format(hk_context_t *ctx) {
   }
 }
 
+/* A raw body that takes an f16 buffer for a float one (`const T *row =
+ * x;` with T float, x uint16_t storage) read the bits as floats on every
+ * CPU tier: it is an error, located, on tier jit (libtcc's warning) and on
+ * tier opt (-Werror=incompatible-pointer-types). */
+static void check_storage_pointers(hk_context_t *ctx, const char *tier,
+                                   const char *words) {
+  static const char json[] =
+      "{\"schema_version\": 1, \"name\": \"rs16\", \"kind\": \"raw\",\n"
+      " \"types\": {\"T\": [\"f32\", \"f16\"]},\n"
+      " \"params\": [{\"name\": \"x\", \"type\": \"T\", \"role\": \"in\"},\n"
+      "  {\"name\": \"out\", \"type\": \"T\", \"role\": \"out\", "
+      "\"len\": \"1\"}],\n"
+      " \"cpu\": [\"T s = 0;\",\n"
+      "         \"const T *row = x;\",\n"
+      "         \"for (size_t c = 0; c < n; c++) s += row[c];\",\n"
+      "         \"out[0] = s;\"]}";
+  int rc = hk_load_string(ctx, json, strlen(json), "rs16.json");
+  CHECK_MSG(rc == HK_ECOMPILE, "%s: rc %d: %s", tier, rc, hk_last_error());
+  show(tier, hk_last_error());
+  CHECK_CONTAINS(hk_last_error(), "rs16.json>:6:");
+  CHECK_CONTAINS(hk_last_error(), words);
+}
+
 /* ---- main --------------------------------------------------------------------- */
 
 static void part_conversions(void) {
@@ -1046,6 +1069,10 @@ static void part_tier(hk_tier_t tier) {
   check_tier(c, hk_tier_name(tier));
   check_tier_more(c, hk_tier_name(tier));
   if (tier == HK_TIER_JIT) check_format(c);
+  check_storage_pointers(c, hk_tier_name(tier),
+                         tier == HK_TIER_JIT
+                             ? "a pointer made from a pointer to another type"
+                             : "incompatible pointer type");
   hk_context_destroy(c);
 }
 
