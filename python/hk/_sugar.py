@@ -111,21 +111,26 @@ def ReductionKernel(in_params: str, out_params: str, map_expr: str,
     values ``a`` and ``b`` combine (associative); ``identity``: the neutral
     value; ``post_map_expr``: what is stored, CuPy's ``"y = f(a)"`` or an
     hk expression over ``acc`` and ``n`` (default: the reduced value).
-    ``reduce_type``, when given, must be the out param's type (hk's
-    accumulator is the out type)."""
+    ``reduce_type``: the type values are reduced in (default: the out
+    param's), the kernel file's ``acc`` (``reduce_type="float64"`` sums
+    float32 in float64, as in CuPy)."""
     if identity is None:
         raise ValueError("identity: a reduction needs its neutral value")
     ins = _params(in_params, "in", "in_params")
     outs = _params(out_params, "out", "out_params")
     if len(outs) != 1:
         raise ValueError("out_params: a reduction has exactly one out param")
-    if reduce_type and _TYPES.get(reduce_type, reduce_type) != outs[0]["type"]:
-        raise ValueError("reduce_type: hk accumulates in the out type (%s)"
-                         % outs[0]["type"])
+    acc = _TYPES.get(reduce_type, reduce_type) if reduce_type else None
+    if acc is not None and acc not in _HK and not re.fullmatch(r"[A-Z]", acc):
+        raise ValueError("reduce_type: unknown type %r (float32, float64, "
+                         "int64 ..., hk's f64 ..., or a placeholder letter)"
+                         % reduce_type)
     params = ins + outs
     desc = {"schema_version": 1, "name": name, "doc": doc,
             "kind": "reduction", "params": params, "map": map_expr,
             "combine": reduce_expr, "identity": identity}
+    if acc is not None and acc != outs[0]["type"]:
+        desc["acc"] = acc
     post = post_map_expr.strip().rstrip(";").strip()
     m = re.fullmatch(r"(\w+)\s*=\s*(.*)", post, re.S)
     if m and m.group(1) == outs[0]["name"]:

@@ -94,6 +94,19 @@ def test_reduction_kernel_sugar():
     x = np.arange(12.0).reshape(3, 4)
     np.testing.assert_allclose(l2(x, axis=-1), np.sqrt((x * x).sum(-1)))
     assert l2(x) == pytest.approx(np.sqrt((x * x).sum()))
+    # CuPy's reduce_type: float32 summed in float64 (the kernel's acc)
+    s64 = hk.ReductionKernel("float32 x", "float32 y", "x", "a + b", "y = a",
+                             "0", "sum_in_f64", reduce_type="float64")
+    big = np.full(1 << 20, 0.1, np.float32)
+    big[0] = 1 << 24  # float32 partial sums round away the 0.1s' digits
+    want = np.float32(big.astype(np.float64).sum())
+    assert s64(big) == want
+    f32 = hk.ReductionKernel("float32 x", "float32 y", "x", "a + b", "y = a",
+                             "0", "sum_in_f32", reduce_type="float32")
+    assert f32(big) != want
+    with pytest.raises(ValueError, match="reduce_type: unknown type"):
+        hk.ReductionKernel("float32 x", "float32 y", "x", "a + b", "y = a",
+                           "0", "bad", reduce_type="float128")
 
 
 def test_list_kernels_is_hk_list_json():
