@@ -10,7 +10,10 @@ static int same_signature(const hk_kernel_info_t *a, const hk_kernel_info_t *b) 
   if (a->kind != b->kind || a->nparams != b->nparams) return 0;
   for (int i = 0; i < a->nparams; i++) {
     const hk_param_info_t *p = &a->params[i], *q = &b->params[i];
-    if (p->dtype != q->dtype || p->role != q->role || strcmp(p->name, q->name))
+    /* a rows buffer's step per row too: "one" to "full" changes how
+     * many elements a call reads and writes */
+    if (p->dtype != q->dtype || p->role != q->role || p->row != q->row ||
+        strcmp(p->name, q->name))
       return 0;
     if ((p->len == NULL) != (q->len == NULL) ||
         (p->len && strcmp(p->len, q->len)))

@@ -384,6 +384,44 @@ static int wait_log(const char *text) {
   return check_log_has(text);
 }
 
+/* A reload that changes how a rows buffer steps per row ("one" to
+ * "full") changes the kernel's signature: the old handle stops working (it
+ * kept running with the new code, writing a row's worth into what the
+ * caller sized for one element a row). */
+static void check_row_mode_reload(void) {
+  check_make_dir(P("relrow"));
+  static const char fmt[] =
+      "{\"schema_version\": 1, \"name\": \"rm_k\", \"kind\": \"rows\",\n"
+      " \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+      "  {\"name\": \"m\", \"type\": \"f32\", \"role\": \"out\", "
+      "\"row\": \"%s\"}],\n"
+      " \"body\": \"%s\"}\n";
+  char text[1024];
+  snprintf(text, sizeof text, fmt, "one", "m[0] = x[0];");
+  write_text(P("relrow/rm.json"), text);
+  hk_context_t *c = mkctx(HK_TIER_JIT, P("relrow"), NULL, HK_NO_CACHE, NULL);
+  if (!c) return;
+  hk_kernel_t *k = find(c, "rm_k");
+  snprintf(text, sizeof text, fmt, "full",
+           "for (size_t j = 0; j < n; j++) m[j] = x[j];");
+  sleep_ms(20);
+  write_text(P("relrow/rm.json"), text);
+  CHECK_INT_EQ(hk_reload(c), HK_OK);
+  hk_kernel_t *k2 = find(c, "rm_k");
+  CHECK_MSG(k2 && k2 != k, "the handle of rm_k was kept across a change of "
+            "m's row mode");
+  hk_array_t a[2];
+  int64_t xs[2] = {2, 8}, ms[1] = {2};
+  float x[16] = {0}, m[2] = {0};
+  CHECK_INT_EQ(hk_array_init(&a[0], x, HK_F32, 2, xs), HK_OK);
+  CHECK_INT_EQ(hk_array_init(&a[1], m, HK_F32, 1, ms), HK_OK);
+  if (k && k2 != k) {
+    CHECK_INT_EQ(hk_call_arrays(k, a, NULL), HK_ENOTFOUND);
+    CHECK_CONTAINS(hk_last_error(), "rm_k");
+  }
+  hk_context_destroy(c);
+}
+
 /* A watched folder replaced as deploys do (removed and made again; a new
  * one renamed over it), and one that does not exist yet: the watcher
  * follows the name, not the folder it first saw. */
@@ -616,6 +654,7 @@ static void test_reload(void) {
   hk_context_destroy(c);
   check_watch_flag();
   check_watch_replaced();
+  check_row_mode_reload();
   check_rewrites();
 }
 
