@@ -241,8 +241,30 @@ HK_API void hk_context_destroy(hk_context_t *ctx) {
   free(ctx);
 }
 
+/* hk_context_problems' copy for each thread, freed when the thread ends:
+ * the context's own text is replaced by any load, which the watcher may
+ * run at any time, so callers get a copy taken under the load lock. */
+static pthread_key_t problems_key;
+static pthread_once_t problems_once = PTHREAD_ONCE_INIT;
+static int problems_key_ok;
+static void problems_key_make(void) {
+  problems_key_ok = pthread_key_create(&problems_key, free) == 0;
+}
+
 HK_API const char *hk_context_problems(hk_context_t *ctx) {
-  return ctx && ctx->problems ? ctx->problems : "";
+  if (!ctx) return "";
+  pthread_once(&problems_once, problems_key_make);
+  if (!problems_key_ok) return "out of memory (the problems cannot be kept)";
+  hk__load_lock(ctx);
+  char *copy = strdup(ctx->problems ? ctx->problems : "");
+  hk__load_unlock(ctx);
+  if (!copy) return "out of memory (the problems cannot be copied)";
+  free(pthread_getspecific(problems_key));
+  if (pthread_setspecific(problems_key, copy) != 0) {
+    free(copy);
+    return "out of memory (the problems cannot be kept)";
+  }
+  return copy;
 }
 
 /* ---- Loading ----------------------------------------------------------------- */
@@ -465,6 +487,10 @@ HK_API int hk_reload(hk_context_t *ctx) {
 
 HK_API int hk_context_wait(hk_context_t *ctx) {
   if (!ctx) return hk__fail(HK_EINVAL, "hk_context_wait: NULL context");
+  if (hk__opt_on_worker()) /* the log callback: it would wait for itself */
+    return hk__fail(HK_EINVAL,
+                    "hk_context_wait: called on hk's compiler thread (from "
+                    "the log callback?), which it would wait for");
   pthread_mutex_lock(&ctx->opt_lock);
   while ((ctx->opt_head || ctx->opt_busy) && ctx->opt_started)
     pthread_cond_wait(&ctx->opt_idle, &ctx->opt_lock);

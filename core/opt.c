@@ -511,9 +511,16 @@ static void run_job(hk_context_t *ctx, opt_job *job) {
   hku_diags_free(&d);
 }
 
+/* Set on the threads of tier opt (the worker and its round threads),
+ * where the log callback may run. */
+static _Thread_local int tls_opt_thread;
+
+int hk__opt_on_worker(void) { return tls_opt_thread; }
+
 static void *round_thread(void *arg) {
   opt_round *r = arg;
   hk_context_t *ctx = r->ctx;
+  tls_opt_thread = 1;
   for (int j; (j = atomic_fetch_add(&r->next, 1)) < r->njobs;) {
     if (atomic_load(&ctx->stopping)) {
       for (int k = 0; k < r->jobs[j].n; k++)
@@ -611,6 +618,7 @@ static void take_queue(hk_context_t *ctx, hk_module_t **one,
 
 static void *opt_worker(void *arg) {
   hk_context_t *ctx = arg;
+  tls_opt_thread = 1;
   pthread_mutex_lock(&ctx->opt_lock);
   while (!atomic_load(&ctx->stopping)) {
     if (!ctx->opt_head) {

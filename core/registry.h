@@ -177,6 +177,8 @@ HK_INTERNAL void hk__opt_enqueue(hk_context_t *ctx, hk_module_t *mod);
  * HK_ENOMEM) with the reason in mod->opt_note. Publishes the result when
  * mod is live. */
 HK_INTERNAL int hk__opt_build(hk_context_t *ctx, hk_module_t *mod, int jobs);
+/* 1 on a thread of tier opt (where the log callback may run). */
+HK_INTERNAL int hk__opt_on_worker(void);
 /* Probes the system compiler the first time it is needed (a kernel file
  * is loaded): contexts that only use the stdlib never run it. load_lock
  * held. */

@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -40,7 +41,19 @@ struct hk_watch {
    * load lock. */
   int *wd;
   int nwd;
+  /* set when the thread itself stopped the watch (the log callback called
+   * hk_watch(ctx, 0)): it cannot join itself, so it frees the watch as it
+   * ends */
+  _Atomic int detached;
 };
+
+static void watch_free(struct hk_watch *w) {
+  if (w->ifd >= 0) close(w->ifd);
+  if (w->stop >= 0) close(w->stop);
+  if (w->kick >= 0) close(w->kick);
+  free(w->wd);
+  free(w);
+}
 
 /* The events that say a folder itself went away (its watch is then gone,
  * or, for a rename, follows it to where it is no longer looked for). */
@@ -175,6 +188,7 @@ static void *watcher(void *arg) {
         hk__log(ctx, "reload found problems:\n%s", hk_last_error());
     }
   }
+  if (atomic_load(&w->detached)) watch_free(w);
   return NULL;
 }
 
@@ -220,11 +234,7 @@ int hk__watch_start(hk_context_t *ctx) {
   }
   goto out;
 fail:
-  if (w->ifd >= 0) close(w->ifd);
-  if (w->stop >= 0) close(w->stop);
-  if (w->kick >= 0) close(w->kick);
-  free(w->wd);
-  free(w);
+  watch_free(w);
 out:
   hk__load_unlock(ctx);
   return rc;
@@ -237,13 +247,15 @@ void hk__watch_stop(hk_context_t *ctx) {
   hk__load_unlock(ctx);
   if (!w) return;
   uint64_t one = 1;
+  int self = pthread_equal(pthread_self(), w->thread);
+  if (self) { /* from the log callback, on the watcher thread */
+    atomic_store(&w->detached, 1);
+    pthread_detach(w->thread);
+  }
   if (write(w->stop, &one, sizeof one) < 0) {
     /* an eventfd write cannot fail with a count of one; nothing to do */
   }
+  if (self) return; /* it ends when the callback returns, and frees w */
   pthread_join(w->thread, NULL); /* the thread may be inside hk_reload */
-  close(w->ifd);
-  close(w->stop);
-  close(w->kick);
-  free(w->wd);
-  free(w);
+  watch_free(w);
 }

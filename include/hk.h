@@ -258,7 +258,11 @@ HK_API const char *hk_tier_name(hk_tier_t t);
 #define HK_WATCH 4u                    /* watch the plugin folders (inotify) */
 
 /* Receives background events: opt-tier results, reloads by the watcher,
- * problems that no call returned. Called from hk's threads. */
+ * problems that no call returned. Called from hk's threads (and from a
+ * loading call's). It may call hk, hk_watch too (a watch stopped from the
+ * watcher's own thread ends when the callback returns); hk_context_wait
+ * there returns HK_EINVAL (it would wait for itself); it must not destroy
+ * the context. */
 typedef void (*hk_log_fn)(void *user, const char *message);
 
 typedef struct hk_options {
@@ -297,7 +301,9 @@ HK_API int hk_context_create(hk_context_t **ctx, const hk_options_t *opts);
 HK_API void hk_context_destroy(hk_context_t *ctx);
 /* Problems found while loading plugin folders (at creation, by
  * hk_load_dir, hk_reload or the watcher), one per line; "" when none.
- * The string stays valid until the next load on this context. */
+ * The string is this thread's copy: it stays valid until this thread
+ * calls hk_context_problems again (or ends), whatever the watcher loads
+ * meanwhile. */
 HK_API const char *hk_context_problems(hk_context_t *ctx);
 
 /* Loads every *.json and *.so file directly in dir. Files that fail are

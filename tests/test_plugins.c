@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -422,6 +423,63 @@ static void check_row_mode_reload(void) {
   hk_context_destroy(c);
 }
 
+/* The log callback runs on hk's threads; one that stops the watch from
+ * the watcher's own thread (it cannot join itself) or asks
+ * hk_context_wait from the compiler's thread (it would wait for itself). */
+static hk_context_t *g_cb_ctx;
+static _Atomic int g_cb_stopped, g_cb_wait_rc = 1;
+static void stop_from_log(void *user, const char *msg) {
+  (void)user;
+  if (strstr(msg, "reloaded") && !atomic_load(&g_cb_stopped)) {
+    atomic_store(&g_cb_stopped, 1);
+    hk_watch(g_cb_ctx, 0);
+  }
+  if (strstr(msg, "tier opt unavailable"))
+    atomic_store(&g_cb_wait_rc, hk_context_wait(g_cb_ctx));
+}
+
+static void check_log_callback_calls(void) {
+  check_make_dir(P("relcb"));
+  write_kernel(P("relcb/a.json"), "cb_k", "out = x * 2.0f;");
+  const char *dirs[] = {P("relcb"), NULL};
+  hk_options_t o = {0};
+  o.plugin_dirs = dirs;
+  o.tier = HK_TIER_JIT;
+  o.flags = HK_WATCH | HK_NO_CACHE;
+  o.log = stop_from_log;
+  CHECK_INT_EQ(hk_context_create(&g_cb_ctx, &o), HK_OK);
+  if (!g_cb_ctx) return;
+  sleep_ms(20);
+  write_kernel(P("relcb/a.json"), "cb_k", "out = x * 3.0f;");
+  CHECK(wait_runs_times(g_cb_ctx, "cb_k", 3.0f));
+  for (int t = 0; t < 500 && !atomic_load(&g_cb_stopped); t++) sleep_ms(10);
+  CHECK(atomic_load(&g_cb_stopped));
+  sleep_ms(300); /* the watcher ends and frees its watch */
+  write_kernel(P("relcb/a.json"), "cb_k", "out = x * 4.0f;");
+  sleep_ms(500);
+  CHECK(runs_times(g_cb_ctx, "cb_k", 3.0f)); /* not watched any more */
+  CHECK_INT_EQ(hk_watch(g_cb_ctx, 1), HK_OK);
+  hk_context_destroy(g_cb_ctx);
+  /* hk_context_wait from the compiler's thread: refused, not a deadlock */
+  if (!g_have_cc) return;
+  PATH(cc, "relcb_fail.sh");
+  write_text(cc, "#!/bin/sh\n"
+                 "case \"$*\" in *--version*) exec cc \"$@\";; esac\n"
+                 "echo 'this compiler compiles nothing'\nexit 1\n");
+  CHECK(chmod(cc, 0755) == 0);
+  o.tier = HK_TIER_AUTO;
+  o.flags = HK_NO_CACHE;
+  o.cc = cc;
+  CHECK_INT_EQ(hk_context_create(&g_cb_ctx, &o), HK_OK);
+  if (!g_cb_ctx) return;
+  hk_kernel_t *k = find(g_cb_ctx, "cb_k");
+  if (k) CHECK(hk_kernel_wait_opt(k) != HK_OK);
+  for (int t = 0; t < 500 && atomic_load(&g_cb_wait_rc) == 1; t++)
+    sleep_ms(10);
+  CHECK_INT_EQ(atomic_load(&g_cb_wait_rc), HK_EINVAL);
+  hk_context_destroy(g_cb_ctx);
+}
+
 /* A watched folder replaced as deploys do (removed and made again; a new
  * one renamed over it), and one that does not exist yet: the watcher
  * follows the name, not the folder it first saw. */
@@ -655,6 +713,7 @@ static void test_reload(void) {
   check_watch_flag();
   check_watch_replaced();
   check_row_mode_reload();
+  check_log_callback_calls();
   check_rewrites();
 }
 
