@@ -797,19 +797,26 @@ HK_INTERNAL int hk__cache_clear(hk_cache_t *c) {
   DIR *d = open_stream(c);
   if (!d) return HK_EIO;
   int count = 0;
+  time_t now = time(NULL);
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
     struct stat st;
+    /* what a process may be writing or compiling in now stays until it
+     * is as old as sweep_temps' limit: a clear beside a running compile
+     * removed its build folder from under it (the compile failed) */
+    int temp = is_build_dir_name(de->d_name) || is_temp_name(de->d_name) ||
+               is_id_temp_name(de->d_name);
+    if (temp && (fstatat(c->dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+                 now - st.st_mtime <= HK_CACHE_TEMP_AGE))
+      continue;
     if (is_build_dir_name(de->d_name)) {
-      if (fstatat(c->dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-          S_ISDIR(st.st_mode)) {
+      if (S_ISDIR(st.st_mode)) {
         remove_build_dir(c, de->d_name);
         count += fstatat(c->dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0;
       }
       continue;
     }
-    if (!is_entry_name(de->d_name) && !is_temp_name(de->d_name) &&
-        !is_id_temp_name(de->d_name) && !is_fail_name(de->d_name))
+    if (!is_entry_name(de->d_name) && !temp && !is_fail_name(de->d_name))
       continue;
     /* Flags 0: a directory that happens to bear such a name stays. */
     if (unlinkat(c->dfd, de->d_name, 0) == 0) count++;

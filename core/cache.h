@@ -131,12 +131,12 @@ typedef void (*hk_cache_list_fn)(void *ctx, const char *path, size_t size,
  * when the directory cannot be read. */
 HK_INTERNAL int hk__cache_list(hk_cache_t *c, hk_cache_list_fn fn, void *ctx);
 
-/* Removes every entry, every remembered failure, every temp file and every
- * compiler build folder
- * (including those of writers and compiles still running, which then
- * fail); nothing else in the directory is touched. Returns the number of
- * files and build folders removed, or HK_EIO when the directory cannot be
- * read. */
+/* Removes every entry, every remembered failure, and the temp files and
+ * compiler build folders older than HK_CACHE_TEMP_AGE (younger ones may
+ * belong to a writer or a compile still running, in this process or
+ * another); nothing else in the directory is touched. Returns the number
+ * of files and build folders removed, or HK_EIO when the directory cannot
+ * be read. */
 HK_INTERNAL int hk__cache_clear(hk_cache_t *c);
 
 #endif /* HK_CACHE_H */

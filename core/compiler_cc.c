@@ -9,6 +9,7 @@
  */
 #include "compiler_cc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -191,11 +192,44 @@ static char *which(const char *word) {
 
 /* ---- Running a child ------------------------------------------------------ */
 
+/* environ with TMPDIR=dir in place of any TMPDIR (malloc'ed: the array
+ * and that one string), or NULL when out of memory. */
+static char **env_with_tmpdir(const char *dir) {
+  size_t n = 0;
+  while (environ[n]) n++;
+  char **env = calloc(n + 2, sizeof *env);
+  size_t len = strlen(dir) + sizeof "TMPDIR=";
+  char *t = malloc(len);
+  if (!env || !t) {
+    free(env);
+    free(t);
+    return NULL;
+  }
+  snprintf(t, len, "TMPDIR=%s", dir);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(environ[i], "TMPDIR=", 7)) env[k++] = environ[i];
+  env[k++] = t;
+  env[k] = NULL;
+  return env;
+}
+
+static void env_free(char **env) {
+  if (!env) return;
+  for (size_t i = 0; env[i]; i++)
+    if (!strncmp(env[i], "TMPDIR=", 7)) free(env[i]); /* ours */
+  free(env);
+}
+
 /* Runs argv with stdout and stderr captured into out; returns the exit
  * status (0..255), or -1 when it could not run (why in out), or -2 when it
- * was killed after timeout_s seconds. */
+ * was killed after timeout_s seconds. tmpdir, when not NULL, is the
+ * child's TMPDIR (a compiler's temporary files go there, not to a shared
+ * folder where a killed one would leave them). The child leads a process
+ * group of its own, so that a kill reaches what it started (cc1, as, a
+ * wrapper's children), not the driver alone. */
 static int run_captured(char *const *argv, hku_buf *out, int timeout_s,
-                        const _Atomic int *cancel) {
+                        const _Atomic int *cancel, const char *tmpdir) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     hku_buf_printf(out, "cannot create a pipe: %s\n", strerror(errno));
@@ -206,8 +240,15 @@ static int run_captured(char *const *argv, hku_buf *out, int timeout_s,
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
   posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  posix_spawnattr_t at;
+  posix_spawnattr_init(&at);
+  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&at, 0);
+  char **env = tmpdir ? env_with_tmpdir(tmpdir) : environ;
   pid_t pid;
-  int err = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  int err = env ? posix_spawnp(&pid, argv[0], &fa, &at, argv, env) : ENOMEM;
+  if (env != environ) env_free(env);
+  posix_spawnattr_destroy(&at);
   posix_spawn_file_actions_destroy(&fa);
   close(fds[1]);
   if (err) {
@@ -225,7 +266,7 @@ static int run_captured(char *const *argv, hku_buf *out, int timeout_s,
                    ((t.tv_sec - t0.tv_sec) * 1000 +
                     (t.tv_nsec - t0.tv_nsec) / 1000000);
     if (left_ms <= 0 || (cancel && atomic_load(cancel))) {
-      kill(pid, SIGKILL);
+      kill(-pid, SIGKILL); /* the group: the driver and what it started */
       killed = left_ms <= 0 ? 1 : 2;
       break;
     }
@@ -342,7 +383,7 @@ void hk__cc_probe(const char *spec, const char *state_dir, hk_cc_t *cc) {
     if (argv) {
       memcpy(argv, cc->argv, n * sizeof *argv);
       argv[n] = "--version";
-      rc = run_captured(argv, &out, 30, NULL);
+      rc = run_captured(argv, &out, 30, NULL, NULL);
       free(argv);
     }
     if (rc == 0 && out.len) {
@@ -381,6 +422,12 @@ static int run_cc(const hk_cc_t *cc, hk_purpose_t purpose, const char *extra,
                   char *const *srcs, size_t nsrc, int compile_only,
                   const char *so, hku_buf *msgs, int timeout_s,
                   const _Atomic int *cancel) {
+  /* the compiler's temporary files in the build folder (so's) */
+  char tmpdir[4200];
+  snprintf(tmpdir, sizeof tmpdir, "%s", so);
+  char *slash = strrchr(tmpdir, '/');
+  if (slash) *slash = '\0';
+  const char *td = slash ? tmpdir : NULL;
   char all[1024];
   snprintf(all, sizeof all, "%s%s", hk__cc_flags(purpose), extra);
   char **flags = split_words(all);
@@ -404,7 +451,7 @@ static int run_cc(const hk_cc_t *cc, hk_purpose_t purpose, const char *extra,
   for (size_t i = 0; libs[i] && !compile_only; i++)
     argv[k++] = (char *)libs[i];
   argv[k] = NULL;
-  int rc = run_captured(argv, msgs, timeout_s, cancel);
+  int rc = run_captured(argv, msgs, timeout_s, cancel, td);
   free(argv);
   free_words(flags);
   return rc;
@@ -415,6 +462,19 @@ int hk__cc_jobs(void) {
   if (v > 0) return v;
   int n = hk__cpu_count();
   return n < HK_MAX_JOBS ? n : HK_MAX_JOBS;
+}
+
+/* Removes the build folder dir and what is in it: the sources, objects
+ * and shared object, and the temporary files of a compiler that was
+ * killed (its TMPDIR: run_cc). */
+static void remove_build_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while (d && (e = readdir(d)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+      unlinkat(dirfd(d), e->d_name, 0);
+  if (d) closedir(d);
+  rmdir(dir);
 }
 
 /* One compile of a build of several C files: kernel_K.c to kernel_K.o. */
@@ -535,15 +595,10 @@ int hk__cc_build_texts(const hk_cc_t *cc, size_t ntext,
     }
   }
   if (rc == HK_ECOMPILE && msgs->oom) rc = HK_ENOMEM;
-  for (size_t i = 0; i < written; i++) {
-    unlink(parts[i].src);
-    if (ntext > 1) unlink(parts[i].obj);
-    hku_buf_free(&parts[i].msgs);
-  }
+  for (size_t i = 0; i < written; i++) hku_buf_free(&parts[i].msgs);
   free(parts);
   free(objs);
-  unlink(so);
-  rmdir(dir);
+  remove_build_dir(dir);
   return rc;
 }
 
