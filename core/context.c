@@ -212,6 +212,9 @@ HK_API int hk_context_create(hk_context_t **out, const hk_options_t *opts) {
 
 HK_API void hk_context_destroy(hk_context_t *ctx) {
   if (!ctx) return;
+  /* first: a compile the watcher runs now (forced tier opt compiles on
+   * the loading thread) is cancelled, not waited for, before its join */
+  atomic_store(&ctx->stopping, 1);
   hk__watch_stop(ctx);
   hk__opt_stop(ctx);
   for (hk_kernel_t *k = ctx->all, *next; k; k = next) {

@@ -480,6 +480,39 @@ static void check_log_callback_calls(void) {
   hk_context_destroy(g_cb_ctx);
 }
 
+/* Forced tier opt compiles on the loading thread, the watcher's too:
+ * destroying the context cancels that compile instead of waiting for it
+ * (a slow compiler: 5 s a compile). */
+static void check_destroy_cancels_watch_compile(void) {
+  if (!g_have_cc) return;
+  check_make_dir(P("relslow"));
+  write_kernel(P("relslow/a.json"), "sl_k", "out = x * 2.0f;");
+  PATH(cc, "relslow_cc.sh");
+  write_text(cc, "#!/bin/sh\n"
+                 "case \"$*\" in *--version*) exec cc \"$@\";; esac\n"
+                 "[ -f \"${0%.sh}.slow\" ] && sleep 5\n"
+                 "exec cc \"$@\"\n");
+  CHECK(chmod(cc, 0755) == 0);
+  const char *dirs[] = {P("relslow"), NULL};
+  hk_options_t o = {0};
+  o.plugin_dirs = dirs;
+  o.tier = HK_TIER_OPT;
+  o.flags = HK_WATCH | HK_NO_CACHE;
+  o.cc = cc;
+  hk_context_t *c = NULL;
+  CHECK_INT_EQ(hk_context_create(&c, &o), HK_OK);
+  if (!c) return;
+  CHECK(runs_times(c, "sl_k", 2.0f));
+  write_text(P("relslow_cc.slow"), "");
+  write_kernel(P("relslow/a.json"), "sl_k", "out = x * 3.0f;");
+  sleep_ms(400); /* the watcher is compiling */
+  double t0 = now_s();
+  hk_context_destroy(c);
+  double took = now_s() - t0;
+  CHECK_MSG(took < 2.5, "hk_context_destroy took %.2f s: it waited for the "
+            "watcher's compile", took);
+}
+
 /* A watched folder replaced as deploys do (removed and made again; a new
  * one renamed over it), and one that does not exist yet: the watcher
  * follows the name, not the folder it first saw. */
@@ -714,6 +747,7 @@ static void test_reload(void) {
   check_watch_replaced();
   check_row_mode_reload();
   check_log_callback_calls();
+  check_destroy_cancels_watch_compile();
   check_rewrites();
 }
 
