@@ -204,7 +204,7 @@ HK_API int hk_context_create(hk_context_t **out, const hk_options_t *opts) {
   if (ndirs) load_dirs(ctx, dirs, ndirs);
   if (env) free(dirs);
   free(env);
-  if ((ctx->opts.flags & HK_WATCH) && hk_watch(ctx, 1) != HK_OK)
+  if ((ctx->opts.flags & HK_WATCH) && hk__watch_start(ctx, 0) != HK_OK)
     hk__log(ctx, "cannot watch the plugin folders: %s", hk_last_error());
   *out = ctx;
   return HK_OK;
@@ -395,7 +395,7 @@ static int load_dirs(hk_context_t *ctx, char **dirs, int n) {
   set_problems(ctx, &d);
   int watching = ctx->watch != NULL;
   hk__load_unlock(ctx);
-  if (watching) hk__watch_start(ctx); /* watch the new folders too */
+  if (watching) hk__watch_start(ctx, 0); /* watch the new folders too */
   if (rc != HK_OK || d.oom) rc = report(&d, d.oom ? HK_ENOMEM : rc);
   hku_diags_free(&d);
   return rc;
@@ -720,5 +720,7 @@ HK_API int hk_watch(hk_context_t *ctx, int on) {
     hk__watch_stop(ctx);
     return HK_OK;
   }
-  return hk__watch_start(ctx);
+  /* a new watch reloads once: what changed while none ran (a change seen
+   * by a watch stopped before its quiet period ended) */
+  return hk__watch_start(ctx, 1);
 }

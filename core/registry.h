@@ -312,7 +312,7 @@ HK_INTERNAL void hk__cuda_module_free(hk_module_t *m);
 HK_INTERNAL int hk__module_cuda(hk_context_t *ctx, hk_module_t *m);
 
 /* ---- watch.c ---- */
-HK_INTERNAL int hk__watch_start(hk_context_t *ctx);
+HK_INTERNAL int hk__watch_start(hk_context_t *ctx, int rescan);
 HK_INTERNAL void hk__watch_stop(hk_context_t *ctx);
 
 #endif

@@ -9,7 +9,10 @@
  * rm -rf, mkdir, copy; or mv new old) takes its inotify watch with it. The
  * thread then reloads (its kernels go), and looks for the folder under its
  * name every RETRY_MS until it is there again, then watches and loads it;
- * so also for a folder that did not exist when the watch started.
+ * so also for a folder that did not exist when the watch started. A
+ * parent renamed or a symlink in the path switched sends the folder no
+ * event: every CHECK_MS the thread checks each name still names the
+ * folder it watches.
  */
 #include <errno.h>
 #include <poll.h>
@@ -20,6 +23,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,6 +33,11 @@
 #define QUIET_MS 100
 /* How often a folder that is gone is looked for. */
 #define RETRY_MS 200
+/* How often each watched folder's name is checked to still be the folder
+ * watched: a parent renamed, or a symlink switched (an atomic deploy:
+ * ln -sfn new current.new && mv -T current.new current), sends the folder
+ * no event. */
+#define CHECK_MS 1000
 
 struct hk_watch {
   pthread_t thread;
@@ -41,6 +50,9 @@ struct hk_watch {
    * load lock. */
   int *wd;
   int nwd;
+  dev_t *dev; /* the folder watched under each name */
+  ino_t *ino;
+  int rescan; /* reload once at start (hk_watch: what changed meanwhile) */
   /* set when the thread itself stopped the watch (the log callback called
    * hk_watch(ctx, 0)): it cannot join itself, so it frees the watch as it
    * ends */
@@ -52,6 +64,8 @@ static void watch_free(struct hk_watch *w) {
   if (w->stop >= 0) close(w->stop);
   if (w->kick >= 0) close(w->kick);
   free(w->wd);
+  free(w->dev);
+  free(w->ino);
   free(w);
 }
 
@@ -72,15 +86,24 @@ static int watch_dir(struct hk_watch *w, const char *dir) {
 static int add_dirs(hk_context_t *ctx, struct hk_watch *w) {
   if (w->nwd < ctx->ndirs) {
     int *v = realloc(w->wd, (size_t)ctx->ndirs * sizeof *v);
-    if (!v) return 0; /* the new folders are watched on a later call */
+    if (v) w->wd = v;
+    dev_t *dv = v ? realloc(w->dev, (size_t)ctx->ndirs * sizeof *dv) : NULL;
+    if (dv) w->dev = dv;
+    ino_t *iv = dv ? realloc(w->ino, (size_t)ctx->ndirs * sizeof *iv) : NULL;
+    if (iv) w->ino = iv;
+    if (!iv) return 0; /* the new folders are watched on a later call */
     for (int i = w->nwd; i < ctx->ndirs; i++) v[i] = -2;
-    w->wd = v;
     w->nwd = ctx->ndirs;
   }
   int back = 0;
   for (int i = 0; i < ctx->ndirs; i++) {
     if (w->wd[i] >= 0) continue;
-    int wd = watch_dir(w, ctx->dirs[i]);
+    struct stat st;
+    int wd = stat(ctx->dirs[i], &st) == 0 ? watch_dir(w, ctx->dirs[i]) : -1;
+    if (wd >= 0) {
+      w->dev[i] = st.st_dev;
+      w->ino[i] = st.st_ino;
+    }
     if (wd >= 0 && w->wd[i] == -1) {
       hk__log(ctx, "%s: the folder is there again; loading it",
               ctx->dirs[i]);
@@ -113,6 +136,20 @@ static int forget(hk_context_t *ctx, struct hk_watch *w, int wd,
   return hit;
 }
 
+/* Forgets the watch of each folder whose name now names another folder
+ * or none (load lock held); 1 when there was one. */
+static int check_names(hk_context_t *ctx, struct hk_watch *w) {
+  int hit = 0;
+  for (int i = 0; i < w->nwd && i < ctx->ndirs; i++) {
+    struct stat st;
+    if (w->wd[i] < 0 || (stat(ctx->dirs[i], &st) == 0 &&
+                         st.st_dev == w->dev[i] && st.st_ino == w->ino[i]))
+      continue;
+    hit |= forget(ctx, w, w->wd[i], IN_MOVE_SELF);
+  }
+  return hit;
+}
+
 static int any_gone(const struct hk_watch *w) {
   for (int i = 0; i < w->nwd; i++)
     if (w->wd[i] < 0) return 1;
@@ -137,8 +174,9 @@ static long now_ms(void) {
 static void *watcher(void *arg) {
   struct hk_watch *w = arg;
   hk_context_t *ctx = w->ctx;
-  long due = -1; /* when to reload; -1: nothing pending */
+  long due = w->rescan ? now_ms() : -1; /* when to reload; -1: none */
   long retry = -1; /* when to look for folders that are gone; -1: none */
+  long check = now_ms() + CHECK_MS; /* when to check the names */
   for (;;) {
     hk__load_lock(ctx);
     if (retry < 0 && any_gone(w)) retry = now_ms() + RETRY_MS;
@@ -146,6 +184,7 @@ static void *watcher(void *arg) {
     struct pollfd p[3] = {
         {w->ifd, POLLIN, 0}, {w->stop, POLLIN, 0}, {w->kick, POLLIN, 0}};
     long next = due < 0 || (retry >= 0 && retry < due) ? retry : due;
+    if (next < 0 || check < next) next = check;
     long left = next < 0 ? -1 : next - now_ms();
     int r = poll(p, 3, next < 0 ? -1 : left > 0 ? (int)left : 0);
     if (r < 0 && errno != EINTR) break;
@@ -176,6 +215,12 @@ static void *watcher(void *arg) {
       continue;
     }
     long t = now_ms();
+    if (t >= check) {
+      check = t + CHECK_MS;
+      hk__load_lock(ctx);
+      if (check_names(ctx, w)) retry = t; /* look under the name now */
+      hk__load_unlock(ctx);
+    }
     if (retry >= 0 && t >= retry) {
       hk__load_lock(ctx);
       if (add_dirs(ctx, w)) due = t + QUIET_MS;
@@ -192,7 +237,7 @@ static void *watcher(void *arg) {
   return NULL;
 }
 
-int hk__watch_start(hk_context_t *ctx) {
+int hk__watch_start(hk_context_t *ctx, int rescan) {
   hk__load_lock(ctx);
   if (ctx->watch) { /* already watching: pick up folders added since */
     add_dirs(ctx, ctx->watch);
@@ -219,6 +264,7 @@ int hk__watch_start(hk_context_t *ctx) {
     goto fail;
   }
   w->ctx = ctx;
+  w->rescan = rescan;
   ctx->watch = w;
   add_dirs(ctx, w);
   sigset_t all, old;

@@ -324,11 +324,13 @@ HK_API int hk_load_string(hk_context_t *ctx, const char *json, size_t len,
  * keeps its previous version loaded. */
 HK_API int hk_reload(hk_context_t *ctx);
 /* Starts (on != 0) or stops watching the plugin folders with inotify;
- * changes are reloaded as by hk_reload, problems go to the log. A folder
- * is watched by its name: when it is removed or renamed away, its kernels
- * are unloaded and the name is looked for every 200 ms; a folder made
- * there again (or renamed there, or one that did not exist yet) is
- * loaded and watched. */
+ * changes are reloaded as by hk_reload, problems go to the log. Starting
+ * reloads once (what changed while no watch ran). A folder is watched by
+ * its name: when it is removed or renamed away, its kernels are unloaded
+ * and the name is looked for every 200 ms; a folder made there again (or
+ * renamed there, or one that did not exist yet) is loaded and watched;
+ * and every second the name is checked to still name the folder watched
+ * (a parent renamed or a symlink in the path switched sends no event). */
 HK_API int hk_watch(hk_context_t *ctx, int on);
 /* Waits until no opt-tier compile is pending in the background. */
 HK_API int hk_context_wait(hk_context_t *ctx);

@@ -513,6 +513,46 @@ static void check_destroy_cancels_watch_compile(void) {
             "watcher's compile", took);
 }
 
+/* The name of a watched folder switched under it with no event for the
+ * folder itself (a symlink in its path replaced: the atomic deploy), and
+ * a change seen by a watch stopped and started again within the quiet
+ * period. */
+static void check_watch_name_switch(void) {
+  check_make_dir(P("relp"));
+  check_make_dir(P("relp/v1"));
+  check_make_dir(P("relp/v1/p"));
+  check_make_dir(P("relp/v2"));
+  check_make_dir(P("relp/v2/p"));
+  write_kernel(P("relp/v1/p/a.json"), "ps_k", "out = x * 2.0f;");
+  CHECK(symlink("v1", P("relp/current")) == 0);
+  const char *dirs[] = {P("relp/current/p"), NULL};
+  hk_options_t o = {0};
+  o.plugin_dirs = dirs;
+  o.tier = HK_TIER_JIT;
+  o.flags = HK_WATCH | HK_NO_CACHE;
+  hk_context_t *c = NULL;
+  CHECK_INT_EQ(hk_context_create(&c, &o), HK_OK);
+  if (!c) return;
+  CHECK(runs_times(c, "ps_k", 2.0f));
+  write_kernel(P("relp/v2/p/a.json"), "ps_k", "out = x * 3.0f;");
+  CHECK(symlink("v2", P("relp/current.new")) == 0);
+  CHECK(rename(P("relp/current.new"), P("relp/current")) == 0);
+  CHECK_MSG(wait_runs_times(c, "ps_k", 3.0f),
+            "a symlink switched in the folder's path was not followed");
+  write_kernel(P("relp/v2/p/a.json"), "ps_k", "out = x * 4.0f;");
+  CHECK_MSG(wait_runs_times(c, "ps_k", 4.0f),
+            "the folder switched to is not watched");
+  /* off and on within the quiet period: the change is not lost */
+  write_kernel(P("relp/v2/p/a.json"), "ps_k", "out = x * 5.0f;");
+  sleep_ms(30);
+  CHECK_INT_EQ(hk_watch(c, 0), HK_OK);
+  CHECK_INT_EQ(hk_watch(c, 1), HK_OK);
+  CHECK_MSG(wait_runs_times(c, "ps_k", 5.0f),
+            "a change seen before the watch was stopped and started again "
+            "was lost");
+  hk_context_destroy(c);
+}
+
 /* A watched folder replaced as deploys do (removed and made again; a new
  * one renamed over it), and one that does not exist yet: the watcher
  * follows the name, not the folder it first saw. */
@@ -748,6 +788,7 @@ static void test_reload(void) {
   check_row_mode_reload();
   check_log_callback_calls();
   check_destroy_cancels_watch_compile();
+  check_watch_name_switch();
   check_rewrites();
 }
 
