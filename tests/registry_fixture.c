@@ -143,9 +143,8 @@ int cc_shared(const char *src, const char *out, const char *define) {
 }
 
 /* mkctx and mkctx_logged: the context, its log going to log (or none). */
-static hk_context_t *make_context(hk_tier_t tier, const char *dir,
-                                  const char *cache, unsigned flags,
-                                  const char *cc, hk_log_fn log) {
+hk_context_t *mkctx_with(hk_tier_t tier, const char *dir, const char *cache,
+                         unsigned flags, const char *cc, hk_log_fn log) {
   const char *dirs[2] = {dir, NULL};
   hk_options_t o = {0};
   o.plugin_dirs = dirs;
@@ -163,12 +162,12 @@ static hk_context_t *make_context(hk_tier_t tier, const char *dir,
 
 hk_context_t *mkctx_logged(hk_tier_t tier, const char *dir,
                            const char *cache) {
-  return make_context(tier, dir, cache, 0, NULL, check_log);
+  return mkctx_with(tier, dir, cache, 0, NULL, check_log);
 }
 
 hk_context_t *mkctx(hk_tier_t tier, const char *dir, const char *cache,
                     unsigned flags, const char *cc) {
-  return make_context(tier, dir, cache, flags, cc, NULL);
+  return mkctx_with(tier, dir, cache, flags, cc, NULL);
 }
 
 hk_kernel_t *find(hk_context_t *ctx, const char *name) {

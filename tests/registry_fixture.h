@@ -105,6 +105,10 @@ hk_context_t *mkctx(hk_tier_t tier, const char *dir, const char *cache,
 /* mkctx with the log going to check.h's log. */
 hk_context_t *mkctx_logged(hk_tier_t tier, const char *dir,
                            const char *cache);
+/* A context of plugin folder dir made with all of these (a failed check
+ * when it cannot be made; cache and cc may be NULL). */
+hk_context_t *mkctx_with(hk_tier_t tier, const char *dir, const char *cache,
+                         unsigned flags, const char *cc, hk_log_fn log);
 /* The kernel name (a failed check when there is none). */
 hk_kernel_t *find(hk_context_t *ctx, const char *name);
 /* Is there a kernel name? */

@@ -1183,17 +1183,23 @@ static void check_parts_kernels(hk_context_t *c, hk_tier_t tier,
   free(y);
 }
 
-/* The compiler runs in the log: compiles of parts (-c) and others. */
-static void count_runs(const char *log, int *parts, int *whole) {
-  *parts = *whole = 0;
+/* Expects the compiler runs in the log (those --version aside) to be
+ * want_parts compiles of parts (-c) and want_whole others; what names
+ * the case. */
+static void expect_runs(const char *log, const char *what, int want_parts,
+                        int want_whole) {
+  int parts = 0, whole = 0;
   FILE *f = fopen(log, "r");
   char line[8192];
   while (f && fgets(line, sizeof line, f)) {
     if (strstr(line, "--version")) continue;
-    if (strstr(line, " -c ")) ++*parts;
-    else if (strstr(line, ".c ") || strstr(line, ".c\n")) ++*whole;
+    if (strstr(line, " -c ")) ++parts;
+    else if (strstr(line, ".c ") || strstr(line, ".c\n")) ++whole;
   }
   if (f) fclose(f);
+  CHECK_MSG(parts == want_parts && whole == want_whole,
+            "%s: %d compiles of parts, %d others (%d and %d expected)", what,
+            parts, whole, want_parts, want_whole);
 }
 
 static void test_parts(void) {
@@ -1222,18 +1228,13 @@ static void test_parts(void) {
            log);
   write_text(cc, script);
   CHECK(chmod(cc, 0755) == 0);
-  int parts, whole;
-
   /* 32 instances on 2 processes: 8 parts of 4 (HK_CC_PART_MIN), linked */
   setenv("HK_JOBS", "2", 1);
   write_text(log, "");
   hk_context_t *c = mkctx(HK_TIER_OPT, P("parts"), NULL, HK_NO_CACHE, cc);
   if (c) check_parts_kernels(c, HK_TIER_OPT, "in parts");
   hk_context_destroy(c);
-  count_runs(log, &parts, &whole);
-  CHECK_MSG(parts == 8 && whole == 0,
-            "HK_JOBS=2: %d compiles of parts, %d others (8 and 0 expected)",
-            parts, whole);
+  expect_runs(log, "HK_JOBS=2", 8, 0);
 
   /* the sanitizer suites (tools/test.sh): the threads of one build in
    * parts are theirs to check; the rest is the same compiles again (8 s
@@ -1250,10 +1251,7 @@ static void test_parts(void) {
   c = mkctx(HK_TIER_OPT, P("parts"), NULL, HK_NO_CACHE, cc);
   if (c) check_parts_kernels(c, HK_TIER_OPT, "HK_JOBS=1");
   hk_context_destroy(c);
-  count_runs(log, &parts, &whole);
-  CHECK_MSG(parts == 0 && whole == 1,
-            "HK_JOBS=1: %d compiles of parts, %d others (0 and 1 expected)",
-            parts, whole);
+  expect_runs(log, "HK_JOBS=1", 0, 1);
 
   /* a part the compiler rejects: the file is compiled whole again, so that
    * the complaint is located in the kernel file */
@@ -1277,10 +1275,7 @@ static void test_parts(void) {
     CHECK_CONTAINS(note_of(k), "this compiler rejects reject_p");
   }
   hk_context_destroy(c);
-  count_runs(log, &parts, &whole);
-  CHECK_MSG(parts == 8 && whole == 1,
-            "a rejected part: %d compiles of parts, %d others (8 and 1 "
-            "expected)", parts, whole);
+  expect_runs(log, "a rejected part", 8, 1);
 
   /* tier auto over a folder: the big file is not put in a batch (one
    * process would compile it whole) but built in parts on both processes,
@@ -1296,10 +1291,7 @@ static void test_parts(void) {
     CHECK(runs_times(c, "p_small", 3.0f));
   }
   hk_context_destroy(c);
-  count_runs(log, &parts, &whole);
-  CHECK_MSG(parts == 8 && whole == 1,
-            "a folder: %d compiles of parts, %d others (8 and 1 expected)",
-            parts, whole);
+  expect_runs(log, "a folder", 8, 1);
 
   /* hk build: both copies of a portable plugin in parts at once (4
    * processes: 2 each), linked into one object that loads */
@@ -1315,10 +1307,7 @@ static void test_parts(void) {
   CHECK_MSG(rc == 0, "hk build: exit %d", rc);
   if (rc) print_log(blog);
   unsetenv("HK_CC");
-  count_runs(log, &parts, &whole);
-  CHECK_MSG(parts == 16 && whole == 0,
-            "hk build, HK_JOBS=4: %d compiles of parts, %d others (16 and 0 "
-            "expected)", parts, whole);
+  expect_runs(log, "hk build, HK_JOBS=4", 16, 0);
   c = mkctx(HK_TIER_AUTO, P("parts_so"), NULL, HK_NO_CACHE, NULL);
   if (c) check_parts_kernels(c, HK_TIER_SO, "prebuilt in parts");
   hk_context_destroy(c);

@@ -441,13 +441,8 @@ static void stop_from_log(void *user, const char *msg) {
 static void check_log_callback_calls(void) {
   check_make_dir(P("relcb"));
   write_kernel(P("relcb/a.json"), "cb_k", "out = x * 2.0f;");
-  const char *dirs[] = {P("relcb"), NULL};
-  hk_options_t o = {0};
-  o.plugin_dirs = dirs;
-  o.tier = HK_TIER_JIT;
-  o.flags = HK_WATCH | HK_NO_CACHE;
-  o.log = stop_from_log;
-  CHECK_INT_EQ(hk_context_create(&g_cb_ctx, &o), HK_OK);
+  g_cb_ctx = mkctx_with(HK_TIER_JIT, P("relcb"), NULL,
+                        HK_WATCH | HK_NO_CACHE, NULL, stop_from_log);
   if (!g_cb_ctx) return;
   sleep_ms(20);
   write_kernel(P("relcb/a.json"), "cb_k", "out = x * 3.0f;");
@@ -467,10 +462,8 @@ static void check_log_callback_calls(void) {
                  "case \"$*\" in *--version*) exec cc \"$@\";; esac\n"
                  "echo 'this compiler compiles nothing'\nexit 1\n");
   CHECK(chmod(cc, 0755) == 0);
-  o.tier = HK_TIER_AUTO;
-  o.flags = HK_NO_CACHE;
-  o.cc = cc;
-  CHECK_INT_EQ(hk_context_create(&g_cb_ctx, &o), HK_OK);
+  g_cb_ctx = mkctx_with(HK_TIER_AUTO, P("relcb"), NULL, HK_NO_CACHE, cc,
+                        stop_from_log);
   if (!g_cb_ctx) return;
   hk_kernel_t *k = find(g_cb_ctx, "cb_k");
   if (k) CHECK(hk_kernel_wait_opt(k) != HK_OK);
@@ -493,14 +486,8 @@ static void check_destroy_cancels_watch_compile(void) {
                  "[ -f \"${0%.sh}.slow\" ] && sleep 5\n"
                  "exec cc \"$@\"\n");
   CHECK(chmod(cc, 0755) == 0);
-  const char *dirs[] = {P("relslow"), NULL};
-  hk_options_t o = {0};
-  o.plugin_dirs = dirs;
-  o.tier = HK_TIER_OPT;
-  o.flags = HK_WATCH | HK_NO_CACHE;
-  o.cc = cc;
-  hk_context_t *c = NULL;
-  CHECK_INT_EQ(hk_context_create(&c, &o), HK_OK);
+  hk_context_t *c =
+      mkctx(HK_TIER_OPT, P("relslow"), NULL, HK_WATCH | HK_NO_CACHE, cc);
   if (!c) return;
   CHECK(runs_times(c, "sl_k", 2.0f));
   write_text(P("relslow_cc.slow"), "");
@@ -525,13 +512,8 @@ static void check_watch_name_switch(void) {
   check_make_dir(P("relp/v2/p"));
   write_kernel(P("relp/v1/p/a.json"), "ps_k", "out = x * 2.0f;");
   CHECK(symlink("v1", P("relp/current")) == 0);
-  const char *dirs[] = {P("relp/current/p"), NULL};
-  hk_options_t o = {0};
-  o.plugin_dirs = dirs;
-  o.tier = HK_TIER_JIT;
-  o.flags = HK_WATCH | HK_NO_CACHE;
-  hk_context_t *c = NULL;
-  CHECK_INT_EQ(hk_context_create(&c, &o), HK_OK);
+  hk_context_t *c = mkctx(HK_TIER_JIT, P("relp/current/p"), NULL,
+                          HK_WATCH | HK_NO_CACHE, NULL);
   if (!c) return;
   CHECK(runs_times(c, "ps_k", 2.0f));
   write_kernel(P("relp/v2/p/a.json"), "ps_k", "out = x * 3.0f;");
@@ -559,15 +541,9 @@ static void check_watch_name_switch(void) {
 static void check_watch_replaced(void) {
   check_make_dir(P("relr"));
   write_kernel(P("relr/a.json"), "rr_k", "out = x * 2.0f;");
-  const char *dirs[] = {P("relr"), NULL};
-  hk_options_t o = {0};
-  o.plugin_dirs = dirs;
-  o.tier = HK_TIER_JIT;
-  o.flags = HK_WATCH | HK_NO_CACHE;
-  o.log = check_log;
   check_log_clear();
-  hk_context_t *c = NULL;
-  CHECK_INT_EQ(hk_context_create(&c, &o), HK_OK);
+  hk_context_t *c = mkctx_with(HK_TIER_JIT, P("relr"), NULL,
+                               HK_WATCH | HK_NO_CACHE, NULL, check_log);
   if (!c) return;
   CHECK(runs_times(c, "rr_k", 2.0f));
   /* rm -rf, then mkdir and copy */
