@@ -38,7 +38,7 @@ check() {
     "$HK" gen "$SRC/$f" --target cuda -o "$tmp/$base.cu" ||
       { echo "FAIL: hk gen --target cuda $f"; fail=1; return; }
   fi
-  if ! "$cxx" -std=c++17 -O1 -ffp-contract=off -fno-math-errno \
+  if ! "$cxx" -std=c++17 -O0 -ffp-contract=off -fno-math-errno \
       -I"$SRC/common" -I"$SRC/include" -I"$BIN/generated/include" \
       -DEMU_CU="\"$tmp/$base.cu\"" "$@" "$SRC/tests/rows_emulate.cc" \
       -o "$tmp/$base" 2>"$tmp/$base.log"; then

@@ -734,11 +734,27 @@ static int run_self(const char *name, const char *value, const char *a1,
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
 static void test_environment(void) {
   char def[16];
   int ncpu = cpu_count();
   snprintf(def, sizeof def, "%d", ncpu < 256 ? ncpu : 256);
   CHECK_INT_EQ(run_self("HK_THREADS", "3", "threads", "3", NULL), 0);
+  CHECK_INT_EQ(run_self("HK_THREADS", NULL, "exit-busy", NULL, NULL), 0);
+#ifdef UNDER_TSAN
+  /* The parsing of the variables is single-threaded, and each program
+   * ThreadSanitizer starts takes half a second: 13 s for the 23 below. */
+  printf("NOTE: under ThreadSanitizer: HK_THREADS and HK_PAR_MIN parsing "
+         "not checked (the other suites do)\n");
+  return;
+#endif
   CHECK_INT_EQ(run_self("HK_THREADS", "1", "threads", "1", NULL), 0);
   CHECK_INT_EQ(run_self("HK_THREADS", "256", "threads", "256", NULL), 0);
   CHECK_INT_EQ(run_self("HK_THREADS", NULL, "threads", def, NULL), 0);
@@ -747,8 +763,6 @@ static void test_environment(void) {
   for (size_t i = 0; i < COUNT(bad_threads); i++)
     CHECK_MSG(run_self("HK_THREADS", bad_threads[i], "threads", def, NULL) == 0,
               "HK_THREADS=\"%s\"", bad_threads[i]);
-
-  CHECK_INT_EQ(run_self("HK_THREADS", NULL, "exit-busy", NULL, NULL), 0);
 
   CHECK_INT_EQ(run_self("HK_PAR_MIN", "5,7", "parmin", "5", "7"), 0);
   CHECK_INT_EQ(run_self("HK_PAR_MIN", "9", "parmin", "9", "9"), 0);

@@ -9,6 +9,7 @@ set -eu
 NEED="
 cmake:/usr/bin/cmake
 make:/usr/bin/make
+ninja-build:/usr/bin/ninja
 gcc:/usr/bin/gcc
 clang:/usr/bin/clang
 pkg-config:/usr/bin/pkg-config
