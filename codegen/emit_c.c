@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "abi.h"
+#include "codegen.h"
 #include "emit.h"
 
 int hkc_reduce_lanes(size_t acc_size) { return acc_size >= 8 ? 8 : 16; }
@@ -1917,7 +1918,7 @@ static void put_table_entry(hku_buf *o, const hkc_file *f,
                  : k->kind == HK_KIND_ROWS      ? "ROWS"
                  : k->kind == HK_KIND_GRID      ? "GRID"
                                                 : "RAW",
-                 k->targets, k->nparams, nm);
+                 hkc_instance_targets(in), k->nparams, nm);
   hkc_emit_c_string(o, f->path);
   hku_buf_printf(o, "},\n     " HK_ABI_RANGE "%s, ", nm);
   if (k->kind == HK_KIND_REDUCTION)

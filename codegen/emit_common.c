@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "abi.h"
+#include "codegen.h"
 #include "emit.h"
 #include "internal.h"
 
@@ -460,8 +461,9 @@ void hkc_each_instance(hkc_file *const *files, int nfiles, unsigned target,
   for (int f = 0; f < nfiles; f++)
     for (int i = 0; i < files[f]->nkernels; i++) {
       const hkc_kernel *k = &files[f]->kernels[i];
-      if (!(k->targets & target)) continue;
-      for (int j = 0; j < k->ninst; j++) fn(o, files[f], &k->inst[j], arg);
+      for (int j = 0; j < k->ninst; j++)
+        if (hkc_instance_targets(&k->inst[j]) & target)
+          fn(o, files[f], &k->inst[j], arg);
     }
 }
 

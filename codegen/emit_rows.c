@@ -12,6 +12,12 @@
  * hk_NAME(params..., rows, n) runs it inline for small calls and through
  * hk__par_rows (whole rows per task) for large ones, so both paths give the
  * same bits for any thread count.
+ * f16 and bf16 buffers are staged: the body sees float copies of its row
+ * (hk_t_NAME), in scratch memory the core hands the range entry point as
+ * its partial (abi.h: rows, 4 bytes an element for each such buffer,
+ * hkc_acc_size); an in or inout row is converted before the body, an out
+ * row zeroed, and an out or inout row rounded back after it, once. Such
+ * instances have no CUDA code (yet: hkc_instance_targets).
  * CUDA: the same body as a __device__ function, and hk_cuda__NAME(params...,
  * n, rows): one thread per row, a grid-stride loop over the rows. A kernel
  * with a "cuda" body also gets its cooperative entry hk_cuda_crow__NAME
@@ -23,7 +29,10 @@
  * reuse its __shared__ memory from row to row. The launcher takes the
  * cooperative entry where the code has one (core/cuda/launch.c).
  */
+#include <stdio.h>
+
 #include "abi.h"
+#include "codegen.h"
 #include "emit.h"
 
 #define ct hkc_param_ctype
@@ -50,7 +59,16 @@ static void put_body_fn(hku_buf *o, const hkc_instance *in, const char *qual,
   const hkc_src *code = coop ? &k->cuda : &k->body;
   const hkc_src *srcs[] = {code};
   hku_buf_printf(o, "%svoid hk_%sbody__%s(", qual, coop ? "c" : "", in->name);
-  hkc_put_params(o, in, "", 1, 0);
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (hkc_rows_staged(in, p))
+      hku_buf_printf(o, "%sfloat *%s, ", p->role == HK_ROLE_IN ? "const " : "",
+                     p->name);
+    else {
+      hkc_put_param(o, in, p, "", 1);
+      hku_buf_put(o, ", ");
+    }
+  }
   hku_buf_printf(o, "const size_t n, const size_t row%s)\n{\n",
                  coop ? ", const unsigned hk_lane, const unsigned hk_lanes"
                       : "");
@@ -76,6 +94,8 @@ static void put_row_call(hku_buf *o, const hkc_instance *in, int ind,
     const char *off = row_offset(p);
     if (!is_buffer(p)) /* passed on as stored */
       hku_buf_printf(o, "%s%s, ", hkc_scalar_pre(in, p), p->name);
+    else if (hkc_rows_staged(in, p))
+      hku_buf_printf(o, "hk_t_%s, ", p->name);
     else if (off)
       hku_buf_printf(o, "hk_p_%s + %s, ", p->name, off);
     else
@@ -86,15 +106,95 @@ static void put_row_call(hku_buf *o, const hkc_instance *in, int ind,
 
 /* ---- C ----------------------------------------------------------------------- */
 
+/* The element count of staged buffer p's row: "1" or "n". */
+static const char *row_len(const hkc_param *p) {
+  return p->row == HK_ROW_ONE ? "1" : "n";
+}
+
+/* hk_t_NAME = staged buffer p's row (row hk_r, or the shared one),
+ * widened: f16 by the prelude's block conversion, bf16 by a loop. */
+static void put_row_load(hku_buf *o, const hkc_instance *in,
+                         const hkc_param *p, const char *pre, int ind) {
+  hk_dtype_t t = hkc_param_type(in, p);
+  const char *off = row_offset(p);
+  char src[160];
+  snprintf(src, sizeof src, "%s%s%s%s", pre, p->name, off ? " + " : "",
+           off ? off : "");
+  if (t == HK_F16) {
+    hku_buf_printf(o, "%*shk_f16_to_f32_n(%s, hk_t_%s, %s);\n", ind, "", src,
+                   p->name, row_len(p));
+    return;
+  }
+  hku_buf_printf(o,
+                 "%*sfor (size_t hk_j = 0; hk_j < %s; ++hk_j)\n"
+                 "%*s    hk_t_%s[hk_j] = %s(%s)[hk_j]%s;\n",
+                 ind, "", row_len(p), ind, "", p->name, hkc_load_pre(t), src,
+                 hkc_conv_post(t));
+}
+
+/* Row hk_r of staged buffer p = its float copy, rounded to nearest even. */
+static void put_row_store(hku_buf *o, const hkc_instance *in,
+                          const hkc_param *p, int ind) {
+  hk_dtype_t t = hkc_param_type(in, p);
+  const char *off = row_offset(p);
+  if (t == HK_F16) {
+    hku_buf_printf(o, "%*shk_f32_to_f16_n(hk_t_%s, hk_p_%s + %s, %s);\n", ind,
+                   "", p->name, p->name, off, row_len(p));
+    return;
+  }
+  hku_buf_printf(o,
+                 "%*sfor (size_t hk_j = 0; hk_j < %s; ++hk_j)\n"
+                 "%*s    (hk_p_%s + %s)[hk_j] = %shk_t_%s[hk_j]%s;\n",
+                 ind, "", row_len(p), ind, "", p->name, off, hkc_store_pre(t),
+                 p->name, hkc_conv_post(t));
+}
+
 /* hk_rows__NAME(buffers as hk_p_NAME, scalars, n, begin, end): the rows
  * [begin, end). */
 static void put_rows_fn(hku_buf *o, const hkc_instance *in) {
+  const hkc_kernel *k = in->k;
+  const int staged = hkc_rows_nstaged(in);
   hku_buf_printf(o, "HK_INLINE void hk_rows__%s(", in->name);
   hkc_put_params(o, in, "hk_p_", 1, 0);
-  hku_buf_put(o, "size_t n, size_t hk_begin, size_t hk_end)\n{\n");
-  hku_buf_put(o, "    for (size_t hk_r = hk_begin; hk_r < hk_end; ++hk_r)\n");
+  hku_buf_printf(o, "size_t n, size_t hk_begin, size_t hk_end%s)\n{\n",
+                 staged ? ", float *hk_scratch" : "");
+  if (!staged) {
+    hku_buf_put(o, "    for (size_t hk_r = hk_begin; hk_r < hk_end; ++hk_r)\n");
+    put_row_call(o, in, 8, 0);
+    hku_buf_put(o, "}\n\n");
+    return;
+  }
+  /* each staged buffer's float copy of a row: max(n, 1) floats apart */
+  hku_buf_put(o, "    const size_t hk_w = n ? n : 1;\n");
+  for (int i = 0, at = 0; i < k->nparams; i++)
+    if (hkc_rows_staged(in, &k->params[i]))
+      hku_buf_printf(o, "    float *const hk_t_%s = hk_scratch + %d * hk_w;\n",
+                     k->params[i].name, at++);
+  /* a shared buffer: the same row for every row, converted once */
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (hkc_rows_staged(in, p) && p->row == HK_ROW_SHARED)
+      put_row_load(o, in, p, "hk_p_", 4);
+  }
+  hku_buf_put(o, "    for (size_t hk_r = hk_begin; hk_r < hk_end; ++hk_r) {\n");
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (!hkc_rows_staged(in, p) || p->row == HK_ROW_SHARED) continue;
+    if (p->role == HK_ROLE_OUT) /* as an elementwise out starts: 0 */
+      hku_buf_printf(o,
+                     "        for (size_t hk_j = 0; hk_j < %s; ++hk_j) "
+                     "hk_t_%s[hk_j] = 0;\n",
+                     p->row == HK_ROW_ONE ? "1" : "n", p->name);
+    else
+      put_row_load(o, in, p, "hk_p_", 8);
+  }
   put_row_call(o, in, 8, 0);
-  hku_buf_put(o, "}\n\n");
+  for (int i = 0; i < k->nparams; i++) {
+    const hkc_param *p = &k->params[i];
+    if (hkc_rows_staged(in, p) && p->role != HK_ROLE_IN)
+      put_row_store(o, in, p, 8);
+  }
+  hku_buf_put(o, "    }\n}\n\n");
 }
 
 void hkc_emit_rows_c(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
@@ -110,32 +210,45 @@ void hkc_emit_rows_c(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
                  "%svoid " HK_ABI_RANGE "%s(void *const *hk_args, size_t n, "
                  "size_t hk_begin, size_t hk_end, void *hk_partial)\n{\n",
                  mode == HKC_EMIT_STDLIB ? "static " : "", nm);
+  const int staged = hkc_rows_nstaged(in);
   hku_buf_printf(o, "    (void)hk_partial;\n    hk_rows__%s(", nm);
   for (int i = 0; i < k->nparams; i++) {
     hkc_put_arg(o, in, i);
     hku_buf_put(o, ", ");
   }
-  hku_buf_put(o, "n, hk_begin, hk_end);\n}\n\n");
+  hku_buf_printf(o, "n, hk_begin, hk_end%s);\n}\n\n",
+                 staged ? ", (float *)hk_partial" : "");
 
   if (mode != HKC_EMIT_STDLIB) return;
   /* the typed function: inline when small, else whole rows per task */
   hkc_emit_typed_proto(in, o);
   hku_buf_put(o, ";\n");
   hkc_emit_typed_proto(in, o);
-  hku_buf_printf(o,
-                 "\n{\n    if (rows > 1 && rows * n >= hk__par_min[%u]) {\n"
-                 "        void *const hk_args[%d] = {",
-                 fl, k->nparams);
+  /* staged: always through hk__par_rows, which holds each thread's
+   * scratch (and the whole call inline when it is small) */
+  if (staged)
+    hku_buf_printf(o, "\n{\n    {\n        void *const hk_args[%d] = {",
+                   k->nparams);
+  else
+    hku_buf_printf(o,
+                   "\n{\n    if (rows > 1 && rows * n >= hk__par_min[%u]) {\n"
+                   "        void *const hk_args[%d] = {",
+                   fl, k->nparams);
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     hku_buf_printf(o, "%s(void *)%s%s", i ? ", " : "", is_buffer(p) ? "" : "&",
                    p->name);
   }
   hku_buf_printf(o,
-                 "};\n        hk__par_rows(" HK_ABI_RANGE
-                 "%s, hk_args, rows, n, %uu);\n"
-                 "        return;\n    }\n    hk_rows__%s(",
-                 nm, fl, nm);
+                 "};\n        (void)hk__par_rows(" HK_ABI_RANGE
+                 "%s, hk_args, rows, n, %uu, %zuu);\n"
+                 "        return;\n    }\n",
+                 nm, fl, hkc_acc_size(in));
+  if (staged) {
+    hku_buf_put(o, "}\n\n");
+    return;
+  }
+  hku_buf_printf(o, "    hk_rows__%s(", nm);
   for (int i = 0; i < k->nparams; i++)
     hku_buf_printf(o, "%s, ", k->params[i].name);
   hku_buf_put(o, "n, 0, rows);\n}\n\n");

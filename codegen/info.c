@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen.h"
 #include "kernel.h"
 
 /* Bytes for a copy of s (with its NUL), rounded up to pointer alignment. */
@@ -44,7 +45,7 @@ hk_kernel_info_t *hkc_instance_info_new(const hkc_instance *in,
     info->name = put(&at, in->name);
     info->doc = put(&at, k->doc);
     info->kind = k->kind;
-    info->targets = k->targets;
+    info->targets = hkc_instance_targets(in);
     info->nparams = k->nparams;
     info->params = params;
     info->origin = put(&at, origin);

@@ -219,6 +219,11 @@ int hkc_dtype_converts(hk_dtype_t t);
 const char *hkc_load_pre(hk_dtype_t t);
 const char *hkc_store_pre(hk_dtype_t t);
 const char *hkc_conv_post(hk_dtype_t t);
+/* 1 when buffer p of instance in is staged: an f16 or bf16 buffer of a
+ * rows kernel, whose rows the body sees as float copies (emit_rows.c). */
+int hkc_rows_staged(const hkc_instance *in, const hkc_param *p);
+/* The number of in's staged buffers (0 for other kinds). */
+int hkc_rows_nstaged(const hkc_instance *in);
 /* 1 when any of the instance's code calls a math function. */
 int hkc_is_heavy(const hkc_kernel *k);
 /* Adds an error to d at PATH:LINE:COL: "FIELD: MESSAGE" (without the

@@ -39,62 +39,27 @@ void hkc_param_row(hkc_parser *P, const hkj_node *po, const char *ppre,
           s);
 }
 
-/* 1 when a buffer of type t is stored in another form than the one its
- * elements are computed in (f16, bf16: 16 bits, computed as float). A row
- * is a pointer to its elements, so a rows body cannot take such a buffer
- * (yet). By name: the dtype values are not all known to every build. */
-static int stored_apart(hk_dtype_t t) {
-  const char *s = hk_dtype_name(t);
-  return !strcmp(s, "f16") || !strcmp(s, "bf16");
+int hkc_rows_staged(const hkc_instance *in, const hkc_param *p) {
+  if (in->k->kind != HK_KIND_ROWS || p->role == HK_ROLE_SCALAR) return 0;
+  hk_dtype_t t = hkc_param_type(in, p);
+  return t == HK_F16 || t == HK_BF16;
 }
 
-/* Reports the 16-bit float types buffer p (params[i]) could have. */
-static void check_row_types(hkc_parser *P, const hkj_node *obj,
-                            const char *prefix, const hkc_kernel *k,
-                            const hkc_param *p, const hkj_node *po, int i) {
-  static const char *const why =
-      "a rows kernel's buffers are pointers to each row's elements, and %s "
-      "elements are stored in 16 bits but computed as float: rows kernels "
-      "do not take %s buffers (yet)";
-  if (!p->placeholder) {
-    const hkj_node *tv = po->type == HKJ_OBJECT ? hkj_get(po, "type") : NULL;
-    if (stored_apart(p->dtype) && tv)
-      hkc_err(P, tv, hkc_fld(prefix, "params[%d].type", i), why,
-              hk_dtype_name(p->dtype), hk_dtype_name(p->dtype));
-    return;
-  }
-  const hkj_node *ts = hkj_get(obj, "types");
-  char key[2] = {p->placeholder, 0};
-  const hkj_node *list = ts ? hkj_get(ts, key) : NULL;
-  for (int h = 0; h < k->nholders; h++) {
-    const hkc_placeholder *ph = &k->holders[h];
-    if (ph->letter != p->placeholder) continue;
-    for (int j = 0; j < ph->ntypes; j++) {
-      if (!stored_apart(ph->types[j])) continue;
-      /* the list's j-th valid type: find its node by name */
-      const hkj_node *at = list;
-      for (size_t q = 0; list && q < list->nkids; q++)
-        if (list->kids[q]->type == HKJ_STRING &&
-            !strcmp(list->kids[q]->str, hk_dtype_name(ph->types[j])))
-          at = list->kids[q];
-      if (at)
-        hkc_err(P, at, hkc_fld(prefix, "types.%s", key), why,
-                hk_dtype_name(ph->types[j]), hk_dtype_name(ph->types[j]));
-    }
-  }
+int hkc_rows_nstaged(const hkc_instance *in) {
+  int count = 0;
+  for (int i = 0; i < in->k->nparams; i++)
+    count += hkc_rows_staged(in, &in->k->params[i]);
+  return count;
 }
 
 void hkc_check_rows_params(hkc_parser *P, const hkj_node *obj,
                            const char *prefix, const hkc_kernel *k) {
   if (k->kind != HK_KIND_ROWS) return;
   const hkj_node *ps = hkj_get(obj, "params");
-  int writes = 0, reported[26] = {0};
+  int writes = 0;
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     const hkj_node *po = ps->kids[i];
-    if (p->role != HK_ROLE_SCALAR &&
-        !(p->placeholder && reported[p->placeholder - 'A']++))
-      check_row_types(P, obj, prefix, k, p, po, i);
     const hkj_node *row = po->type == HKJ_OBJECT ? hkj_get(po, "row") : NULL;
     if (p->role == HK_ROLE_OUT || p->role == HK_ROLE_INOUT) writes++;
     if (!row) continue;

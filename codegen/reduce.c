@@ -48,6 +48,8 @@ hk_dtype_t hkc_acc_field_type(const hkc_instance *in, const hkc_acc_field *f) {
 
 size_t hkc_acc_size(const hkc_instance *in) {
   const hkc_kernel *k = in->k;
+  /* a rows kernel: the bytes of scratch a row's element needs (abi.h) */
+  if (k->kind == HK_KIND_ROWS) return (size_t)hkc_rows_nstaged(in) * sizeof(float);
   if (k->kind != HK_KIND_REDUCTION) return 0;
   /* sizes of what code sees: a float for f16 and bf16 */
   if (k->acc_form != HKC_ACC_STRUCT) return hkc_compute_size(hkc_acc_type(in));

@@ -16,9 +16,13 @@
  *                    [begin, end), not finalized, into *partial.
  *       raw:         runs the author's body once; begin and end must be 0, n.
  *       rows:        runs the body for rows [begin, end) of n elements each
- *                    (n is the row length here); partial is unused. Each
+ *                    (n is the row length here). Each
  *                    buffer's row r is base + r * n (row mode "full"),
- *                    base + r ("one") or base ("shared").
+ *                    base + r ("one") or base ("shared"). An instance
+ *                    with f16 or bf16 buffers stages their rows in f32:
+ *                    partial is then its scratch, 4 * max(n, 1) bytes for
+ *                    each such buffer (the entry's acc_size is 4 bytes
+ *                    for each); otherwise partial is unused.
  *       grid:        partial == NULL: runs the body for the flattened
  *                    indices [begin, end) of the index space (C order);
  *                    partial != NULL (an int64_t[4]): stores the index
@@ -290,9 +294,13 @@ void hk__par_elementwise(hk_range_fn range, void *const *args, size_t n,
 /* Runs a rows kernel's range over rows [0, rows) of n elements each on the
  * thread pool, whole rows per task (so a row's result never depends on the
  * thread count), or inline when rows * n is small; returns when every row
- * is done. */
-void hk__par_rows(hk_range_fn range, void *const *args, size_t rows, size_t n,
-                  unsigned flags);
+ * is done. scratch: the bytes of f32 copies a row's element needs (the
+ * instance's staged f16 and bf16 buffers, see range above), 0 for none;
+ * each thread's scratch is kept for its next call. HK_OK, or HK_ENOMEM
+ * (set as the last error) when scratch could not be had: then no row
+ * ran. */
+int hk__par_rows(hk_range_fn range, void *const *args, size_t rows, size_t n,
+                 unsigned flags, size_t scratch);
 
 /* Runs a grid kernel's range over its whole index space on the thread pool
  * (contiguous runs of indices per task; each index writes its own

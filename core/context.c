@@ -671,8 +671,9 @@ int hk__call_rows_cpu(const hk_kernel_t *k, size_t rows, size_t n,
   if (im->e.kind != HK_KIND_ROWS)
     return hk__fail(HK_EINVAL, "kernel %s is not a rows kernel",
                     atomic_load(&k->info)->name);
-  hk__par_rows(im->e.range, args, rows, n, im->e.flags);
-  return HK_OK;
+  int rc = hk__par_rows(im->e.range, args, rows, n, im->e.flags,
+                        im->e.acc_size);
+  return __builtin_expect(rc == HK_OK, 1) ? rc : hk__named(k, rc);
 }
 
 HK_API int hk_call(const hk_kernel_t *k, size_t n, void *const *args) {

@@ -14,7 +14,7 @@ typedef struct hk_entry {
   hk_rowred_fn rowred; /* reductions; NULL from plugins built before it */
   hk_colred_fn colred; /* the same */
   hk_colpart_fn colpart; /* the same */
-  uint32_t acc_size; /* reductions */
+  uint32_t acc_size; /* reductions; rows: staged bytes an element (abi.h) */
   uint32_t flags;    /* HK_ABI_* */
 } hk_entry_t;
 
@@ -27,7 +27,8 @@ HK_INTERNAL int hk__fail(int code, const char *fmt, ...)
  * pointers, scalars as pointers to their value). Elementwise and reduction
  * kernels are split over the thread pool as the typed stdlib functions do,
  * so both paths give bit-identical results; grid kernels over their index
- * space. Allocates nothing. Inline: it is the whole of a call through a
+ * space. Allocates nothing (but a thread's scratch for f16 and bf16 rows,
+ * once, kept). Inline: it is the whole of a call through a
  * handle after the pointer load. HK_OK, or (grid kernels: a negative or
  * overflowing extent) an error set as the thread's last one. */
 static inline int hk__run(const hk_entry_t *e, void *const *args, size_t n) {
@@ -48,6 +49,8 @@ static inline int hk__run(const hk_entry_t *e, void *const *args, size_t n) {
       e->range(args, n, 0, n, NULL);
       return HK_OK;
     case HK_KIND_ROWS: /* a flat call: one row of n elements */
+      if (e->acc_size) /* f16 or bf16 rows, staged in this thread's scratch */
+        return hk__par_rows(e->range, args, 1, n, e->flags, e->acc_size);
       e->range(args, n, 0, 1, NULL);
       return HK_OK;
     case HK_KIND_GRID: /* a bad extent: said by hk__par_grid */

@@ -138,37 +138,100 @@ HK_INTERNAL void hk__par_elementwise(hk_range_fn range, void *const *args,
 
 /* ---- rows -------------------------------------------------------------- */
 
+/* Each thread's scratch for staged rows (abi.h: rows), kept for its next
+ * call: a softmax over f16 rows would otherwise allocate, and fault in,
+ * its f32 copies on every call. Freed when the thread ends. */
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static int scratch_key_ok;
+static _Thread_local void *tl_scratch;
+static _Thread_local size_t tl_scratch_size;
+
+static void scratch_init(void) {
+  scratch_key_ok = pthread_key_create(&scratch_key, free) == 0;
+}
+
+/* This thread's scratch of at least bytes, or NULL (out of memory). */
+static void *scratch_get(size_t bytes) {
+  if (tl_scratch && tl_scratch_size >= bytes) return tl_scratch;
+  pthread_once(&scratch_once, scratch_init);
+  void *p = scratch_key_ok ? malloc(bytes ? bytes : 1) : NULL;
+  if (!p) return NULL;
+  if (pthread_setspecific(scratch_key, p) != 0) {
+    free(p);
+    return NULL;
+  }
+  free(tl_scratch);
+  tl_scratch = p;
+  tl_scratch_size = bytes;
+  return p;
+}
+
+/* The tasks a rows job may have: div_up(rows, group) with group at least
+ * div_up(rows, threads * PAR_TASKS_PER_THREAD). */
+#define ROWS_TASKS_MAX ((size_t)HK_MAX_THREADS * PAR_TASKS_PER_THREAD)
+
 typedef struct rows_job {
   hk_range_fn range;
   void *const *args;
-  size_t rows, n, group;
+  size_t rows, n, group, bytes; /* bytes: each thread's scratch, or 0 */
+  /* the tasks whose thread had no scratch: the caller runs them after */
+  _Atomic uint64_t missed[(ROWS_TASKS_MAX + 63) / 64];
 } rows_job;
 
-/* Task t runs rows [t * group, (t + 1) * group). */
-static void rows_task(void *ctx, size_t t) {
-  const rows_job *j = ctx;
+/* Runs task t's rows [t * group, (t + 1) * group) with scratch s. */
+static void rows_run(const rows_job *j, size_t t, void *s) {
   size_t begin = t * j->group;
   size_t end = j->rows - begin > j->group ? begin + j->group : j->rows;
-  j->range(j->args, j->n, begin, end, NULL);
+  j->range(j->args, j->n, begin, end, s);
 }
 
-HK_INTERNAL void hk__par_rows(hk_range_fn range, void *const *args,
-                              size_t rows, size_t n, unsigned flags) {
+static void rows_task(void *ctx, size_t t) {
+  rows_job *j = ctx;
+  void *s = NULL;
+  if (j->bytes && !(s = scratch_get(j->bytes))) {
+    atomic_fetch_or_explicit(&j->missed[t / 64], (uint64_t)1 << (t % 64),
+                             memory_order_relaxed);
+    return;
+  }
+  rows_run(j, t, s);
+}
+
+HK_INTERNAL int hk__par_rows(hk_range_fn range, void *const *args,
+                             size_t rows, size_t n, unsigned flags,
+                             size_t scratch) {
+  /* the caller's scratch first: when it cannot be had, nothing runs */
+  size_t w = n ? n : 1, bytes = 0;
+  void *mine = NULL;
+  if (scratch && (w > SIZE_MAX / scratch ||
+                  !(mine = scratch_get(bytes = scratch * w))))
+    return hk__fail(HK_ENOMEM,
+                    "out of memory for the f32 copies of a row of %zu "
+                    "elements (f16 and bf16 buffers)",
+                    n);
   /* the elements of the call; a row of 0 elements still costs a call */
   size_t work = n && rows > SIZE_MAX / n ? SIZE_MAX : rows * (n ? n : 1);
   int threads;
   if (rows < 2 || work < hk__par_min[(flags & HK_ABI_HEAVY) != 0] ||
       work <= PAR_CHUNK_MIN || (threads = hk__tpool_threads()) <= 1) {
-    range(args, n, 0, rows, NULL);
-    return;
+    range(args, n, 0, rows, mine);
+    return HK_OK;
   }
   /* whole rows, at least PAR_CHUNK_MIN elements a task, about
    * PAR_TASKS_PER_THREAD tasks a thread */
   size_t group = div_up(rows, (size_t)threads * PAR_TASKS_PER_THREAD);
   size_t min_rows = div_up(PAR_CHUNK_MIN, n ? n : 1);
   if (group < min_rows) group = min_rows;
-  rows_job j = {range, args, rows, n, group};
-  hk__tpool_run(rows_task, &j, div_up(rows, group));
+  size_t ntasks = div_up(rows, group);
+  assert(ntasks <= ROWS_TASKS_MAX);
+  rows_job j = {range, args, rows, n, group, bytes, {0}};
+  hk__tpool_run(rows_task, &j, ntasks);
+  /* a worker without scratch left its rows: the same bits here */
+  for (size_t t = 0; bytes && t < ntasks; t++)
+    if (atomic_load_explicit(&j.missed[t / 64], memory_order_relaxed) >>
+            (t % 64) & 1)
+      rows_run(&j, t, mine);
+  return HK_OK;
 }
 
 /* ---- grid ------------------------------------------------------------- */

@@ -288,6 +288,117 @@ static void test_stdlib_op(hk_context_t *ctx, op_t op, hk_dtype_t t,
   CHECK_INT_EQ(hk_set_threads(0), HK_OK);
 }
 
+/* ---- f16 and bf16 rows ---------------------------------------------------------- */
+
+/* v rounded to bf ? bf16 : f16, and its bits widened back. */
+static uint16_t to16(int bf, double v) {
+  return bf ? hk_bf16_from_double(v) : hk_f16_from_double(v);
+}
+static float from16(int bf, uint16_t h) {
+  return (float)(bf ? hk_bf16_to_double(h) : hk_f16_to_double(h));
+}
+
+/* count 16-bit values, guarded, from the f32 values at f (rounded; f is
+ * then set to the widened values, so that the f32 twin sees what the
+ * 16-bit instance sees). */
+static uint16_t *round16(int bf, float *f, size_t count) {
+  uint16_t *h = guarded(count, 2);
+  for (size_t i = 0; i < count; i++) {
+    h[i] = to16(bf, f[i]);
+    f[i] = from16(bf, h[i]);
+  }
+  return h;
+}
+
+/* 1 when the 16-bit got holds want (f32) rounded, element for element. */
+static int same_rounded(int bf, const uint16_t *got, const float *want,
+                        size_t count, size_t *first) {
+  for (size_t i = 0; i < count; i++)
+    if (got[i] != to16(bf, want[i])) {
+      *first = i;
+      return 0;
+    }
+  return 1;
+}
+
+/* op_f16 (op_bf16 with bf) on rows x n: the typed function, the registry's
+ * rows call on 1 and 2 threads and a flat hk_call (one row) give the f32
+ * twin's results on the widened data, rounded once (the body computes in
+ * f32 on a float copy of each row: the same computation); in place for
+ * softmax; nothing past the ends. */
+static void test_stdlib_16(hk_context_t *ctx, op_t op, int bf, size_t rows,
+                           size_t n) {
+  const char *t = bf ? "bf16" : "f16";
+  char name[64], what[96];
+  snprintf(name, sizeof name, "%s_%s", op_names[op], t);
+  snprintf(what, sizeof what, "%s %zu x %zu", name, rows, n);
+  rows_data d; /* the f32 twin's data and results */
+  data_init(&d, HK_F32, rows, n);
+  uint16_t *x = round16(bf, d.x, rows * n), *w = round16(bf, d.w, n),
+           *b = round16(bf, d.b, n);
+  uint16_t *y = guarded(rows * n, 2), *mean = guarded(rows, 2),
+           *rstd = guarded(rows, 2);
+  uint16_t eps = to16(bf, 1e-5);
+  const double eps32 = from16(bf, eps);
+  call_typed(&d, op, eps32);
+
+  size_t first = 0;
+  for (int path = 0; path < 4; path++) {
+    memset(y, GUARD_BYTE, (rows * n + GUARD) * 2);
+    memset(mean, GUARD_BYTE, (rows + GUARD) * 2);
+    memset(rstd, GUARD_BYTE, (rows + GUARD) * 2);
+    void *args[7] = {x, y};
+    if (op == OP_LAYERNORM) {
+      args[1] = w, args[2] = b, args[3] = y, args[4] = mean, args[5] = rstd;
+      args[6] = &eps;
+    }
+    const char *how = path == 0 ? "typed" : path == 3 ? "flat hk_call" : "rows call";
+    CHECK_INT_EQ(hk_set_threads(path == 1 ? 1 : 2), HK_OK);
+    if (path == 0) {
+      if (op == OP_SOFTMAX)
+        (bf ? hk_softmax_bf16 : hk_softmax_f16)(x, y, rows, n);
+      if (op == OP_LOG_SOFTMAX)
+        (bf ? hk_log_softmax_bf16 : hk_log_softmax_f16)(x, y, rows, n);
+      if (op == OP_LAYERNORM)
+        (bf ? hk_layernorm_bf16 : hk_layernorm_f16)(x, w, b, y, mean, rstd,
+                                                     eps, rows, n);
+    } else {
+      hk_kernel_t *k = NULL;
+      CHECK_INT_EQ(hk_kernel_find(ctx, name, &k), HK_OK);
+      if (!k) break;
+      CHECK_INT_EQ(hk_kernel_info(k)->targets & HK_TARGET_CUDA, 0);
+      if (path < 3)
+        CHECK_INT_EQ(hk__call_rows_cpu(k, rows, n, args), HK_OK);
+      else if (rows > 0)
+        CHECK_INT_EQ(hk_call(k, n, args), HK_OK);
+    }
+    size_t R = path == 3 ? (rows > 0) : rows;
+    CHECK_MSG(same_rounded(bf, y, d.y, R * n, &first),
+              "%s (%s, %d thread(s)): y[%zu] is %#x, the f32 twin's %.9g "
+              "rounds to %#x", what, how, path == 1 ? 1 : 2, first, y[first],
+              ((float *)d.y)[first], to16(bf, ((float *)d.y)[first]));
+    if (op == OP_LAYERNORM)
+      CHECK_MSG(same_rounded(bf, mean, d.mean, R, &first) &&
+                    same_rounded(bf, rstd, d.rstd, R, &first),
+                "%s (%s): mean or rstd of row %zu differs from the f32 twin's",
+                what, how, first);
+    CHECK_MSG(guard_ok(y, R * n, 2) && guard_ok(mean, op == OP_LAYERNORM ? R : 0, 2) &&
+                  guard_ok(rstd, op == OP_LAYERNORM ? R : 0, 2),
+              "%s (%s): wrote past the end", what, how);
+  }
+  if (op == OP_SOFTMAX && rows > 0) { /* in place: y is x */
+    uint16_t *xy = guarded(rows * n, 2);
+    memcpy(xy, x, rows * n * 2);
+    (bf ? hk_softmax_bf16 : hk_softmax_f16)(xy, xy, rows, n);
+    CHECK_MSG(same_rounded(bf, xy, d.y, rows * n, &first),
+              "%s in place: element %zu differs", what, first);
+    free(xy);
+  }
+  CHECK_INT_EQ(hk_set_threads(0), HK_OK);
+  free(x), free(w), free(b), free(y), free(mean), free(rstd);
+  data_free(&d);
+}
+
 /* 0 rows write nothing, whatever n; 0-length rows too. */
 static void test_empty(void) {
   rows_data d;
@@ -442,6 +553,87 @@ static const char shift_json[] =
     "          \"}\",\n"
     "          \"t[0] = t[0] + acc_;\"]}\n";
 
+/* Every row mode with f16 and bf16 buffers: staged rows. */
+static const char mix_json[] =
+    "{\"schema_version\": 1, \"name\": \"row_mix\", \"kind\": \"rows\",\n"
+    " \"types\": {\"T\": [\"f32\", \"f16\", \"bf16\"]},\n"
+    " \"params\": [{\"name\": \"x\", \"type\": \"T\", \"role\": \"in\"},\n"
+    "   {\"name\": \"w\", \"type\": \"T\", \"role\": \"in\", \"row\": \"shared\"},\n"
+    "   {\"name\": \"y\", \"type\": \"T\", \"role\": \"out\"},\n"
+    "   {\"name\": \"m\", \"type\": \"T\", \"role\": \"out\", \"row\": \"one\"},\n"
+    "   {\"name\": \"tot\", \"type\": \"T\", \"role\": \"inout\"},\n"
+    "   {\"name\": \"s\", \"type\": \"T\", \"role\": \"scalar\"}],\n"
+    " \"body\": [\"T sum = m[0];\",\n"
+    "          \"for (size_t i = 0; i < n; ++i) {\",\n"
+    "          \"    y[i] = x[i] * w[i] + s;\",\n"
+    "          \"    y[i] = y[i] / (T)3;\",\n"
+    "          \"    sum += y[i];\",\n"
+    "          \"    tot[i] = tot[i] + x[i];\",\n"
+    "          \"}\",\n"
+    "          \"m[0] = sum + (T)row;\"]}\n";
+
+/* row_mix_f16 and _bf16 in ctx (tier `tier`) against row_mix_f32 on the
+ * widened data, rounded once: y is stored twice in the body (a row's float
+ * copy keeps the first, unrounded), an out "one" buffer starts at 0, the
+ * inout is read and written; on 1 and 2 threads, and a flat call. */
+static void test_plugins_16(hk_context_t *ctx, hk_tier_t tier) {
+  enum { R = 4000, N = 37 };
+  hk_kernel_t *k32 = NULL;
+  CHECK_INT_EQ(hk_kernel_find(ctx, "row_mix_f32", &k32), HK_OK);
+  float *x = malloc(R * N * 4), *w = malloc(N * 4), *y = malloc(R * N * 4),
+        *m = malloc(R * 4), *acc = malloc(R * N * 4);
+  uint16_t *x16 = malloc(R * N * 2), *w16 = malloc(N * 2),
+           *y16 = malloc((R * N + 1) * 2), *m16 = malloc((R + 1) * 2),
+           *acc16 = malloc((R * N + 1) * 2), *acc0 = malloc(R * N * 2);
+  CHECK(x && w && y && m && acc && x16 && w16 && y16 && m16 && acc16 && acc0);
+  for (int bf = 0; k32 && bf < 2; bf++) {
+    for (int i = 0; i < R * N; i++) {
+      x16[i] = to16(bf, uniform(-8, 8));
+      acc0[i] = to16(bf, uniform(-100, 100));
+      x[i] = from16(bf, x16[i]);
+    }
+    for (int j = 0; j < N; j++) w[j] = from16(bf, w16[j] = to16(bf, uniform(0, 2)));
+    uint16_t s16 = to16(bf, 0.3);
+    float s = from16(bf, s16);
+    for (int i = 0; i < R * N; i++) acc[i] = from16(bf, acc0[i]);
+    memset(m, 0, R * 4); /* the body reads it: as a staged out starts */
+    void *a32[] = {x, w, y, m, acc, &s};
+    CHECK_INT_EQ(hk__call_rows_cpu(k32, R, N, a32), HK_OK);
+    char name[32];
+    snprintf(name, sizeof name, "row_mix_%s", bf ? "bf16" : "f16");
+    hk_kernel_t *k = NULL;
+    CHECK_INT_EQ(hk_kernel_find(ctx, name, &k), HK_OK);
+    if (!k) continue;
+    CHECK_INT_EQ(hk_kernel_tier(k), tier);
+    CHECK_INT_EQ(hk_kernel_info(k)->targets & HK_TARGET_CUDA, 0);
+    void *a16[] = {x16, w16, y16, m16, acc16, &s16};
+    for (int pass = 0; pass < 3; pass++) {
+      int threads = pass == 1 ? 1 : 2;
+      hk_set_threads(threads);
+      memcpy(acc16, acc0, R * N * 2);
+      y16[R * N] = m16[R] = acc16[R * N] = 0x5a5a;
+      int rows = pass == 2 ? 1 : R;
+      if (pass < 2)
+        CHECK_INT_EQ(hk__call_rows_cpu(k, R, N, a16), HK_OK);
+      else
+        CHECK_INT_EQ(hk_call(k, N, a16), HK_OK);
+      size_t first = 0;
+      CHECK_MSG(same_rounded(bf, y16, y, (size_t)rows * N, &first) &&
+                    same_rounded(bf, m16, m, (size_t)rows, &first) &&
+                    same_rounded(bf, acc16, acc, (size_t)rows * N, &first),
+                "%s on tier %s (%s, %d thread(s)): element %zu differs from "
+                "row_mix_f32's, rounded", name, hk_tier_name(tier),
+                pass == 2 ? "flat" : "rows", threads, first);
+      CHECK_MSG(y16[R * N] == 0x5a5a && m16[R] == 0x5a5a &&
+                    acc16[R * N] == 0x5a5a,
+                "%s on tier %s: wrote past the end", name, hk_tier_name(tier));
+    }
+    hk_set_threads(0);
+  }
+  free(x), free(w), free(y), free(m), free(acc);
+  free(x16), free(w16), free(y16), free(m16), free(acc16), free(acc0);
+}
+
 /* row_shift_f64 and the plugin layernorm_rows_f32 in a context of tier
  * `tier` (HK_TIER_JIT or HK_TIER_OPT): each against its reference, on 1 and
  * 2 threads. */
@@ -454,6 +646,10 @@ static void test_plugins_tier(hk_tier_t tier) {
   CHECK_MSG(hk_load_string(ctx, shift_json, sizeof shift_json - 1,
                            "row_shift.json") == HK_OK,
             "%s", hk_last_error());
+  CHECK_MSG(hk_load_string(ctx, mix_json, sizeof mix_json - 1,
+                           "row_mix.json") == HK_OK,
+            "%s", hk_last_error());
+  test_plugins_16(ctx, tier);
   char path[4096];
   snprintf(path, sizeof path, "%s/plugins/layernorm.json", src ? src : ".");
   CHECK_MSG(hk_load_file(ctx, path) == HK_OK, "%s", hk_last_error());
@@ -703,6 +899,12 @@ int main(void) {
       for (size_t s = 0; s < HK_COUNT(shapes); s++)
         test_stdlib_op(ctx, (op_t)op, t ? HK_F64 : HK_F32, shapes[s][0],
                        shapes[s][1]);
+  for (int op = 0; op < 3; op++)
+    for (int bf = 0; bf < 2; bf++)
+      for (size_t s = 0; s < HK_COUNT(shapes); s++)
+        /* 256 rows of 768 already run on the thread pool */
+        test_stdlib_16(ctx, (op_t)op, bf,
+                       shapes[s][0] < 256 ? shapes[s][0] : 256, shapes[s][1]);
   test_empty();
   test_info(ctx);
   test_arrays(ctx);

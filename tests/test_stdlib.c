@@ -1310,8 +1310,10 @@ static void test_softmax(const inst_t *in, int64_t rows, int64_t cols, int off) 
   memcpy(c.res, c.b[1].p, n * c.es);
   if (c.entry) { /* the registry's entry, on every row */
     case_reset_out(&c);
-    hk__par_rows(c.entry->range, c.args, (size_t)rows, (size_t)cols,
-                 c.entry->flags);
+    CHECK_INT_EQ(hk__par_rows(c.entry->range, c.args, (size_t)rows,
+                              (size_t)cols, c.entry->flags,
+                              c.entry->acc_size),
+                 HK_OK);
     case_check_same(&c, "registry");
     case_check_memory(&c, "registry", 1);
   }
