@@ -192,6 +192,31 @@ static char *which(const char *word) {
 
 /* ---- Running a child ------------------------------------------------------ */
 
+/* The compilers running now (their process groups), for hk__cc_interrupt:
+ * slots of lock-free atomics, which a signal handler may read. A compile
+ * beyond the slots is still stopped by the flag, within 50 ms. */
+#define CHILD_SLOTS 64
+static _Atomic pid_t g_children[CHILD_SLOTS];
+static _Atomic int g_interrupted;
+
+static void child_track(pid_t pid, int on) {
+  for (int i = 0; i < CHILD_SLOTS; i++) {
+    pid_t want = on ? 0 : pid;
+    if (atomic_compare_exchange_strong(&g_children[i], &want, on ? pid : 0))
+      return;
+  }
+}
+
+int hk__cc_interrupt(void) {
+  atomic_store(&g_interrupted, 1);
+  int n = 0;
+  for (int i = 0; i < CHILD_SLOTS; i++) {
+    pid_t p = atomic_load(&g_children[i]);
+    if (p > 0 && kill(-p, SIGKILL) == 0) n++;
+  }
+  return n;
+}
+
 /* environ with TMPDIR=dir in place of any TMPDIR (malloc'ed: the array
  * and that one string), or NULL when out of memory. */
 static char **env_with_tmpdir(const char *dir) {
@@ -230,6 +255,10 @@ static void env_free(char **env) {
  * wrapper's children), not the driver alone. */
 static int run_captured(char *const *argv, hku_buf *out, int timeout_s,
                         const _Atomic int *cancel, const char *tmpdir) {
+  if (atomic_load(&g_interrupted)) {
+    hku_buf_printf(out, "%s: not run: interrupted\n", argv[0]);
+    return -2;
+  }
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     hku_buf_printf(out, "cannot create a pipe: %s\n", strerror(errno));
@@ -256,6 +285,7 @@ static int run_captured(char *const *argv, hku_buf *out, int timeout_s,
     hku_buf_printf(out, "cannot run %s: %s\n", argv[0], strerror(err));
     return -1;
   }
+  child_track(pid, 1);
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   int killed = 0;
@@ -265,9 +295,10 @@ static int run_captured(char *const *argv, hku_buf *out, int timeout_s,
     long left_ms = (long)timeout_s * 1000 -
                    ((t.tv_sec - t0.tv_sec) * 1000 +
                     (t.tv_nsec - t0.tv_nsec) / 1000000);
-    if (left_ms <= 0 || (cancel && atomic_load(cancel))) {
+    if (left_ms <= 0 || (cancel && atomic_load(cancel)) ||
+        atomic_load(&g_interrupted)) {
       kill(-pid, SIGKILL); /* the group: the driver and what it started */
-      killed = left_ms <= 0 ? 1 : 2;
+      killed = left_ms <= 0 ? 1 : atomic_load(&g_interrupted) ? 3 : 2;
       break;
     }
     struct pollfd p = {fds[0], POLLIN, 0};
@@ -283,6 +314,13 @@ static int run_captured(char *const *argv, hku_buf *out, int timeout_s,
   close(fds[0]);
   int status;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  child_track(pid, 0);
+  /* a group the handler killed ends the compile as an interrupt */
+  if (!killed && atomic_load(&g_interrupted)) killed = 3;
+  if (killed == 3) {
+    hku_buf_printf(out, "%s: interrupted\n", argv[0]);
+    return -2;
   }
   if (killed == 1) {
     hku_buf_printf(out, "%s: killed after %d seconds\n", argv[0], timeout_s);

@@ -102,4 +102,13 @@ HK_INTERNAL int hk__cc_build_parts(const hk_cc_t *cc, hku_buf *parts, int n,
                                    const char *path, hk_object_t *out,
                                    hku_buf *msgs, hku_diags *d);
 
+/* Stops every compile of this process, for good: kills the process group
+ * of each compiler running now (SIGKILL), and makes every later one fail
+ * at once ("interrupted"); their callers then clean up as after any
+ * failed compile. Async-signal-safe: the hk command calls it from its
+ * SIGINT, SIGTERM and SIGHUP handler (the compilers lead process groups
+ * of their own, so the terminal's signal does not reach them). Returns
+ * the number of groups killed. */
+HK_INTERNAL int hk__cc_interrupt(void);
+
 #endif /* HK_COMPILER_CC_H */

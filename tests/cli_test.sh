@@ -767,6 +767,47 @@ err_has "hk list: HK_PAR_MIN='100,x': expected N or CHEAP,HEAVY"
 run 0 env HK_THREADS=2 HK_JOBS=256 HK_PAR_MIN=100,50 "$HK" check "$SRC/plugins/saxpy.json"
 run 0 env HK_THREADS= HK_PAR_MIN= "$HK" check "$SRC/plugins/saxpy.json"
 
+# A signal during hk build (SIGTERM here: a background job of a script
+# ignores SIGINT): the compilers, process groups of their own that the
+# terminal's signal would not reach, are killed, their build folders
+# removed, and hk ends by the signal (128 + 15); nothing is written.
+if command -v cc >/dev/null 2>&1; then
+  mkdir "$T/intr"
+  TMPDIR="$T/intr" "$HK" build "$SRC/stdlib_kernels/reductions.json" \
+    -o "$T/intr.so" >"$T/out" 2>"$T/err" &
+  pid=$!
+  i=0 # until a compiler runs (its build folder is there): at most 30 s
+  while [ $i -lt 300 ] && [ -z "$(ls -A "$T/intr")" ]; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  sleep 0.5
+  kill -TERM $pid
+  wait $pid
+  got=$?
+  checks=$((checks + 3))
+  if [ "$got" -ne 143 ]; then
+    echo "FAIL: hk build after SIGTERM: exit $got, expected 143"
+    fails=$((fails + 1))
+  fi
+  i=0 # the killed compilers may take a moment to go
+  while [ $i -lt 50 ] && pgrep -f "$T/intr/" >/dev/null 2>&1; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  if pgrep -f "$T/intr/" >/dev/null 2>&1 || [ -n "$(ls -A "$T/intr")" ]; then
+    echo "FAIL: hk build after SIGTERM left compilers or files behind:"
+    pgrep -af "$T/intr/" | cut -c1-200
+    ls -A "$T/intr"
+    fails=$((fails + 1))
+  fi
+  if [ -e "$T/intr.so" ]; then
+    echo "FAIL: hk build after SIGTERM wrote its output"
+    fails=$((fails + 1))
+  fi
+  err_has "interrupted"
+fi
+
 if [ "$fails" -ne 0 ]; then
   echo "$fails of $checks checks failed"
   exit 1

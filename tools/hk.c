@@ -1,4 +1,5 @@
 /* hk.c — the hk command: check, generate, list and run kernels (SPEC §3). */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,33 @@ static int check_env(const char *cmd) {
   return HK_EXIT_OK;
 }
 
+/* SIGINT, SIGTERM, SIGHUP: the compilers hk runs lead process groups of
+ * their own, so the terminal's Ctrl-C does not reach them. The first
+ * signal stops them (hk__cc_interrupt), and hk then ends as after a failed
+ * compile, having removed their build folders, and re-raises the signal
+ * at the end; with no compiler running it ends hk at once. A second
+ * signal ends hk at once (the default action is back). */
+static volatile sig_atomic_t g_signal;
+
+static void on_signal(int sig) {
+  g_signal = sig;
+  signal(sig, SIG_DFL);
+  if (hk__cc_interrupt() == 0) raise(sig);
+}
+
+static void catch_signals(void) {
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+    struct sigaction old, sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    /* an ignored signal (nohup's SIGHUP) stays ignored */
+    if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+      sigaction(sigs[i], &sa, NULL);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
@@ -80,7 +108,13 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], commands[i].name)) {
       int rc = check_env(commands[i].name);
       if (rc != HK_EXIT_OK) return rc;
+      catch_signals();
       rc = commands[i].run(argc - 1, argv + 1);
+      if (g_signal) { /* its compiles were stopped: now hk ends */
+        fflush(stdout);
+        signal(g_signal, SIG_DFL);
+        raise(g_signal);
+      }
       /* whatever a command printed must have been written (a full disk, a
        * closed pipe: `hk list > /dev/full` said nothing and exited 0) */
       if ((fflush(stdout) != 0 || ferror(stdout)) && rc == HK_EXIT_OK)
