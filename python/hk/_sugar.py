@@ -7,6 +7,7 @@ import re
 from typing import Dict, List, Optional, Sequence
 
 from ._core import Context, Kernel
+from ._errors import KernelError
 
 # CuPy's (NumPy's) type names and C's, to hk's
 _TYPES = {
@@ -49,12 +50,97 @@ def _types(params: List[Dict[str, str]],
             for L in letters}
 
 
-def _load(desc: dict, context: Optional[Context]) -> Kernel:
+def _json_prefix(token: str) -> str:
+    """The characters a JSON string token's text up to a point stands for
+    (``token`` starts after its opening quote; a cut escape is dropped)."""
+    out, i = [], 0
+    while i < len(token):
+        c = token[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        esc = token[i:i + 6] if token[i + 1:i + 2] == "u" else token[i:i + 2]
+        try:
+            out.append(json.loads('"%s"' % esc))
+        except ValueError:
+            break
+        i += len(esc)
+    return "".join(out)
+
+
+def _where(text: str, offset: int) -> tuple:
+    """(line, column), 1-based, of character ``offset`` of ``text``."""
+    before = text[:offset]
+    return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
+
+
+def _located(e: KernelError, text: str, origin: str, args: dict,
+             shift: dict, params: list) -> KernelError:
+    """``e``, an error of the kernel file ``text`` that the sugar made,
+    located in the caller's own arguments instead: ``args`` maps a field of
+    the file (body, map ...) to (the argument's name, its text), ``shift``
+    a field to where its value starts in that text (None: the value is not
+    the text as given, so no column), ``params`` each parameter's
+    argument. Lines of other fields keep the file's position."""
+    lines = text.splitlines()
+    out = []
+    for loc in e.errors:
+        field = loc.field
+        m = re.match(r"params\[(\d+)\]", field)
+        arg = None
+        if field in args:
+            arg, given = args[field]
+            at = shift.get(field)
+            if at is not None and 0 < loc.line <= len(lines):
+                ln = lines[loc.line - 1]
+                start = ln.find('": "')
+                if 0 <= start < loc.column - 1:
+                    at += len(_json_prefix(ln[start + 4:loc.column - 1]))
+                    r, c = _where(given, min(at, len(given)))
+                else:
+                    r, c = 1, 1
+            else:
+                r, c = 1, 1
+        elif m and int(m.group(1)) < len(params):
+            arg, given = params[int(m.group(1))]
+            name = json.loads(text)["params"][int(m.group(1))]["name"]
+            hit = re.search(r"\b%s\b" % re.escape(name), given)
+            r, c = _where(given, hit.start() if hit else 0)
+        if arg is None:
+            out.append("%s:%d:%d: error: %s%s%s" % (
+                loc.file, loc.line, loc.column, field, ": " if field else "",
+                loc.message))
+            continue
+        out.append("<%s>:%d:%d: error: %s: %s" % (origin, r, c, arg,
+                                                   loc.message))
+        src = given.splitlines()[r - 1] if given.splitlines() else ""
+        out.append("    " + src)
+        out.append("    " + " " * (c - 1) + "^")
+    err = KernelError("\n".join(out) + "\n", e.code)
+    return err
+
+
+def _load(desc: dict, context: Optional[Context], origin: str,
+          args: dict, shift: dict, params: list) -> Kernel:
     # one field per line: located errors name a line of their own
     text = json.dumps(desc, indent=1)
     ctx = context if context is not None else Context(plugins=[])
-    ctx.load_string(text, "%s %s" % (desc["kind"], desc["name"]))
+    try:
+        ctx.load_string(text, "%s %s" % (desc["kind"], desc["name"]))
+    except KernelError as e:
+        raise _located(e, text, origin, args, shift, params) from None
     return Kernel(ctx, desc["name"])
+
+
+def _param_args(ins: list, outs: list, params: list, in_params: str,
+                out_params: str) -> list:
+    """Each parameter's argument: (its name, its text)."""
+    out_names = {p["name"] for p in outs}
+    in_names = {p["name"] for p in ins}
+    return [("in_params", in_params) if p["name"] in in_names and
+            (p["role"] != "out" or p["name"] not in out_names)
+            else ("out_params", out_params) for p in params]
 
 
 def ElementwiseKernel(in_params: str, out_params: str, operation: str,
@@ -74,7 +160,10 @@ def ElementwiseKernel(in_params: str, out_params: str, operation: str,
     ``scalar TYPE NAME`` among the in params for a value passed by value.
     An out param also listed as an in param is inout. ``operation`` is the
     body: C statements over the parameters' elements at index ``i``.
-    Raises :class:`hk.KernelError` (located) for a bad body."""
+    Raises :class:`hk.KernelError` for a bad body, located in the
+    arguments: ``field`` is ``"operation"`` (or ``"in_params"`` ...),
+    ``line`` and ``column`` are in that string, and the message shows its
+    line with a caret."""
     ins = _params(in_params, "in", "in_params")
     outs = _params(out_params, "out", "out_params")
     names = {p["name"] for p in ins}
@@ -90,7 +179,10 @@ def ElementwiseKernel(in_params: str, out_params: str, operation: str,
     t = _types(params, types)
     if t:
         desc["types"] = t
-    return _load(desc, context)
+    lead = len(operation) - len(operation.lstrip())
+    return _load(desc, context, "ElementwiseKernel %s" % name,
+                 {"body": ("operation", operation)}, {"body": lead},
+                 _param_args(ins, outs, params, in_params, out_params))
 
 
 def ReductionKernel(in_params: str, out_params: str, map_expr: str,
@@ -113,7 +205,9 @@ def ReductionKernel(in_params: str, out_params: str, map_expr: str,
     hk expression over ``acc`` and ``n`` (default: the reduced value).
     ``reduce_type``: the type values are reduced in (default: the out
     param's), the kernel file's ``acc`` (``reduce_type="float64"`` sums
-    float32 in float64, as in CuPy)."""
+    float32 in float64, as in CuPy). Errors are located in the arguments,
+    as ElementwiseKernel's (``field``: ``"map_expr"``, ``"reduce_expr"``
+    ...)."""
     if identity is None:
         raise ValueError("identity: a reduction needs its neutral value")
     ins = _params(in_params, "in", "in_params")
@@ -140,4 +234,13 @@ def ReductionKernel(in_params: str, out_params: str, map_expr: str,
     t = _types(params, types)
     if t:
         desc["types"] = t
-    return _load(desc, context)
+    fin = post_map_expr.find(post) if post else -1
+    return _load(desc, context, "ReductionKernel %s" % name,
+                 {"map": ("map_expr", map_expr),
+                  "combine": ("reduce_expr", reduce_expr),
+                  "identity": ("identity", identity),
+                  "finalize": ("post_map_expr", post_map_expr),
+                  "acc": ("reduce_type", reduce_type or "")},
+                 {"map": 0, "combine": 0, "identity": 0,
+                  "finalize": fin if fin >= 0 else None},
+                 _param_args(ins, outs, params, in_params, out_params))

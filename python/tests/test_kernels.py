@@ -81,9 +81,24 @@ def test_elementwise_kernel_sugar():
     v = np.arange(4.0)
     s(3.0, v)
     np.testing.assert_array_equal(v, [0, 3, 6, 9])
+    # errors are located in the caller's strings, not in the kernel file
+    # the sugar writes
     with pytest.raises(hk.KernelError) as e:
-        hk.ElementwiseKernel("T x", "T z", "z = printf(x);", "bad")
-    assert e.value.field == "body"
+        hk.ElementwiseKernel("T x", "T z", "  z = printf(x);", "bad")
+    assert e.value.field == "operation"
+    assert (e.value.file, e.value.line, e.value.column) == (
+        "<ElementwiseKernel bad>", 1, 7)
+    assert "calls 'printf'" in e.value.message
+    assert "      z = printf(x);\n          ^" in str(e.value)
+    with pytest.raises(hk.KernelError) as e:
+        hk.ElementwiseKernel("T x", "T z", 'z = x;\nz = "a\\tb" + nope;',
+                             "bad")
+    assert (e.value.field, e.value.line) == ("operation", 2)
+    with pytest.raises(hk.KernelError) as e:
+        hk.ElementwiseKernel("T x, T acc", "T z", "z = x", "bad")
+    assert (e.value.field, e.value.line, e.value.column) == (
+        "in_params", 1, 8)
+    assert '"acc" is reserved' in e.value.message
     with pytest.raises(ValueError, match="unknown type"):
         hk.ElementwiseKernel("float33 x", "T z", "z = x;")
 
@@ -104,6 +119,13 @@ def test_reduction_kernel_sugar():
     f32 = hk.ReductionKernel("float32 x", "float32 y", "x", "a + b", "y = a",
                              "0", "sum_in_f32", reduce_type="float32")
     assert f32(big) != want
+    with pytest.raises(hk.KernelError) as e:
+        hk.ReductionKernel("T x", "T y", "x * q", "a + b", "y = a", "0", "r")
+    assert (e.value.field, e.value.line, e.value.column) == ("map_expr", 1, 5)
+    with pytest.raises(hk.KernelError) as e:
+        hk.ReductionKernel("T x", "T y", "x", "a + c", "y = a", "0", "r")
+    assert (e.value.field, e.value.column) == ("reduce_expr", 5)
+    assert e.value.file == "<ReductionKernel r>"
     with pytest.raises(ValueError, match="reduce_type: unknown type"):
         hk.ReductionKernel("float32 x", "float32 y", "x", "a + b", "y = a",
                            "0", "bad", reduce_type="float128")
