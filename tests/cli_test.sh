@@ -767,6 +767,36 @@ err_has "hk list: HK_PAR_MIN='100,x': expected N or CHEAP,HEAVY"
 run 0 env HK_THREADS=2 HK_JOBS=256 HK_PAR_MIN=100,50 "$HK" check "$SRC/plugins/saxpy.json"
 run 0 env HK_THREADS= HK_PAR_MIN= "$HK" check "$SRC/plugins/saxpy.json"
 
+# hk check --cuda: what CUDA C++ alone refuses (an implicit void *
+# conversion, valid C) is found by NVRTC, located in the kernel file; a
+# clean file passes; --arch needs --cuda and a real name
+cat >"$T/voidrow.json" <<'EOF'
+{"schema_version": 1, "name": "voidrow", "kind": "rows",
+ "params": [{"name": "x", "type": "f32", "role": "in"},
+            {"name": "y", "type": "f32", "role": "out"}],
+ "body": ["float *t = (void *)y;",
+          "t[0] = x[0];"]}
+EOF
+run 0 "$HK" check "$T/voidrow.json"
+run 1 "$HK" check --arch sm_80 "$T/voidrow.json"
+err_has "hk check: --arch is for --cuda"
+run 1 "$HK" check --cuda --arch 80 "$T/voidrow.json"
+err_has "hk check: --arch 80: expected sm_ and the compute capability's digits"
+"$HK" check --cuda "$SRC/plugins/saxpy.json" >"$T/out" 2>"$T/err"
+got=$?
+if [ "$got" -eq 2 ]; then
+  echo "NOTE: hk check --cuda not checked: $(cat "$T/err")"
+else
+  checks=$((checks + 1))
+  if [ "$got" -ne 0 ]; then
+    echo "FAIL: hk check --cuda saxpy.json: exit $got"
+    sed 's/^/  stderr: /' "$T/err" | head -5
+    fails=$((fails + 1))
+  fi
+  run 1 "$HK" check --cuda --arch sm_90 "$T/voidrow.json"
+  err_has "voidrow.json:4:12: error: body: a value of type \"void *\" cannot be used to initialize an entity of type \"float *\" (NVRTC)"
+fi
+
 # A signal during hk build (SIGTERM here: a background job of a script
 # ignores SIGINT): the compilers, process groups of their own that the
 # terminal's signal would not reach, are killed, their build folders

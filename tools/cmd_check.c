@@ -8,17 +8,63 @@
 #include "build.h"
 #include "cli.h"
 #include "codegen.h"
+#include "compiler.h"
+#include "cuda.h"
 #include "fsutil.h"
 
 static const char *const help =
-    "usage: hk check FILE|DIR ...\n\n"
+    "usage: hk check [--cuda [--arch SM]] FILE|DIR ...\n\n"
     "Validates kernel files against the kernel format (schemas/README.md),\n"
     "and compiles their C in memory (libtcc) so that a C error in a body is\n"
     "found too, located in the kernel file.\n"
     "A DIR stands for every *.json file directly in it. Prints nothing and\n"
     "exits 0 when every file is valid; otherwise prints each problem as\n"
     "PATH:LINE:COL: error: FIELD: MESSAGE and exits 1. A kernel name defined\n"
-    "by two of the files is an error too, as it is in a plugin folder.\n";
+    "by two of the files is an error too, as it is in a plugin folder.\n"
+    "  --cuda       also compile the CUDA code of the kernels that target\n"
+    "               cuda, with NVRTC (the CUDA toolkit; no GPU needed), so\n"
+    "               that what CUDA C++ alone refuses (an implicit void *\n"
+    "               conversion, a C++ keyword in a cuda body) is found now,\n"
+    "               not at the first GPU call; located as the other errors\n"
+    "  --arch SM    the architecture compiled for with --cuda (default\n"
+    "               sm_80)\n"
+    "Exit status: 0, 1 a problem in a file, 2 another failure (--cuda\n"
+    "without NVRTC).\n";
+
+enum { OPT_CUDA, OPT_ARCH };
+static const hk_cli_opt options[] = {
+    [OPT_CUDA] = {"cuda", 0, NULL},
+    [OPT_ARCH] = {"arch", 0, "an architecture (sm_80)"},
+};
+
+/* f's CUDA compiled by NVRTC for arch; its errors, located, into d. */
+static void check_cuda(const hk_nvrtc_api_t *nv, const hkc_file *f,
+                       const char *arch, hku_diags *d) {
+  int any = 0;
+  for (int i = 0; i < hkc_file_ninstances(f) && !any; i++)
+    any = (hkc_instance_targets(hkc_file_instance(f, i)) & HK_TARGET_CUDA) != 0;
+  if (!any) return;
+  hkc_unit *u = NULL;
+  if (hkc_unit_emit(f, HKC_LANG_CUDA, 0, &u)) {
+    d->oom = 1;
+    return;
+  }
+  hk_compiler_t c = hk__compiler_nvrtc(nv);
+  hk_compile_opts_t o = {.arch = arch};
+  hk_object_t cubin;
+  if (hk__build_compile(&c, u, &o, NULL, &cubin, d) == HK_OK)
+    hk__object_free(&cubin);
+  hkc_unit_free(u);
+}
+
+/* 1 when s names a GPU architecture as NVRTC takes it: sm_NN, sm_NNa. */
+static int arch_ok(const char *s) {
+  if (strncmp(s, "sm_", 3) || !(s[3] >= '1' && s[3] <= '9')) return 0;
+  size_t i = 3;
+  while (s[i] >= '0' && s[i] <= '9') i++;
+  if (s[i] == 'a' || s[i] == 'f') i++;
+  return s[i] == '\0' && i - 3 >= 2;
+}
 
 /* An instance of files[file], by name. */
 typedef struct named {
@@ -107,17 +153,47 @@ int hk_cmd_check(int argc, char **argv) {
   int nargs = 0;
   if (!args) return hk_cli_internal("check", "out of memory");
   hk_cli_parser p;
-  hk_cli_parser_init(&p, "check", help, NULL, 0, argc, argv);
+  int cuda = 0;
+  const char *arch = NULL;
+  hk_cli_parser_init(&p, "check", help, options,
+                     sizeof options / sizeof *options, argc, argv);
   for (int c; (c = hk_cli_next(&p)) != HK_CLI_END;) {
     if (c == HK_CLI_EXIT) {
       free(args);
       return p.status;
     }
-    args[nargs++] = p.value; /* no options but --help: an operand */
+    if (c == OPT_CUDA)
+      cuda = 1;
+    else if (c == OPT_ARCH)
+      arch = p.value;
+    else
+      args[nargs++] = p.value;
   }
   if (!nargs) {
     free(args);
     return hk_cli_usage("check", "no kernel file or folder given");
+  }
+  if (arch && !cuda) {
+    free(args);
+    return hk_cli_usage("check", "--arch is for --cuda");
+  }
+  if (arch && !arch_ok(arch)) {
+    free(args);
+    return hk_cli_usage("check", "--arch %s: expected sm_ and the compute "
+                                 "capability's digits (sm_80, sm_90a)",
+                        arch);
+  }
+  const hk_nvrtc_api_t *nv = NULL;
+  if (cuda) {
+    int version;
+    hku_diags why = HKU_DIAGS_INIT;
+    if (hk__nvrtc_load(&nv, &version, &why)) {
+      fprintf(stderr, "hk check: --cuda: %s\n", hk__cuda_why(&why));
+      hku_diags_free(&why);
+      free(args);
+      return HK_EXIT_INTERNAL;
+    }
+    hku_diags_free(&why);
   }
   hku_diags d = HKU_DIAGS_INIT;
   int cap = 16, nfiles = 0;
@@ -153,8 +229,10 @@ int hk_cmd_check(int argc, char **argv) {
       if (seen) continue;
       hkc_file *f;
       if (hkc_file_load(path, &f, &d) != 0) continue;
+      size_t before = d.nerrors;
       (void)hk__build_check(f, &d); /* its problems are in d */
       hk_cli_check_stdlib_names(f, &d);
+      if (nv && d.nerrors == before) check_cuda(nv, f, arch ? arch : "sm_80", &d);
       if (nfiles == cap) {
         cap *= 2;
         hkc_file **nf = realloc(files, (size_t)cap * sizeof *files);
