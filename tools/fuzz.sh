@@ -11,14 +11,17 @@
 # lines printed are libFuzzer's final stats (executions, coverage).
 # Extra arguments after SECONDS go to libFuzzer (e.g. -jobs=2).
 #
-# fuzz.sh smoke — the short, deterministic step of tools/test.sh: builds the
-# same tree, replays every target over every file of its seed corpus, then
-# fuzzes each from a scratch copy of it with a fixed seed (-seed=1, a fixed
-# number of runs, at most a few seconds). Exits 77 (skipped) when clang or
-# its libFuzzer runtime is missing.
+# fuzz.sh smoke [TREE] — the short, deterministic step of tools/test.sh:
+# builds the same tree (or takes the targets TREE built: tools/test.sh's
+# AddressSanitizer tree, HK_FUZZ_TARGETS), replays every target over every
+# file of its seed corpus, then fuzzes each from a scratch copy of it with
+# a fixed seed (-seed=1, a fixed number of runs, at most a few seconds).
+# Exits 77 (skipped) when clang or its libFuzzer runtime is missing.
 set -eu
 cd "$(dirname "$0")/.."
+tree=""
 if [ "${1:-}" = smoke ]; then
+  tree=${2:-}
   set -- smoke 0
 fi
 if [ $# -lt 2 ]; then
@@ -35,29 +38,37 @@ case $target in
 esac
 skip=1
 [ "$target" = smoke ] && skip=77
-command -v clang >/dev/null || {
-  echo "fuzz.sh: skipped: clang not found (libFuzzer is clang's)"; exit $skip; }
-probe=$(mktemp -d)
-printf 'int LLVMFuzzerTestOneInput(const char *d, long n);\nint LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; (void)n; return 0; }\n' >"$probe/p.c"
-if ! clang -fsanitize=fuzzer,address,undefined -o "$probe/p" "$probe/p.c" \
-    >/dev/null 2>&1; then
+if [ -n "$tree" ] && [ ! -x "$tree/tests/fuzz/fuzz_kernel" ]; then
+  echo "fuzz.sh: skipped: $tree has no fuzz targets (clang's libFuzzer missing?)"
+  exit 77
+fi
+if [ -n "$tree" ]; then
+  dir=$tree
+else
+  command -v clang >/dev/null || {
+    echo "fuzz.sh: skipped: clang not found (libFuzzer is clang's)"; exit $skip; }
+  probe=$(mktemp -d)
+  printf 'int LLVMFuzzerTestOneInput(const char *d, long n);\nint LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; (void)n; return 0; }\n' >"$probe/p.c"
+  if ! clang -fsanitize=fuzzer,address,undefined -o "$probe/p" "$probe/p.c" \
+      >/dev/null 2>&1; then
+    rm -rf "$probe"
+    echo "fuzz.sh: skipped: clang cannot link -fsanitize=fuzzer (no libclang_rt.fuzzer)"
+    exit $skip
+  fi
   rm -rf "$probe"
-  echo "fuzz.sh: skipped: clang cannot link -fsanitize=fuzzer (no libclang_rt.fuzzer)"
-  exit $skip
-fi
-rm -rf "$probe"
 
-dir=build-fuzz
-mkdir -p "$dir"
-if ! cmake -S . -B "$dir" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
-    -DCMAKE_C_FLAGS_DEBUG="-g -O1" -DHK_FUZZ=ON -DHK_TESTS=OFF -DHK_CUDA=OFF \
-    -DHK_STDLIB_ISA=OFF \
-    -DHK_WERROR=ON >"$dir/configure.log" 2>&1; then
-  cat "$dir/configure.log"; exit 1
-fi
-if ! cmake --build "$dir" -j "$(nproc 2>/dev/null || echo 2)" --target hk_fuzz \
-    >"$dir/build.log" 2>&1; then
-  tail -30 "$dir/build.log"; exit 1
+  dir=build-fuzz
+  mkdir -p "$dir"
+  if ! cmake -S . -B "$dir" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
+      -DCMAKE_C_FLAGS_DEBUG="-g -O1" -DHK_FUZZ=ON -DHK_TESTS=OFF -DHK_CUDA=OFF \
+      -DHK_STDLIB_ISA=OFF \
+      -DHK_WERROR=ON >"$dir/configure.log" 2>&1; then
+    cat "$dir/configure.log"; exit 1
+  fi
+  if ! cmake --build "$dir" -j "$(nproc 2>/dev/null || echo 2)" --target hk_fuzz \
+      >"$dir/build.log" 2>&1; then
+    tail -30 "$dir/build.log"; exit 1
+  fi
 fi
 
 status=0

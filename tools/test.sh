@@ -110,21 +110,23 @@ HK_TEST_SMALL=1
 export HK_TEST_SMALL
 # (Under sanitizers CMake compiles the stdlib -O1, not -O3: half the
 # compile on the suite's critical path, the same test time.)
+# The libFuzzer targets (tests/fuzz) are built in this tree too
+# (HK_FUZZ_TARGETS: its library is not instrumented for coverage, so a
+# tree of their own, 60 s of CPU, is spared; tools/fuzz.sh builds that one
+# for long runs).
 suite "clang, AddressSanitizer + UndefinedBehaviorSanitizer" build-asan "" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
-  -DHK_SANITIZE=address,undefined -DHK_CUDA=OFF
-# The libFuzzer targets (tests/fuzz): every seed replayed, then a short
-# fixed-seed run of each (deterministic; tools/fuzz.sh runs them long).
-# They build and run beside the ThreadSanitizer suite (their runs are
-# single-threaded: the two overlap by about 20 s); their output is printed
-# after it.
-mkdir -p build-fuzz
-rm -f build-fuzz/smoke.out build-fuzz/smoke.rc
+  -DHK_SANITIZE=address,undefined -DHK_CUDA=OFF -DHK_FUZZ_TARGETS=ON
+# They replay every seed, then fuzz each briefly with a fixed seed
+# (deterministic; tools/fuzz.sh runs them long), beside the
+# ThreadSanitizer suite (single-threaded, about 20 s); their output is
+# printed after it.
+rm -f build-asan/smoke.out build-asan/smoke.rc
 t0=$(date +%s)
 (
   rc=0
-  tools/fuzz.sh smoke >build-fuzz/smoke.out 2>&1 || rc=$?
-  echo "$rc" >build-fuzz/smoke.rc
+  tools/fuzz.sh smoke build-asan >build-asan/smoke.out 2>&1 || rc=$?
+  echo "$rc" >build-asan/smoke.rc
 ) &
 fuzz_pid=$!
 # Only what these tests run is built: the programs and the hk command
@@ -139,9 +141,9 @@ suite "clang, ThreadSanitizer (threaded tests)" build-tsan \
 targets=""
 unset HK_TEST_JIT_ONLY HK_TEST_SMALL
 wait "$fuzz_pid" || true
-echo "==== libFuzzer targets: seed corpora + fixed-seed fuzzing (build-fuzz)"
-cat build-fuzz/smoke.out 2>/dev/null || true
-fuzz_rc=$(cat build-fuzz/smoke.rc 2>/dev/null || echo 1)
+echo "==== libFuzzer targets: seed corpora + fixed-seed fuzzing (build-asan)"
+cat build-asan/smoke.out 2>/dev/null || true
+fuzz_rc=$(cat build-asan/smoke.rc 2>/dev/null || echo 1)
 echo "  done $(($(date +%s) - t0)) s after they started (beside the suite above)"
 if [ "$fuzz_rc" -eq 77 ]; then
   echo "  skipped libFuzzer targets (clang or libFuzzer missing)"
