@@ -781,7 +781,7 @@ run 0 "$HK" check "$T/voidrow.json"
 run 1 "$HK" check --arch sm_80 "$T/voidrow.json"
 err_has "hk check: --arch is for --cuda"
 run 1 "$HK" check --cuda --arch 80 "$T/voidrow.json"
-err_has "hk check: --arch 80: expected sm_ and the compute capability's digits"
+err_has "hk check: --arch 80: expected compute_ or sm_ and the compute capability's digits"
 "$HK" check --cuda "$SRC/plugins/saxpy.json" >"$T/out" 2>"$T/err"
 got=$?
 if [ "$got" -eq 2 ]; then

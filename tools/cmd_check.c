@@ -13,7 +13,7 @@
 #include "fsutil.h"
 
 static const char *const help =
-    "usage: hk check [--cuda [--arch SM]] FILE|DIR ...\n\n"
+    "usage: hk check [--cuda [--arch ARCH]] FILE|DIR ...\n\n"
     "Validates kernel files against the kernel format (schemas/README.md),\n"
     "and compiles their C in memory (libtcc) so that a C error in a body is\n"
     "found too, located in the kernel file.\n"
@@ -26,15 +26,17 @@ static const char *const help =
     "               that what CUDA C++ alone refuses (an implicit void *\n"
     "               conversion, a C++ keyword in a cuda body) is found now,\n"
     "               not at the first GPU call; located as the other errors\n"
-    "  --arch SM    the architecture compiled for with --cuda (default\n"
-    "               sm_80)\n"
+    "  --arch ARCH  the architecture compiled for with --cuda: compute_80\n"
+    "               (the default: PTX, NVRTC's front end and optimizer,\n"
+    "               what finds errors in code), or sm_90 ... (machine code\n"
+    "               too, as a GPU call compiles it: slower)\n"
     "Exit status: 0, 1 a problem in a file, 2 another failure (--cuda\n"
     "without NVRTC).\n";
 
 enum { OPT_CUDA, OPT_ARCH };
 static const hk_cli_opt options[] = {
     [OPT_CUDA] = {"cuda", 0, NULL},
-    [OPT_ARCH] = {"arch", 0, "an architecture (sm_80)"},
+    [OPT_ARCH] = {"arch", 0, "an architecture (compute_80, sm_90)"},
 };
 
 /* f's CUDA compiled by NVRTC for arch; its errors, located, into d. */
@@ -57,13 +59,15 @@ static void check_cuda(const hk_nvrtc_api_t *nv, const hkc_file *f,
   hkc_unit_free(u);
 }
 
-/* 1 when s names a GPU architecture as NVRTC takes it: sm_NN, sm_NNa. */
+/* 1 when s names a GPU architecture as NVRTC takes it: sm_NN, sm_NNa,
+ * compute_NN (virtual: PTX only). */
 static int arch_ok(const char *s) {
-  if (strncmp(s, "sm_", 3) || !(s[3] >= '1' && s[3] <= '9')) return 0;
-  size_t i = 3;
+  size_t i = !strncmp(s, "sm_", 3) ? 3 : !strncmp(s, "compute_", 8) ? 8 : 0;
+  size_t at = i;
+  if (!i || !(s[i] >= '1' && s[i] <= '9')) return 0;
   while (s[i] >= '0' && s[i] <= '9') i++;
   if (s[i] == 'a' || s[i] == 'f') i++;
-  return s[i] == '\0' && i - 3 >= 2;
+  return s[i] == '\0' && i - at >= 2;
 }
 
 /* An instance of files[file], by name. */
@@ -179,8 +183,9 @@ int hk_cmd_check(int argc, char **argv) {
   }
   if (arch && !arch_ok(arch)) {
     free(args);
-    return hk_cli_usage("check", "--arch %s: expected sm_ and the compute "
-                                 "capability's digits (sm_80, sm_90a)",
+    return hk_cli_usage("check", "--arch %s: expected compute_ or sm_ and the "
+                                 "compute capability's digits (compute_80, "
+                                 "sm_90a)",
                         arch);
   }
   const hk_nvrtc_api_t *nv = NULL;
@@ -232,7 +237,7 @@ int hk_cmd_check(int argc, char **argv) {
       size_t before = d.nerrors;
       (void)hk__build_check(f, &d); /* its problems are in d */
       hk_cli_check_stdlib_names(f, &d);
-      if (nv && d.nerrors == before) check_cuda(nv, f, arch ? arch : "sm_80", &d);
+      if (nv && d.nerrors == before) check_cuda(nv, f, arch ? arch : "compute_80", &d);
       if (nfiles == cap) {
         cap *= 2;
         hkc_file **nf = realloc(files, (size_t)cap * sizeof *files);

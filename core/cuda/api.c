@@ -88,7 +88,8 @@ static const char *const nvrtc_names[] = {
     "nvrtcCreateProgram",     "nvrtcDestroyProgram",
     "nvrtcCompileProgram",    "nvrtcGetProgramLogSize",
     "nvrtcGetProgramLog",     "nvrtcGetCUBINSize",
-    "nvrtcGetCUBIN",
+    "nvrtcGetCUBIN",          "nvrtcGetPTXSize",
+    "nvrtcGetPTX",
 };
 
 int hk__nvrtc_api_load(hk_nvrtc_api_t *api, hku_diags *d) {

@@ -92,6 +92,8 @@ typedef struct hk_nvrtc_api {
   nvrtcResult (*nvrtcGetProgramLog)(nvrtcProgram, char *);
   nvrtcResult (*nvrtcGetCUBINSize)(nvrtcProgram, size_t *);
   nvrtcResult (*nvrtcGetCUBIN)(nvrtcProgram, char *);
+  nvrtcResult (*nvrtcGetPTXSize)(nvrtcProgram, size_t *);
+  nvrtcResult (*nvrtcGetPTX)(nvrtcProgram, char *);
 } hk_nvrtc_api_t;
 
 /* Loads the driver (libcuda.so.1, or $HK_LIBCUDA) and resolves every entry

@@ -92,21 +92,25 @@ static int report_log(const hk_nvrtc_api_t *nv, nvrtcProgram prog,
   return HK_ECOMPILE;
 }
 
-/* The cubin of a compiled program into out. HK_OK or HK_ECOMPILE. */
+/* The cubin of a compiled program into out (its PTX, with its ending 0,
+ * for a virtual architecture: ptx). HK_OK or HK_ECOMPILE. */
 static int take_cubin(const hk_nvrtc_api_t *nv, nvrtcProgram prog,
-                      const char *path, hk_object_t *out, hku_diags *d) {
-  if (nv->nvrtcGetCUBINSize(prog, &out->size) ||
+                      const char *path, int ptx, hk_object_t *out,
+                      hku_diags *d) {
+  if ((ptx ? nv->nvrtcGetPTXSize : nv->nvrtcGetCUBINSize)(prog, &out->size) ||
       !(out->image = malloc(out->size ? out->size : 1)) ||
-      nv->nvrtcGetCUBIN(prog, out->image)) {
+      (ptx ? nv->nvrtcGetPTX : nv->nvrtcGetCUBIN)(prog, out->image)) {
     free(out->image);
     out->image = NULL;
-    hku_diag_add(d, HKU_ERROR, path, 0, 0, "NVRTC gave no cubin");
+    hku_diag_add(d, HKU_ERROR, path, 0, 0, "NVRTC gave no %s",
+                 ptx ? "PTX" : "cubin");
     return HK_ECOMPILE;
   }
   return HK_OK;
 }
 
-/* compiler.h: compile, for o->arch ("sm_90"). */
+/* compiler.h: compile, for o->arch ("sm_90"; a virtual one, "compute_90",
+ * gives PTX and skips the back end: hk check --cuda, test_nvrtc). */
 static int nvrtc_compile(const hk_compiler_t *c, const hkc_unit *u,
                          const hk_compile_opts_t *o, hk_object_t *out,
                          hku_diags *d) {
@@ -131,7 +135,8 @@ static int nvrtc_compile(const hk_compiler_t *c, const hkc_unit *u,
   }
   r = nv->nvrtcCompileProgram(prog, nopts, opts);
   int rc = r ? report_log(nv, prog, r, u, d)
-             : take_cubin(nv, prog, path, out, d);
+             : take_cubin(nv, prog, path, !strncmp(o->arch, "compute_", 8),
+                          out, d);
   nv->nvrtcDestroyProgram(&prog);
   return rc;
 }
