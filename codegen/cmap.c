@@ -7,6 +7,7 @@
  * 'z' undeclared" becomes "saxpy.json:9:22: error: body: 'z' undeclared".
  */
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
 
 #include "emit.h"
@@ -60,6 +61,27 @@ static int find_symbol(const hkc_file *f, const char *sym, int *line,
   return 0;
 }
 
+/* With no column from the compiler (tcc gives lines only): the offset, in
+ * src, of the first identifier the message quotes ('name') as a whole word
+ * on the line that starts at off; else off, the line's start. */
+static size_t quoted_on_line(const hkc_src *src, size_t off, const char *msg,
+                             int mlen) {
+  const char *q = memchr(msg, '\'', (size_t)mlen);
+  const char *q2 = q ? memchr(q + 1, '\'', (size_t)(msg + mlen - q - 1)) : NULL;
+  size_t nl = q2 ? (size_t)(q2 - q - 1) : 0;
+  if (!nl) return off;
+  for (size_t i = 0; i < nl; i++)
+    if (!(isalnum((unsigned char)q[1 + i]) || q[1 + i] == '_')) return off;
+  const char *t = src->text;
+  for (size_t i = off; i + nl <= src->len && t[i] != '\n'; i++)
+    if (!memcmp(t + i, q + 1, nl) &&
+        (i == 0 || !(isalnum((unsigned char)t[i - 1]) || t[i - 1] == '_')) &&
+        (i + nl == src->len ||
+         !(isalnum((unsigned char)t[i + nl]) || t[i + nl] == '_')))
+      return i;
+  return off;
+}
+
 int hkc_report_compiler_output(const char *out, const hkc_linemap *m,
                                const hkc_file *f, const char *compiler,
                                hku_diags *d) {
@@ -102,6 +124,7 @@ int hkc_report_compiler_output(const char *out, const hkc_linemap *m,
           size_t off = e->src_off;
           if (!near && gc >= e->gen_col) off += gc - e->gen_col;
           if (off > e->src->len) off = e->src->len;
+          if (!near && !gc) off = quoted_on_line(e->src, off, msg, mlen);
           hkc_src_pos(f->doc, e->src, off, &fl, &fc);
           hku_diag_add(d, HKU_ERROR, f->path, fl, fc, "%s: %.*s (%s%s)",
                        e->src->field, mlen, msg, compiler,

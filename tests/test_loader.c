@@ -125,6 +125,14 @@ static void check_compile_errors(hk_context_t *cj) {
                       "\"}\n", "tcc");
   check_compile_error(cj, P("bad/b_name.json"), bad_name, "float t",
                       "\"}\n", "tcc");
+  /* tcc gives a line, no column: the identifier its message quotes,
+   * found on that line, is the column */
+  int ul, uc;
+  pos_of(bad_name, "undeclared_thing", &ul, &uc);
+  char at[4200];
+  snprintf(at, sizeof at, "%s:%d:%d: error: body: 'undeclared_thing'",
+           P("bad/b_name.json"), ul, uc);
+  CHECK_CONTAINS(hk_last_error(), at);
   CHECK(!found(cj, "b_syntax") && !found(cj, "b_name"));
   if (g_have_cc) {
     check_make_dir(P("bad_opt"));
