@@ -793,6 +793,9 @@ else
     sed 's/^/  stderr: /' "$T/err" | head -5
     fails=$((fails + 1))
   fi
+  run 1 "$HK" check --cuda --arch sm_10 "$T/voidrow.json"
+  err_has "hk check: --arch sm_10: NVRTC"
+  err_has "does not compile for it"
   run 1 "$HK" check --cuda --arch sm_90 "$T/voidrow.json"
   err_has "voidrow.json:4:12: error: body: a value of type \"void *\" cannot be used to initialize an entity of type \"float *\" (NVRTC)"
 fi

@@ -59,6 +59,22 @@ static void check_cuda(const hk_nvrtc_api_t *nv, const hkc_file *f,
   hkc_unit_free(u);
 }
 
+/* 0 when this NVRTC refuses arch as an option (a real name it does not
+ * compile for: CUDA 13 has no sm_70), else 1 (a compile of nothing). */
+static int arch_supported(const hk_nvrtc_api_t *nv, const char *arch) {
+  enum { NVRTC_ERROR_INVALID_OPTION = 5 }; /* nvrtc.h's */
+  nvrtcProgram prog = NULL;
+  if (nv->nvrtcCreateProgram(&prog, "extern \"C\" __global__ void p() {}",
+                             "probe.cu", 0, NULL, NULL))
+    return 1; /* the files' compiles will say what is wrong */
+  char opt[96];
+  snprintf(opt, sizeof opt, "--gpu-architecture=%s", arch);
+  const char *opts[] = {opt};
+  nvrtcResult r = nv->nvrtcCompileProgram(prog, 1, opts);
+  nv->nvrtcDestroyProgram(&prog);
+  return r != NVRTC_ERROR_INVALID_OPTION;
+}
+
 /* 1 when s names a GPU architecture as NVRTC takes it: sm_NN, sm_NNa,
  * compute_NN (virtual: PTX only). */
 static int arch_ok(const char *s) {
@@ -199,6 +215,12 @@ int hk_cmd_check(int argc, char **argv) {
       return HK_EXIT_INTERNAL;
     }
     hku_diags_free(&why);
+    if (arch && !arch_supported(nv, arch)) {
+      free(args);
+      return hk_cli_usage("check", "--arch %s: NVRTC %d.%d does not compile "
+                                   "for it",
+                          arch, version / 1000, version % 1000 / 10);
+    }
   }
   hku_diags d = HKU_DIAGS_INIT;
   int cap = 16, nfiles = 0;

@@ -126,6 +126,14 @@ def _load(desc: dict, context: Optional[Context], origin: str,
     # one field per line: located errors name a line of their own
     text = json.dumps(desc, indent=1)
     ctx = context if context is not None else Context(plugins=[])
+    # the kernel is looked up by this name: a stdlib instance of that name
+    # (add_f32) would be found instead of the instances made here
+    # (add_f32_f32 ...); hk itself refuses the stdlib's kernel names (add)
+    if any(i["origin"] == "stdlib" and i["name"] == desc["name"]
+           for i in ctx.kernels()):
+        raise KernelError("<%s>:1:1: error: name: %r is the name of a "
+                          "stdlib kernel; choose another name\n"
+                          % (origin, desc["name"]))
     try:
         ctx.load_string(text, "%s %s" % (desc["kind"], desc["name"]))
     except KernelError as e:

@@ -99,6 +99,10 @@ def test_elementwise_kernel_sugar():
     assert (e.value.field, e.value.line, e.value.column) == (
         "in_params", 1, 8)
     assert '"acc" is reserved' in e.value.message
+    # a stdlib instance's name would find that instance, not this kernel
+    with pytest.raises(hk.KernelError, match="'add_f32' is the name of a "
+                       "stdlib kernel"):
+        hk.ElementwiseKernel("T x", "T y", "y = x * 100;", "add_f32")
     with pytest.raises(ValueError, match="unknown type"):
         hk.ElementwiseKernel("float33 x", "T z", "z = x;")
 
