@@ -207,6 +207,8 @@ static void child_track(pid_t pid, int on) {
   }
 }
 
+HK_API int hk_stop_compilers(void) { return hk__cc_interrupt(); }
+
 int hk__cc_interrupt(void) {
   atomic_store(&g_interrupted, 1);
   int n = 0;

@@ -706,6 +706,18 @@ HK_API int hk_set_threads(int n);
 /* The number of threads a large call is shared among (at least 1). */
 HK_API int hk_get_threads(void);
 
+/* Stops every compile of this process, for good: the compilers of tier opt
+ * and of a prebuilt build run in process groups of their own, so a
+ * terminal's Ctrl-C does not reach them, and a program that dies by a
+ * signal leaves them running (minutes for a big file) and their build
+ * folders behind (removed from the cache folder an hour later). Call it
+ * from the program's SIGINT or SIGTERM handler before it ends (it is
+ * async-signal-safe): it kills each running compiler's group, and later
+ * compiles fail at once ("interrupted"; kernels stay on tier jit, a forced
+ * tier opt load fails). Returns the number of compilers killed. The hk
+ * command does this for its own signals. */
+HK_API int hk_stop_compilers(void);
+
 /* ---- The stdlib's instruction set ---------------------------------------
  *
  * On x86-64 libhk holds the stdlib built for several instruction sets and

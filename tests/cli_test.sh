@@ -838,7 +838,7 @@ if command -v cc >/dev/null 2>&1; then
     echo "FAIL: hk build after SIGTERM wrote its output"
     fails=$((fails + 1))
   fi
-  err_has "interrupted"
+  err_is "hk build: interrupted"
 fi
 
 if [ "$fails" -ne 0 ]; then

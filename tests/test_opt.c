@@ -1324,6 +1324,30 @@ static void test_parts(void) {
   unsetenv("HK_JOBS");
 }
 
+/* hk_stop_compilers: for good, so last. With no compile running it kills
+ * none; then a forced tier-opt load fails at once, saying why, and the
+ * kernel is not loaded, while tier jit still works. (Killing a running
+ * compile: cli_test, through the hk command's handler.) */
+static void test_stop_compilers(void) {
+  if (!g_have_cc) return;
+  CHECK_INT_EQ(hk_stop_compilers(), 0);
+  hk_context_t *opt = mkctx(HK_TIER_OPT, NULL, NULL, HK_NO_CACHE, NULL);
+  hk_context_t *jit = mkctx(HK_TIER_JIT, NULL, NULL, HK_NO_CACHE, NULL);
+  char text[2048];
+  snprintf(text, sizeof text, GOOD_JSON_FMT, "stopped", "out = x * 2.0f;");
+  if (opt) {
+    CHECK(hk_load_string(opt, text, strlen(text), "stopped.json") != HK_OK);
+    CHECK_CONTAINS(hk_last_error(), "interrupted");
+    hk_kernel_t *k = NULL;
+    CHECK(hk_kernel_find(opt, "stopped", &k) != HK_OK);
+  }
+  if (jit)
+    CHECK_INT_EQ(hk_load_string(jit, text, strlen(text), "stopped.json"),
+                 HK_OK);
+  hk_context_destroy(opt);
+  hk_context_destroy(jit);
+}
+
 int main(int argc, char **argv) {
   umask(022);
   if (argc == 4 && !strcmp(argv[1], "--race-child"))
@@ -1339,6 +1363,7 @@ int main(int argc, char **argv) {
   PART("batches", test_batches());
   PART("fp modes", test_fp_modes());
   PART("parts", test_parts());
+  PART("stop compilers", test_stop_compilers()); /* last: for good */
   fixture_teardown();
   CHECK_DONE();
 }

@@ -1,8 +1,10 @@
 /* hk.c — the hk command: check, generate, list and run kernels (SPEC §3). */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "compiler_cc.h"
@@ -71,11 +73,24 @@ static int check_env(const char *cmd) {
  * at the end; with no compiler running it ends hk at once. A second
  * signal ends hk at once (the default action is back). */
 static volatile sig_atomic_t g_signal;
+static const char *g_command = "";
 
 static void on_signal(int sig) {
   g_signal = sig;
   signal(sig, SIG_DFL);
   if (hk__cc_interrupt() == 0) raise(sig);
+  /* the compiles now fail: one line says why, and the failures that
+   * follow from it (a kernel that did not load) are not reported */
+  static const char what[] = ": interrupted\n";
+  ssize_t w = write(STDERR_FILENO, "hk ", 3);
+  w += write(STDERR_FILENO, g_command, strlen(g_command));
+  w += write(STDERR_FILENO, what, sizeof what - 1);
+  (void)w;
+  int fd = open("/dev/null", O_WRONLY);
+  if (fd >= 0) {
+    dup2(fd, STDERR_FILENO);
+    close(fd);
+  }
 }
 
 static void catch_signals(void) {
@@ -108,6 +123,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], commands[i].name)) {
       int rc = check_env(commands[i].name);
       if (rc != HK_EXIT_OK) return rc;
+      g_command = commands[i].name;
       catch_signals();
       rc = commands[i].run(argc - 1, argv + 1);
       if (g_signal) { /* its compiles were stopped: now hk ends */

@@ -103,6 +103,15 @@ def get_threads() -> int:
     return _hk.get_threads()
 
 
+def stop_compilers() -> int:
+    """Kills the compilers hk runs (tier opt's, in process groups of their
+    own, which a terminal's Ctrl-C does not reach) and makes later compiles
+    fail at once, for good: for a SIGTERM handler before the program ends
+    (``signal.signal(signal.SIGTERM, lambda *a: (hk.stop_compilers(),
+    sys.exit(143)))``). Returns the number killed (hk_stop_compilers)."""
+    return _hk.stop_compilers()
+
+
 def cuda_available() -> bool:
     """Whether hk finds a CUDA device (starts the CUDA backend)."""
     try:

@@ -85,6 +85,12 @@ static PyObject *get_threads(PyObject *m, PyObject *unused) {
   return PyLong_FromLong(hk_get_threads());
 }
 
+static PyObject *stop_compilers(PyObject *m, PyObject *unused) {
+  (void)m;
+  (void)unused;
+  return PyLong_FromLong(hk_stop_compilers());
+}
+
 static PyObject *empty(PyObject *m, PyObject *args, PyObject *kw) {
   (void)m;
   static char *names[] = {"shape", "dtype", "device", NULL};
@@ -124,6 +130,9 @@ static PyMethodDef module_methods[] = {
      "set_threads(n)\n--\n\nThreads sharing a large call (hk_set_threads)."},
     {"get_threads", get_threads, METH_NOARGS,
      "get_threads()\n--\n\nThreads sharing a large call."},
+    {"stop_compilers", stop_compilers, METH_NOARGS,
+     "stop_compilers()\n--\n\nKills the compilers hk runs, for good "
+     "(hk_stop_compilers)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {
