@@ -61,6 +61,9 @@ def _json_prefix(token: str) -> str:
             i += 1
             continue
         esc = token[i:i + 6] if token[i + 1:i + 2] == "u" else token[i:i + 2]
+        if re.fullmatch(r"\\u[dD][89abAB]..", esc) and \
+                re.fullmatch(r"\\u[dD][c-fC-F]..", token[i + 6:i + 12]):
+            esc = token[i:i + 12]  # a surrogate pair: one character
         try:
             out.append(json.loads('"%s"' % esc))
         except ValueError:
@@ -76,7 +79,7 @@ def _where(text: str, offset: int) -> tuple:
 
 
 def _located(e: KernelError, text: str, origin: str, args: dict,
-             shift: dict, params: list) -> KernelError:
+             shift: dict, params: list) -> KernelError:  # noqa: C901
     """``e``, an error of the kernel file ``text`` that the sugar made,
     located in the caller's own arguments instead: ``args`` maps a field of
     the file (body, map ...) to (the argument's name, its text), ``shift``
@@ -96,7 +99,11 @@ def _located(e: KernelError, text: str, origin: str, args: dict,
                 ln = lines[loc.line - 1]
                 start = ln.find('": "')
                 if 0 <= start < loc.column - 1:
-                    at += len(_json_prefix(ln[start + 4:loc.column - 1]))
+                    k = len(_json_prefix(ln[start + 4:loc.column - 1]))
+                    if isinstance(at, list):  # a rewritten value's map
+                        at = at[k] if k < len(at) else (at[-1] + 1 if at else 0)
+                    else:
+                        at += k
                     r, c = _where(given, min(at, len(given)))
                 else:
                     r, c = 1, 1
@@ -116,7 +123,9 @@ def _located(e: KernelError, text: str, origin: str, args: dict,
                                                    loc.message))
         src = given.splitlines()[r - 1] if given.splitlines() else ""
         out.append("    " + src)
-        out.append("    " + " " * (c - 1) + "^")
+        # the caret under the column: the line's tabs kept, so it lines up
+        out.append("    " + "".join(ch if ch == "\t" else " "
+                                    for ch in src[:c - 1]) + "^")
     err = KernelError("\n".join(out) + "\n", e.code)
     return err
 
@@ -234,21 +243,29 @@ def ReductionKernel(in_params: str, out_params: str, map_expr: str,
     if acc is not None and acc != outs[0]["type"]:
         desc["acc"] = acc
     post = post_map_expr.strip().rstrip(";").strip()
+    lead = len(post_map_expr) - len(post_map_expr.lstrip())
     m = re.fullmatch(r"(\w+)\s*=\s*(.*)", post, re.S)
+    # where each character of the finalize stands in post_map_expr
+    fin: Optional[List[int]] = list(range(lead, lead + len(post)))
     if m and m.group(1) == outs[0]["name"]:
-        post = re.sub(r"\ba\b", "acc", m.group(2))
+        expr, base, post, fin = m.group(2), lead + m.start(2), "", []
+        at = 0
+        for a in re.finditer(r"\ba\b", expr):
+            post += expr[at:a.start()] + "acc"
+            fin += list(range(base + at, base + a.start())) + [base + a.start()] * 3
+            at = a.end()
+        post += expr[at:]
+        fin += list(range(base + at, base + len(expr)))
     if post and post != "acc":
         desc["finalize"] = post
     t = _types(params, types)
     if t:
         desc["types"] = t
-    fin = post_map_expr.find(post) if post else -1
     return _load(desc, context, "ReductionKernel %s" % name,
                  {"map": ("map_expr", map_expr),
                   "combine": ("reduce_expr", reduce_expr),
                   "identity": ("identity", identity),
                   "finalize": ("post_map_expr", post_map_expr),
                   "acc": ("reduce_type", reduce_type or "")},
-                 {"map": 0, "combine": 0, "identity": 0,
-                  "finalize": fin if fin >= 0 else None},
+                 {"map": 0, "combine": 0, "identity": 0, "finalize": fin},
                  _param_args(ins, outs, params, in_params, out_params))

@@ -130,6 +130,13 @@ def test_reduction_kernel_sugar():
         hk.ReductionKernel("T x", "T y", "x", "a + c", "y = a", "0", "r")
     assert (e.value.field, e.value.column) == ("reduce_expr", 5)
     assert e.value.file == "<ReductionKernel r>"
+    # CuPy's "y = f(a)" form, which the sugar rewrites (a -> acc): located
+    # in what the caller wrote, on its second line here
+    with pytest.raises(hk.KernelError) as e:
+        hk.ReductionKernel("T x", "T y", "x", "a + b", "  y = a +\n  qq",
+                           "0", "r")
+    assert (e.value.field, e.value.line, e.value.column) == (
+        "post_map_expr", 2, 3)
     with pytest.raises(ValueError, match="reduce_type: unknown type"):
         hk.ReductionKernel("float32 x", "float32 y", "x", "a + b", "y = a",
                            "0", "bad", reduce_type="float128")
