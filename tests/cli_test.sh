@@ -797,7 +797,7 @@ else
   err_has "hk check: --arch sm_10: NVRTC"
   err_has "does not compile for it"
   run 1 "$HK" check --cuda --arch sm_90 "$T/voidrow.json"
-  err_has "voidrow.json:4:12: error: body: a value of type \"void *\" cannot be used to initialize an entity of type \"float *\" (NVRTC)"
+  err_has "voidrow.json:4:23: error: body: a value of type \"void *\" cannot be used to initialize an entity of type \"float *\" (NVRTC)"
 fi
 
 # A signal during hk build (SIGTERM here: a background job of a script

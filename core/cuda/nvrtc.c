@@ -36,11 +36,26 @@ void hk__nvrtc_key(const hkc_unit *u, int version, const char *arch,
   hk__sha256_final(&s, key);
 }
 
-/* NVRTC's "NAME(LINE): error: MSG" lines as "NAME:LINE: error: MSG", the
+/* The column of the caret NVRTC prints under the source line it echoes
+ * (indented by 2) after an error line: line 2 after p, when it is blanks
+ * and a caret; else 0. */
+static unsigned caret_column(const char *p) {
+  const char *l1 = strchr(p, '\n');
+  const char *l2 = l1 ? strchr(l1 + 1, '\n') : NULL;
+  if (!l2) return 0;
+  const char *c = l2 + 1;
+  size_t blanks = strspn(c, " ");
+  if (c[blanks] != '^' || blanks < 2 || (c[blanks + 1] && c[blanks + 1] != '\n'))
+    return 0;
+  return (unsigned)(blanks - 2 + 1);
+}
+
+/* NVRTC's "NAME(LINE): error: MSG" lines as "NAME:LINE:COL: error: MSG"
+ * (COL from the caret under the echoed line, when there is one), the
  * form the line mapper reads. malloc'ed, or NULL. */
 static char *gcc_style(const char *log) {
   size_t n = strlen(log);
-  char *o = malloc(n + 1), *w = o;
+  char *o = malloc(n + 32 * (n / 16 + 1)), *w = o;
   if (!o) return NULL;
   for (const char *p = log; *p;) {
     const char *nl = strchr(p, '\n');
@@ -54,6 +69,8 @@ static char *gcc_style(const char *log) {
       *w++ = ':';
       memcpy(w, lp + 1, (size_t)(rp - lp - 1));
       w += rp - lp - 1;
+      unsigned col = caret_column(p);
+      if (col) w += sprintf(w, ":%u", col);
       size_t rest = len - (size_t)(rp + 1 - p);
       memcpy(w, rp + 1, rest);
       w += rest;
