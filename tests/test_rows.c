@@ -801,6 +801,15 @@ static const bad_case bad_cases[] = {
      HEAD " \"params\": [" X ", " Y "],\n \"body\": \"y[0] = x[0];\",\n"
           " \"cuda\": \"float new = hk_row_sum(x[hk_lane]); y[0] = new;\"}",
      "<bad.json>:4:17: error: cuda: 'new' is a C++ keyword"},
+    {"16-bit rows with targets of cuda alone",
+     HEAD " \"targets\": [\"cuda\"], \"types\": {\"T\": [\"f32\", \"f16\"]},\n"
+          " \"params\": [{\"name\": \"x\", \"type\": \"T\", \"role\": \"in\"},\n"
+          "  {\"name\": \"y\", \"type\": \"T\", \"role\": \"out\"}],\n"
+          " \"body\": \"y[0] = x[0];\"}",
+     "<bad.json>:2:13: error: targets: lists only cuda, and instance k_f16 "
+     "has f16 or bf16 buffers, which a rows kernel runs on the CPU only "
+     "(yet): it would run nowhere (list \"cpu\" too, or leave out those "
+     "types)"},
     {"a cuda body in a kernel that does not target cuda",
      HEAD " \"targets\": [\"cpu\"], \"params\": [" X ", " Y "],\n"
           " \"body\": \"y[0] = x[0];\",\n \"cuda\": \"y[0] = x[0];\"}",
