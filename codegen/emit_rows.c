@@ -184,7 +184,7 @@ static void put_rows_fn(hku_buf *o, const hkc_instance *in) {
       hku_buf_printf(o,
                      "        for (size_t hk_j = 0; hk_j < %s; ++hk_j) "
                      "hk_t_%s[hk_j] = 0;\n",
-                     p->row == HK_ROW_ONE ? "1" : "n", p->name);
+                     row_len(p), p->name);
     else
       put_row_load(o, in, p, "hk_p_", 8);
   }

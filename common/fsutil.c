@@ -388,3 +388,19 @@ void hku_free_list(char **v, int n) {
   for (int i = 0; i < n; i++) free(v[i]);
   free(v);
 }
+
+void hku_remove_flat_dir(int dirfd, const char *name) {
+  int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return;
+  }
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL)
+    if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+      (void)unlinkat(fd, de->d_name, 0); /* files only: flags 0 */
+  closedir(d);
+  (void)unlinkat(dirfd, name, AT_REMOVEDIR);
+}

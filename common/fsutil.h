@@ -93,5 +93,9 @@ HK_INTERNAL int hku_copy_file_atomic(const char *src, const char *path,
 HK_INTERNAL int hku_list_dir(const char *dir, const char *const *suffixes,
                              char ***out);
 HK_INTERNAL void hku_free_list(char **v, int n);
+/* Removes the folder name (relative to dirfd, or AT_FDCWD) and the files
+ * in it, not following a symbolic link to it: a compiler's build folder,
+ * which holds files only. What cannot be removed stays. */
+HK_INTERNAL void hku_remove_flat_dir(int dirfd, const char *name);
 
 #endif /* HK_FSUTIL_H */

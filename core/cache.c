@@ -570,20 +570,7 @@ static int is_id_temp_name(const char *s) {
 
 /* Removes the build folder name (its files, then itself). */
 static void remove_build_dir(hk_cache_t *c, const char *name) {
-  int fd = openat(c->dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                                    O_CLOEXEC);
-  if (fd < 0) return;
-  DIR *d = fdopendir(fd);
-  if (!d) {
-    close(fd);
-    return;
-  }
-  struct dirent *de;
-  while ((de = readdir(d)) != NULL)
-    if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-      (void)unlinkat(fd, de->d_name, 0); /* files only: flags 0 */
-  closedir(d);
-  (void)unlinkat(c->dfd, name, AT_REMOVEDIR);
+  hku_remove_flat_dir(c->dfd, name);
 }
 
 /* Removes what killed processes left, older than HK_CACHE_TEMP_AGE (a live

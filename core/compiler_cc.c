@@ -9,7 +9,6 @@
  */
 #include "compiler_cc.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -508,13 +507,7 @@ int hk__cc_jobs(void) {
  * and shared object, and the temporary files of a compiler that was
  * killed (its TMPDIR: run_cc). */
 static void remove_build_dir(const char *dir) {
-  DIR *d = opendir(dir);
-  struct dirent *e;
-  while (d && (e = readdir(d)))
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-      unlinkat(dirfd(d), e->d_name, 0);
-  if (d) closedir(d);
-  rmdir(dir);
+  hku_remove_flat_dir(AT_FDCWD, dir);
 }
 
 /* One compile of a build of several C files: kernel_K.c to kernel_K.o. */
