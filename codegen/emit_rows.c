@@ -16,8 +16,7 @@
  * (hk_t_NAME), in scratch memory the core hands the range entry point as
  * its partial (abi.h: rows, 4 bytes an element for each such buffer,
  * hkc_acc_size); an in or inout row is converted before the body, an out
- * row zeroed, and an out or inout row rounded back after it, once. Such
- * instances have no CUDA code (yet: hkc_instance_targets).
+ * row zeroed, and an out or inout row rounded back after it, once.
  * CUDA: the same body as a __device__ function, and hk_cuda__NAME(params...,
  * n, rows): one thread per row, a grid-stride loop over the rows. A kernel
  * with a "cuda" body also gets its cooperative entry hk_cuda_crow__NAME
@@ -28,6 +27,12 @@
  * hk_abi_rows_lanes(n)); the block's barrier ends each row, so a body may
  * reuse its __shared__ memory from row to row. The launcher takes the
  * cooperative entry where the code has one (core/cuda/launch.c).
+ * Staged instances' CUDA entries take one more argument, float
+ * *hk_scratch: nstaged * max(n, 1) floats for each thread (hk_cuda__) or
+ * block (hk_cuda_crow__) of the launch, which hold its row's copies as
+ * the CPU's scratch does; a block loads a row's copies together, then a
+ * barrier, the body, a barrier, the stores. The same copies and body give
+ * the CPU's bits.
  */
 #include <stdio.h>
 
@@ -111,48 +116,127 @@ static const char *row_len(const hkc_param *p) {
   return p->row == HK_ROW_ONE ? "1" : "n";
 }
 
+/* A loop over a staged row's elements hk_j: C's (whose f16 rows take the
+ * C prelude's block conversions instead), a CUDA thread's, or a CUDA
+ * block's, its threads blockDim.x apart. */
+typedef struct row_loop {
+  const char *from, *step;
+} row_loop;
+static const row_loop LOOP_C = {"0", "++hk_j"};
+static const row_loop LOOP_THREAD = {"0", "++hk_j"};
+static const row_loop LOOP_BLOCK = {"threadIdx.x", "hk_j += blockDim.x"};
+
+/* "for (size_t hk_j = ...; hk_j < LEN; ...)" over staged buffer p's row,
+ * indented by ind. */
+static void put_loop(hku_buf *o, const row_loop *loop, const hkc_param *p,
+                     int ind) {
+  hku_buf_printf(o, "%*sfor (size_t hk_j = %s; hk_j < %s; %s)", ind, "",
+                 loop->from, row_len(p), loop->step);
+}
+
 /* hk_t_NAME = staged buffer p's row (row hk_r, or the shared one),
- * widened: f16 by the prelude's block conversion, bf16 by a loop. */
+ * widened, by loop (LOOP_C, LOOP_BLOCK); in C (LOOP_C), f16 by the
+ * prelude's block conversion. */
 static void put_row_load(hku_buf *o, const hkc_instance *in,
-                         const hkc_param *p, const char *pre, int ind) {
+                         const hkc_param *p, const row_loop *loop, int ind) {
   hk_dtype_t t = hkc_param_type(in, p);
   const char *off = row_offset(p);
   char src[160];
-  snprintf(src, sizeof src, "%s%s%s%s", pre, p->name, off ? " + " : "",
+  snprintf(src, sizeof src, "hk_p_%s%s%s", p->name, off ? " + " : "",
            off ? off : "");
-  if (t == HK_F16) {
+  if (t == HK_F16 && loop == &LOOP_C) {
     hku_buf_printf(o, "%*shk_f16_to_f32_n(%s, hk_t_%s, %s);\n", ind, "", src,
                    p->name, row_len(p));
     return;
   }
-  hku_buf_printf(o,
-                 "%*sfor (size_t hk_j = 0; hk_j < %s; ++hk_j)\n"
-                 "%*s    hk_t_%s[hk_j] = %s(%s)[hk_j]%s;\n",
-                 ind, "", row_len(p), ind, "", p->name, hkc_load_pre(t), src,
-                 hkc_conv_post(t));
+  put_loop(o, loop, p, ind);
+  hku_buf_printf(o, "\n%*s    hk_t_%s[hk_j] = %s(%s)[hk_j]%s;\n", ind, "",
+                 p->name, hkc_load_pre(t), src, hkc_conv_post(t));
 }
 
-/* Row hk_r of staged buffer p = its float copy, rounded to nearest even. */
+/* An out row's float copy = 0, as an elementwise out starts. */
+static void put_row_zero(hku_buf *o, const hkc_param *p, const row_loop *loop,
+                         int ind) {
+  put_loop(o, loop, p, ind);
+  hku_buf_printf(o, " hk_t_%s[hk_j] = 0;\n", p->name);
+}
+
+/* Row hk_r of staged buffer p = its float copy, rounded to nearest even,
+ * by loop as put_row_load's. */
 static void put_row_store(hku_buf *o, const hkc_instance *in,
-                          const hkc_param *p, int ind) {
+                          const hkc_param *p, const row_loop *loop, int ind) {
   hk_dtype_t t = hkc_param_type(in, p);
   const char *off = row_offset(p);
-  if (t == HK_F16) {
+  if (t == HK_F16 && loop == &LOOP_C) {
     hku_buf_printf(o, "%*shk_f32_to_f16_n(hk_t_%s, hk_p_%s + %s, %s);\n", ind,
                    "", p->name, p->name, off, row_len(p));
     return;
   }
-  hku_buf_printf(o,
-                 "%*sfor (size_t hk_j = 0; hk_j < %s; ++hk_j)\n"
-                 "%*s    (hk_p_%s + %s)[hk_j] = %shk_t_%s[hk_j]%s;\n",
-                 ind, "", row_len(p), ind, "", p->name, off, hkc_store_pre(t),
-                 p->name, hkc_conv_post(t));
+  put_loop(o, loop, p, ind);
+  hku_buf_printf(o, "\n%*s    (hk_p_%s + %s)[hk_j] = %shk_t_%s[hk_j]%s;\n",
+                 ind, "", p->name, off, hkc_store_pre(t), p->name,
+                 hkc_conv_post(t));
+}
+
+/* The staged buffers' float copies of a row as hk_t_NAME, max(n, 1)
+ * floats apart from hk_scratch on (unit NULL), or from hk_scratch +
+ * unit * nstaged * max(n, 1) on (a GPU thread's or block's own). */
+static void put_staged_ptrs(hku_buf *o, const hkc_instance *in,
+                            const char *unit) {
+  const hkc_kernel *k = in->k;
+  const int nstaged = hkc_rows_nstaged(in);
+  hku_buf_put(o, "    const size_t hk_w = n ? n : 1;\n");
+  for (int i = 0, at = 0; i < k->nparams; i++) {
+    if (!hkc_rows_staged(in, &k->params[i])) continue;
+    if (unit)
+      hku_buf_printf(o,
+                     "    float *const hk_t_%s = hk_scratch + (%s * %d + %d) "
+                     "* hk_w;\n",
+                     k->params[i].name, unit, nstaged, at++);
+    else
+      hku_buf_printf(o, "    float *const hk_t_%s = hk_scratch + %d * hk_w;\n",
+                     k->params[i].name, at++);
+  }
+}
+
+/* The shared staged buffers' copies, loaded once (the same for every
+ * row). */
+static void put_shared_loads(hku_buf *o, const hkc_instance *in,
+                             const row_loop *loop, int ind) {
+  for (int i = 0; i < in->k->nparams; i++) {
+    const hkc_param *p = &in->k->params[i];
+    if (hkc_rows_staged(in, p) && p->row == HK_ROW_SHARED)
+      put_row_load(o, in, p, loop, ind);
+  }
+}
+
+/* Before row hk_r's body: its in and inout copies loaded, its out copies
+ * zeroed (shared buffers excepted: put_shared_loads). */
+static void put_row_loads(hku_buf *o, const hkc_instance *in,
+                          const row_loop *loop, int ind) {
+  for (int i = 0; i < in->k->nparams; i++) {
+    const hkc_param *p = &in->k->params[i];
+    if (!hkc_rows_staged(in, p) || p->row == HK_ROW_SHARED) continue;
+    if (p->role == HK_ROLE_OUT)
+      put_row_zero(o, p, loop, ind);
+    else
+      put_row_load(o, in, p, loop, ind);
+  }
+}
+
+/* After row hk_r's body: its out and inout copies stored. */
+static void put_row_stores(hku_buf *o, const hkc_instance *in,
+                           const row_loop *loop, int ind) {
+  for (int i = 0; i < in->k->nparams; i++) {
+    const hkc_param *p = &in->k->params[i];
+    if (hkc_rows_staged(in, p) && p->role != HK_ROLE_IN)
+      put_row_store(o, in, p, loop, ind);
+  }
 }
 
 /* hk_rows__NAME(buffers as hk_p_NAME, scalars, n, begin, end): the rows
  * [begin, end). */
 static void put_rows_fn(hku_buf *o, const hkc_instance *in) {
-  const hkc_kernel *k = in->k;
   const int staged = hkc_rows_nstaged(in);
   hku_buf_printf(o, "HK_INLINE void hk_rows__%s(", in->name);
   hkc_put_params(o, in, "hk_p_", 1, 0);
@@ -164,36 +248,13 @@ static void put_rows_fn(hku_buf *o, const hkc_instance *in) {
     hku_buf_put(o, "}\n\n");
     return;
   }
-  /* each staged buffer's float copy of a row: max(n, 1) floats apart */
-  hku_buf_put(o, "    const size_t hk_w = n ? n : 1;\n");
-  for (int i = 0, at = 0; i < k->nparams; i++)
-    if (hkc_rows_staged(in, &k->params[i]))
-      hku_buf_printf(o, "    float *const hk_t_%s = hk_scratch + %d * hk_w;\n",
-                     k->params[i].name, at++);
-  /* a shared buffer: the same row for every row, converted once */
-  for (int i = 0; i < k->nparams; i++) {
-    const hkc_param *p = &k->params[i];
-    if (hkc_rows_staged(in, p) && p->row == HK_ROW_SHARED)
-      put_row_load(o, in, p, "hk_p_", 4);
-  }
+  /* each staged buffer's float copy of a row */
+  put_staged_ptrs(o, in, NULL);
+  put_shared_loads(o, in, &LOOP_C, 4);
   hku_buf_put(o, "    for (size_t hk_r = hk_begin; hk_r < hk_end; ++hk_r) {\n");
-  for (int i = 0; i < k->nparams; i++) {
-    const hkc_param *p = &k->params[i];
-    if (!hkc_rows_staged(in, p) || p->row == HK_ROW_SHARED) continue;
-    if (p->role == HK_ROLE_OUT) /* as an elementwise out starts: 0 */
-      hku_buf_printf(o,
-                     "        for (size_t hk_j = 0; hk_j < %s; ++hk_j) "
-                     "hk_t_%s[hk_j] = 0;\n",
-                     row_len(p), p->name);
-    else
-      put_row_load(o, in, p, "hk_p_", 8);
-  }
+  put_row_loads(o, in, &LOOP_C, 8);
   put_row_call(o, in, 8, 0);
-  for (int i = 0; i < k->nparams; i++) {
-    const hkc_param *p = &k->params[i];
-    if (hkc_rows_staged(in, p) && p->role != HK_ROLE_IN)
-      put_row_store(o, in, p, 8);
-  }
+  put_row_stores(o, in, &LOOP_C, 8);
   hku_buf_put(o, "    }\n}\n\n");
 }
 
@@ -259,18 +320,37 @@ void hkc_emit_rows_c(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
 void hkc_emit_rows_cuda(hku_buf *o, const hkc_instance *in,
                         hkc_emit_mode mode) {
   (void)mode; /* the same CUDA serves the stdlib and plugins */
+  const int staged = hkc_rows_nstaged(in);
+  const char *scratch = staged ? ", float *hk_scratch" : "";
   put_body_fn(o, in, "static __device__ __forceinline__ ", 0);
   hku_buf_printf(o, "extern \"C\" __global__ void " HK_ABI_CUDA_KERNEL "%s(",
                  in->name);
   hkc_put_params(o, in, "hk_p_", 1, 0);
-  hku_buf_put(o,
-              "size_t n, size_t hk_rows)\n{\n"
-              "    const size_t hk_stride = (size_t)blockDim.x * gridDim.x;\n"
-              "    for (size_t hk_r = (size_t)blockIdx.x * blockDim.x + "
-              "threadIdx.x; hk_r < hk_rows;\n"
-              "         hk_r += hk_stride)\n");
-  put_row_call(o, in, 8, 0);
-  hku_buf_put(o, "}\n\n");
+  hku_buf_printf(o,
+                 "size_t n, size_t hk_rows%s)\n{\n"
+                 "    const size_t hk_stride = (size_t)blockDim.x * "
+                 "gridDim.x;\n"
+                 "    const size_t hk_g = (size_t)blockIdx.x * blockDim.x + "
+                 "threadIdx.x;\n",
+                 scratch);
+  if (!staged) {
+    hku_buf_put(o,
+                "    for (size_t hk_r = hk_g; hk_r < hk_rows; hk_r += "
+                "hk_stride)\n");
+    put_row_call(o, in, 8, 0);
+    hku_buf_put(o, "}\n\n");
+  } else { /* the thread's own copies: as the C rows function's */
+    put_staged_ptrs(o, in, "hk_g");
+    hku_buf_put(o, "    if (hk_g >= hk_rows) return;\n");
+    put_shared_loads(o, in, &LOOP_THREAD, 4);
+    hku_buf_put(o,
+                "    for (size_t hk_r = hk_g; hk_r < hk_rows; hk_r += "
+                "hk_stride) {\n");
+    put_row_loads(o, in, &LOOP_THREAD, 8);
+    put_row_call(o, in, 8, 0);
+    put_row_stores(o, in, &LOOP_THREAD, 8);
+    hku_buf_put(o, "    }\n}\n\n");
+  }
   if (!in->k->cuda.text) return;
 
   /* the cooperative entry: a block a row. __launch_bounds__ keeps the
@@ -282,11 +362,25 @@ void hkc_emit_rows_cuda(hku_buf *o, const hkc_instance *in,
                  HK_ABI_CUDA_ROWS_COOP "%s(",
                  HK_ABI_ROWS_LANES_MAX, in->name);
   hkc_put_params(o, in, "hk_p_", 1, 0);
+  hku_buf_printf(o, "size_t n, size_t hk_rows%s)\n{\n", scratch);
+  if (staged) {
+    /* the block's own copies, which its threads load and store together,
+     * a barrier between those and the body */
+    put_staged_ptrs(o, in, "(size_t)blockIdx.x");
+    put_shared_loads(o, in, &LOOP_BLOCK, 4);
+  }
   hku_buf_put(o,
-              "size_t n, size_t hk_rows)\n{\n"
               "    for (size_t hk_r = blockIdx.x; hk_r < hk_rows; hk_r += "
               "gridDim.x) {\n");
+  if (staged) {
+    put_row_loads(o, in, &LOOP_BLOCK, 8);
+    hku_buf_put(o, "        __syncthreads();\n");
+  }
   put_row_call(o, in, 8, 1);
+  if (staged) {
+    hku_buf_put(o, "        __syncthreads();\n");
+    put_row_stores(o, in, &LOOP_BLOCK, 8);
+  }
   hku_buf_put(o,
               "        __syncthreads(); /* the row's shared memory is free "
               "again */\n"

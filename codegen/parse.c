@@ -578,7 +578,6 @@ static int parse_kernel(hkc_parser *P, const hkj_node *obj, const char *prefix,
   if (P->errors == start_errors && k->name) {
     if (hkc_make_instances(P, obj, prefix, k) != HK_OK) return HK_ENOMEM;
     hkc_check_acc_size(P, obj, prefix, k);
-    hkc_check_rows_targets(P, obj, prefix, k);
   }
   return HK_OK;
 }

@@ -64,10 +64,6 @@ void hkc_check_roles(hkc_parser *P, const hkj_node *obj, const char *prefix,
  * rows kernels' buffers have one (parse_rows.c). */
 void hkc_param_row(hkc_parser *P, const hkj_node *po, const char *ppre,
                    const hkc_kernel *k, hkc_param *p);
-/* A rows kernel whose targets list only cuda has no f16 or bf16 instance
- * (they run on the CPU only, yet): one would run nowhere (parse_rows.c). */
-void hkc_check_rows_targets(hkc_parser *P, const hkj_node *obj,
-                            const char *prefix, const hkc_kernel *k);
 /* The rules on a rows kernel's parameters (row modes against roles, a
  * written buffer); nothing for other kinds (parse_rows.c). */
 void hkc_check_rows_params(hkc_parser *P, const hkj_node *obj,

@@ -52,21 +52,6 @@ int hkc_rows_nstaged(const hkc_instance *in) {
   return count;
 }
 
-void hkc_check_rows_targets(hkc_parser *P, const hkj_node *obj,
-                            const char *prefix, const hkc_kernel *k) {
-  if (k->kind != HK_KIND_ROWS || (k->targets & HK_TARGET_CPU)) return;
-  for (int i = 0; i < k->ninst; i++)
-    if (hkc_rows_nstaged(&k->inst[i])) {
-      const hkj_node *ts = hkj_get(obj, "targets");
-      hkc_err(P, ts ? ts : obj, hkc_fld(prefix, "targets"),
-              "lists only cuda, and instance %s has f16 or bf16 buffers, "
-              "which a rows kernel runs on the CPU only (yet): it would run "
-              "nowhere (list \"cpu\" too, or leave out those types)",
-              k->inst[i].name);
-      return;
-    }
-}
-
 void hkc_check_rows_params(hkc_parser *P, const hkj_node *obj,
                            const char *prefix, const hkc_kernel *k) {
   if (k->kind != HK_KIND_ROWS) return;

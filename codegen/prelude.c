@@ -219,19 +219,24 @@ static void put_constants(hku_buf *o) {
  * inf beyond the range; subnormals both ways, no flushing without .ftz):
  * the same bits, in one instruction instead of some twenty (GELU in f16
  * ran 1.39x the time of f32 on an H200 with the code alone). NaNs keep
- * the code below, which keeps their payload. */
+ * the code below, which keeps their payload. HK_NO_PTX leaves the
+ * instructions out: tests/rows_emulate.cc runs this code as host C++. */
 static const char cuda_f16_to_f32[] =
+    "#ifndef HK_NO_PTX\n"
     "    if ((h & 0x7fffu) <= 0x7c00u) {\n"
     "        float f;\n"
     "        asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h));\n"
     "        return f;\n"
-    "    }\n";
+    "    }\n"
+    "#endif\n";
 static const char cuda_f32_to_f16[] =
+    "#ifndef HK_NO_PTX\n"
     "    if ((hk_f2u(f) & 0x7fffffffu) <= 0x7f800000u) {\n"
     "        unsigned short h;\n"
     "        asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n"
     "        return (uint16_t)h;\n"
-    "    }\n";
+    "    }\n"
+    "#endif\n";
 
 /* The conversions between the stored and the computed forms of f16 and
  * bf16 (kernel.h), one text for C (tcc, gcc, clang) and CUDA: branch-free

@@ -55,9 +55,6 @@ const char *hkc_instance_name(const hkc_instance *in) { return in->name; }
 hk_kind_t hkc_instance_kind(const hkc_instance *in) { return in->k->kind; }
 
 unsigned hkc_instance_targets(const hkc_instance *in) {
-  /* staged rows run on the CPU only (yet): their f32 copies of a row are
-   * the CPU's scratch memory (emit_rows.c) */
-  if (hkc_rows_nstaged(in)) return in->k->targets & ~(unsigned)HK_TARGET_CUDA;
   return in->k->targets;
 }
 

@@ -46,6 +46,8 @@ typedef struct hk_cuda_entry {
   const hk_kernel_info_t *info; /* parameters, for the launch */
   int out_index;                /* reductions: the out parameter */
   unsigned vec_lanes;           /* elementwise: elements per thread step */
+  int staged; /* rows: the f16 and bf16 buffers, whose float copies of a
+                 row the launch's scratch holds (codegen/emit_rows.c) */
 } hk_cuda_entry_t;
 
 /* A plugin module's GPU code: one CUDA module, an entry per instance (fn
@@ -60,6 +62,8 @@ struct hk_stream {
   pthread_mutex_t lock;  /* held while a multi-launch sequence or staged
                             copy is queued: they use the buffers below */
   CUdeviceptr scratch;   /* reduction partials */
+  CUdeviceptr rows_scratch; /* staged rows' float copies (launch.c), */
+  size_t rows_scratch_bytes; /* ... this long; 0 until the first needs it */
   void *staging[2];      /* pinned buffers for pageable copies */
   CUevent staged[2];     /* when each staging buffer is free again */
 };

@@ -361,7 +361,8 @@ HK_API int hk_kernel_wait_opt(hk_kernel_t *k);
  * parameter order: a buffer's data, or a pointer to a scalar's value.
  * A rows kernel runs one row of n elements (its "one" buffers hold 1);
  * one with f16 or bf16 buffers stages each row in float copies in the
- * thread's scratch (HK_ENOMEM when it cannot be had: nothing runs).
+ * thread's scratch (HK_ENOMEM when it cannot be had: nothing runs; on the
+ * GPU, in device memory the stream keeps).
  * Buffers must hold the elements the kernel's description says (n, 1 for
  * each of a reduction's results, or their len). Large elementwise and reduction calls
  * are shared among threads, as for the typed stdlib functions. Buffers in
@@ -661,8 +662,8 @@ typedef struct hk_call_opts {
  * elements, several per row beyond, and a merge block per row; rows
  * kernels one GPU thread per row, or, those with a "cuda" body (the
  * stdlib's softmax, log_softmax and layernorm), a block of threads per row
- * (schemas/README.md, 6.4); rows kernels with f16 or bf16 buffers do not
- * run on the GPU yet (HK_EUNSUPPORTED). Results equal the CPU's where the operation is
+ * (schemas/README.md, 6.4), those with f16 or bf16 buffers through float
+ * copies of each row, as on the CPU. Results equal the CPU's where the operation is
  * exact (elementwise bodies, min, max, argmax, integer sums) or its order
  * fixed (the stdlib's rows kernels: the same bits as on the CPU);
  * floating-point reductions may differ by rounding (another tree), the

@@ -39,6 +39,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "abi.h" /* hk_abi_rows_lanes */
@@ -118,9 +119,9 @@ __umul64hi(unsigned long long a, unsigned long long b) {
   return (unsigned long long)(((unsigned __int128)a * b) >> 64);
 }
 
-/* the f16 conversions' PTX (never called here): nothing for the host's
- * compiler to read */
-#define asm(...) ((void)0)
+/* the f16 conversions without their PTX: the code that gives the same
+ * bits (codegen/prelude.c) */
+#define HK_NO_PTX
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -309,6 +310,154 @@ static const size_t nrows = 2 * PATTERNS;
     compare(#NAME, "mean", nrows, n, 0, m[0], m[1], nrows);                    \
     compare(#NAME, "rstd", nrows, n, 0, s[0], s[1], nrows);                    \
   }
+
+/* ---- f16 and bf16 instances: staged rows (codegen/emit_rows.c) -------------
+ * Their entries take float copies of each row in hk_scratch (a block's or
+ * a thread's own), which must give the bits of the CPU's way: each row
+ * widened, the body (hk_body__NAME, float rows), the results rounded once.
+ * The cooperative entry runs in 2 blocks, the thread-a-row entry in 2
+ * blocks of 32 threads; scratch for 8 copies a block (thread), the most
+ * these kernels stage. The row lengths: none, one element, a block's
+ * threads more than once (the body's paths are the f32 checks'). */
+enum { STAGED_MAX = 8 };
+static const size_t lengths16[] = {0, 1, 33, 1025, 2063};
+
+/* count elements rounded by to, then the guard */
+static std::vector<uint16_t> to_16(const std::vector<float> &f, size_t count,
+                                   uint16_t (*to)(float)) {
+  std::vector<uint16_t> h(count + GUARD);
+  for (size_t i = 0; i < count; i++)
+    h[i] = to(f[i]);
+  for (size_t g = 0; g < GUARD; g++)
+    h[count + g] = (uint16_t)(1000 + g);
+  return h;
+}
+
+/* the float copy of count elements of h (one 0 when count is 0) */
+static std::vector<float> widen(const uint16_t *h, size_t count,
+                                float (*from)(uint16_t)) {
+  std::vector<float> f(count ? count : 1, 0.0f);
+  for (size_t i = 0; i < count; i++)
+    f[i] = from(h[i]);
+  return f;
+}
+
+/* The scratch's layout, which the launcher sizes by (core/cuda/launch.c):
+ * unit u (a block or a thread of `units`) keeps its nstaged copies at
+ * (u * nstaged + i) * max(n, 1); its first, x's, holds the last row u ran
+ * (u, u + units, ... below nrows) widened, and nothing past the units'
+ * copies was written (it stays NaN). */
+static void check_scratch(const char *name, const char *how,
+                          const std::vector<float> &scratch,
+                          const std::vector<uint16_t> &x, size_t n,
+                          size_t units, int nstaged, float (*from)(uint16_t)) {
+  const size_t w = n ? n : 1;
+  checks++;
+  for (size_t u = 0; u < units && u < nrows; u++) {
+    const size_t last = u + units * ((nrows - 1 - u) / units);
+    for (size_t c = 0; c < n; c++) {
+      float want = from(x[last * n + c]), got = scratch[u * nstaged * w + c];
+      if (!memcmp(&want, &got, sizeof want) || (want != want && got != got))
+        continue;
+      failures++;
+      fprintf(stderr,
+              "FAIL %s %s n %zu: unit %zu's copy of x is not row %zu "
+              "(element %zu is %g, not %g)\n",
+              name, how, n, u, last, c, (double)got, (double)want);
+      return;
+    }
+  }
+  for (size_t i = units * (size_t)nstaged * w; i < scratch.size(); i++)
+    if (scratch[i] == scratch[i]) {
+      failures++;
+      fprintf(stderr, "FAIL %s %s n %zu: scratch[%zu] written, past %zu "
+              "units' copies\n", name, how, n, i, units);
+      return;
+    }
+}
+
+/* way: a block a row (0, 1) or a thread a row (2, 3); in place when odd */
+#define XY16_CHECK(NAME, TO, FROM)                                             \
+  for (size_t n : lengths16)                                                   \
+    for (int way = 0; way < 4; way++) {                                        \
+      const int inplace = way & 1, coop = way < 2;                             \
+      const size_t w = n ? n : 1;                                              \
+      std::vector<uint16_t> x =                                                \
+          to_16(rows_data<float>(nrows, n), nrows * n, TO);                    \
+      std::vector<uint16_t> want = out_buf<uint16_t>(nrows * n);               \
+      const std::vector<uint16_t> gx0 = x;                                     \
+      std::vector<uint16_t> gx = x, got = want;                                \
+      uint16_t *wy = inplace ? x.data() : want.data();                         \
+      uint16_t *gy = inplace ? gx.data() : got.data();                         \
+      for (size_t r = 0; r < nrows; r++) {                                     \
+        std::vector<float> tx = widen(&x[r * n], n, FROM), ty(w, 0.0f);        \
+        hk_body__##NAME(tx.data(), ty.data(), n, r);                           \
+        for (size_t c = 0; c < n; c++)                                         \
+          wy[r * n + c] = TO(ty[c]);                                           \
+      }                                                                        \
+      std::vector<float> scratch((coop ? 2 : 64) * STAGED_MAX * w, NAN);       \
+      if (coop)                                                                \
+        launch(2, hk_abi_rows_lanes(n), [&] {                                  \
+          hk_cuda_crow__##NAME(gx.data(), gy, n, nrows, scratch.data());       \
+        });                                                                    \
+      else                                                                     \
+        launch(2, 32, [&] {                                                    \
+          hk_cuda__##NAME(gx.data(), gy, n, nrows, scratch.data());            \
+        });                                                                    \
+      const char *how = coop ? "(a block a row)" : "(a thread a row)";         \
+      compare(#NAME, coop ? "y (a block a row)" : "y (a thread a row)",        \
+              nrows, n, inplace, inplace ? x : want,                           \
+              inplace ? gx : got, nrows *n);                                   \
+      check_scratch(#NAME, how, scratch, gx0, n, coop ? 2 : 64, 2, FROM);      \
+    }
+
+#define LN16_CHECK(NAME, TO, FROM)                                             \
+  for (size_t n : lengths16)                                                   \
+    for (int coop = 0; coop < 2; coop++) {                                     \
+      const size_t w = n ? n : 1;                                              \
+      std::vector<float> wf(n), bf(n);                                         \
+      for (size_t c = 0; c < n; c++)                                           \
+        wf[c] = (float)(1 + 0.01 * (double)c),                                 \
+        bf[c] = (float)(0.1 * (double)(c % 7));                                \
+      std::vector<uint16_t> x =                                                \
+          to_16(rows_data<float>(nrows, n), nrows * n, TO);                    \
+      std::vector<uint16_t> wt = to_16(wf, n, TO), b = to_16(bf, n, TO);       \
+      std::vector<uint16_t> y[2] = {out_buf<uint16_t>(nrows * n),              \
+                                    out_buf<uint16_t>(nrows * n)};             \
+      std::vector<uint16_t> m[2] = {out_buf<uint16_t>(nrows),                  \
+                                    out_buf<uint16_t>(nrows)};                 \
+      std::vector<uint16_t> s[2] = {out_buf<uint16_t>(nrows),                  \
+                                    out_buf<uint16_t>(nrows)};                 \
+      const uint16_t eps = TO(1e-5f);                                          \
+      std::vector<float> tw = widen(wt.data(), n, FROM),                       \
+                         tb = widen(b.data(), n, FROM);                        \
+      for (size_t r = 0; r < nrows; r++) {                                     \
+        std::vector<float> tx = widen(&x[r * n], n, FROM), ty(w, 0.0f);        \
+        float tm = 0, ts = 0;                                                  \
+        hk_body__##NAME(tx.data(), tw.data(), tb.data(), ty.data(), &tm, &ts,  \
+                        eps, n, r);                                            \
+        for (size_t c = 0; c < n; c++)                                         \
+          y[0][r * n + c] = TO(ty[c]);                                         \
+        m[0][r] = TO(tm), s[0][r] = TO(ts);                                    \
+      }                                                                        \
+      std::vector<float> scratch((coop ? 2 : 64) * STAGED_MAX * w, NAN);       \
+      launch(2, coop ? hk_abi_rows_lanes(n) : 32, [&] {                        \
+        if (coop)                                                              \
+          hk_cuda_crow__##NAME(x.data(), wt.data(), b.data(), y[1].data(),     \
+                               m[1].data(), s[1].data(), eps, n, nrows,        \
+                               scratch.data());                                \
+        else                                                                   \
+          hk_cuda__##NAME(x.data(), wt.data(), b.data(), y[1].data(),          \
+                          m[1].data(), s[1].data(), eps, n, nrows,             \
+                          scratch.data());                                     \
+      });                                                                      \
+      const std::string how = coop ? " (a block a row)" : " (a thread a row)"; \
+      compare(#NAME, ("y" + how).c_str(), nrows, n, 0, y[0], y[1], nrows *n);  \
+      compare(#NAME, ("mean" + how).c_str(), nrows, n, 0, m[0], m[1], nrows);  \
+      compare(#NAME, ("rstd" + how).c_str(), nrows, n, 0, s[0], s[1], nrows);  \
+      check_scratch(#NAME, how.c_str(), scratch, x, n, coop ? 2 : 64, 6,       \
+                    FROM);                                                     \
+    }
 
 /* ---- axis reductions, a warp per row (codegen/emit_cuda.c) ----------------
  * hk_cuda_wrow__NAME over rows of m, in blocks of one warp, 3 of them (the
@@ -523,12 +672,20 @@ static void copy_checks(void) {
 #define EMU_COPY_CHECKS()
 #endif
 
-#define XY_BOTH(base) XY_CHECK(float, base##_f32) XY_CHECK(double, base##_f64)
-#define LN_BOTH(base) LN_CHECK(float, base##_f32) LN_CHECK(double, base##_f64)
+#define XY_ALL(base)                                                           \
+  XY_CHECK(float, base##_f32)                                                  \
+  XY_CHECK(double, base##_f64)                                                 \
+  XY16_CHECK(base##_f16, hk_f32_to_f16, hk_f16_to_f32)                         \
+  XY16_CHECK(base##_bf16, hk_f32_to_bf16, hk_bf16_to_f32)
+#define LN_ALL(base)                                                           \
+  LN_CHECK(float, base##_f32)                                                  \
+  LN_CHECK(double, base##_f64)                                                 \
+  LN16_CHECK(base##_f16, hk_f32_to_f16, hk_f16_to_f32)                         \
+  LN16_CHECK(base##_bf16, hk_f32_to_bf16, hk_bf16_to_f32)
 
 int main(void) {
-  EMU_XY(XY_BOTH)
-  EMU_LN(LN_BOTH)
+  EMU_XY(XY_ALL)
+  EMU_LN(LN_ALL)
   EMU_WROW_CHECKS();
   EMU_COPY_CHECKS();
   printf("rows_emulate: %d checks, %d failed\n", checks, failures);

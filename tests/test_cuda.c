@@ -36,7 +36,8 @@
  *     elements, up to 70000 rows, each way the core runs rows (a warp per
  *     row, part and merge blocks, and as the shape picks).
  *  1d. (before 1b) rows kernels with a "cuda" body, a block per row: the
- *     stdlib's softmax, log_softmax and layernorm (f32, f64) bit for bit
+ *     stdlib's softmax, log_softmax and layernorm (f32, f64, and f16 and
+ *     bf16 through float copies of each row) bit for bit
  *     against the CPU (a NaN need only be a NaN) over rows of 0 to 50257
  *     elements, 1 to 300 rows, rows with NaN, +-inf and only -inf, in place,
  *     through the core's rows call, hk_call_arrays and hk_call; guard zones.
@@ -49,7 +50,10 @@
  *     body) bit for bit as in 1d; cumsum (cpu only) refuses CUDA;
  *     bias_grad (an inout result) over rows each way. A grid kernel
  *     called in place (out is in) gives the CPU's result (its restrict
- *     variant must not run then).
+ *     variant must not run then). A rows kernel without a "cuda" body in
+ *     f16 and bf16 (a thread a row, float copies in the launch's scratch)
+ *     and long rows over more rows than the scratch's blocks or threads
+ *     take at once: the CPU's bits.
  *  3. the device memory pool: reuse, statistics, trim, foreign pointers,
  *     sizes 0 .. 3 MiB.
  *  4. buffers and streams: device and host buffers, synchronous and
@@ -988,22 +992,30 @@ static double coop_uniform(double lo, double hi) {
 
 static void coop_put(hk_dtype_t t, void *p, size_t i, double v) {
   if (t == HK_F32) ((float *)p)[i] = (float)v;
+  else if (t == HK_F16) ((uint16_t *)p)[i] = hk_f16_from_double(v);
+  else if (t == HK_BF16) ((uint16_t *)p)[i] = hk_bf16_from_double(v);
   else ((double *)p)[i] = v;
+}
+
+/* Element i of p (type t) as a double. */
+static double coop_get(hk_dtype_t t, const void *p, size_t i) {
+  switch (t) {
+    case HK_F32: return ((const float *)p)[i];
+    case HK_F16: return hk_f16_to_double(((const uint16_t *)p)[i]);
+    case HK_BF16: return hk_bf16_to_double(((const uint16_t *)p)[i]);
+    default: return ((const double *)p)[i];
+  }
 }
 
 /* 1 when a and b (count elements of t) are the same bits or both NaN;
  * else 0, with the first difference in *at. */
 static int coop_same(hk_dtype_t t, const void *a, const void *b, size_t count,
                      size_t *at) {
+  const size_t es = hk_dtype_size(t);
   for (size_t i = 0; i < count; i++) {
-    int ok;
-    if (t == HK_F32) {
-      float x = ((const float *)a)[i], y = ((const float *)b)[i];
-      ok = (x != x && y != y) || !memcmp(&x, &y, sizeof x);
-    } else {
-      double x = ((const double *)a)[i], y = ((const double *)b)[i];
-      ok = (x != x && y != y) || !memcmp(&x, &y, sizeof x);
-    }
+    double x = coop_get(t, a, i), y = coop_get(t, b, i);
+    int ok = (x != x && y != y) ||
+             !memcmp((const char *)a + i * es, (const char *)b + i * es, es);
     if (!ok) {
       *at = i;
       return 0;
@@ -1121,10 +1133,8 @@ static int coop_case(hk_kernel_t *k, size_t rows, size_t n, int pat,
     CHECK_OK(hk_memcpy_to_host(host[i], dev[i], bytes, NULL));
     size_t at = 0;
     if (!coop_same(p->dtype, cpu[i], host[i], count[i], &at)) {
-      double g = p->dtype == HK_F32 ? ((float *)host[i])[at]
-                                    : ((double *)host[i])[at];
-      double c = p->dtype == HK_F32 ? ((float *)cpu[i])[at]
-                                    : ((double *)cpu[i])[at];
+      double g = coop_get(p->dtype, host[i], at);
+      double c = coop_get(p->dtype, cpu[i], at);
       CHECK_MSG(0, "%s (way %d%s) rows %zu n %zu pattern %d: %s[%zu] is %.17g "
                 "on the GPU, %.17g on the CPU", in->name, way,
                 inplace ? ", in place" : "", rows, n, pat, p->name, at, g, c);
@@ -1168,11 +1178,14 @@ static int coop_kernel(hk_context_t *ctx, const char *name, int inplace) {
 }
 
 static void test_rows_coop(hk_context_t *ctx) {
-  static const char *const stdlib[] = {"softmax_f32",     "softmax_f64",
-                                       "log_softmax_f32", "log_softmax_f64",
-                                       "layernorm_f32",   "layernorm_f64"};
+  /* the 16-bit ones stage each row in float copies (launch.c's scratch) */
+  static const char *const stdlib[] = {
+      "softmax_f32",      "softmax_f64",      "softmax_f16",
+      "softmax_bf16",     "log_softmax_f32",  "log_softmax_f64",
+      "log_softmax_f16",  "log_softmax_bf16", "layernorm_f32",
+      "layernorm_f64",    "layernorm_f16",    "layernorm_bf16"};
   for (size_t i = 0; i < COUNT(stdlib); i++)
-    CHECK_INT_EQ(coop_kernel(ctx, stdlib[i], i < 4), 0);
+    CHECK_INT_EQ(coop_kernel(ctx, stdlib[i], i < 8), 0);
 }
 
 /* ---- 1b. Arrays on the GPU: strided, broadcast, axes --------------------- */
@@ -2220,6 +2233,8 @@ static void test_plugins(int have_nvrtc) {
   /* a plugin's rows kernel with a "cuda" body: the CPU's bits */
   CHECK_INT_EQ(coop_kernel(ctx, "layernorm_rows_f32", 0), 0);
   CHECK_INT_EQ(coop_kernel(ctx, "layernorm_rows_f64", 0), 0);
+  CHECK_INT_EQ(coop_kernel(ctx, "layernorm_rows_f16", 0), 0);
+  CHECK_INT_EQ(coop_kernel(ctx, "layernorm_rows_bf16", 0), 0);
 
   int ways = rows_ways(ctx, "bias_grad_f32", 300, 64, 0) +
              rows_ways(ctx, "bias_grad_f32", 70000, 3, 0) +
@@ -2631,6 +2646,51 @@ static int damage_one(const char *path, const struct stat *st, int flag,
   return 0;
 }
 
+/* ---- 16-bit rows a thread a row --------------------------------------------
+ * A rows kernel without a "cuda" body runs a thread a row; with f16 or
+ * bf16 buffers, each thread keeps its rows' float copies in the launch's
+ * scratch (core/cuda/launch.c), which a long row limits to fewer threads
+ * than rows (they stride). Every row mode, an inout buffer, an out buffer
+ * whose copy the body reads (it starts at 0): the CPU's bits, as coop_case checks them.
+ * Then rows of 50,257 over more rows than the scratch's blocks (a block
+ * a row: softmax) or threads take at once. */
+static const char rows16_json[] =
+    "{\"schema_version\": 1, \"name\": \"rows16\", \"kind\": \"rows\",\n"
+    " \"types\": {\"T\": [\"f32\", \"f16\", \"bf16\"]},\n"
+    " \"params\": [{\"name\": \"x\", \"type\": \"T\", \"role\": \"in\"},\n"
+    "  {\"name\": \"w\", \"type\": \"T\", \"role\": \"in\", \"row\": \"shared\"},\n"
+    "  {\"name\": \"y\", \"type\": \"T\", \"role\": \"out\"},\n"
+    "  {\"name\": \"s\", \"type\": \"T\", \"role\": \"out\", \"row\": \"one\"},\n"
+    "  {\"name\": \"tot\", \"type\": \"T\", \"role\": \"inout\"}],\n"
+    " \"body\": [\"T a = 0;\",\n"
+    "  \"for (size_t c = 0; c < n; ++c) {\",\n"
+    "  \"    y[c] = x[c] * w[c] + y[c];\",\n"
+    "  \"    a += y[c];\",\n"
+    "  \"    tot[c] = tot[c] * 0.5f + x[c];\",\n"
+    "  \"}\",\n"
+    "  \"s[0] = a;\"],\n"
+    " \"targets\": [\"cpu\", \"cuda\"]}\n";
+
+static void test_rows_staged(void) {
+  char dir[4200], cache[4200], path[4300];
+  snprintf(dir, sizeof dir, "%s/rows16_plugins", g_root);
+  snprintf(cache, sizeof cache, "%s/rows16_cache", g_root);
+  snprintf(path, sizeof path, "%s/rows16.json", dir);
+  check_make_dir(dir);
+  check_make_dir(cache);
+  CHECK_MSG(write_file(path, rows16_json) == 0, "cannot write %s", path);
+  hk_context_t *ctx = mkctx(dir, cache, 0, 0);
+  if (!ctx) return;
+  static const char *const names[] = {"rows16_f16", "rows16_bf16",
+                                      "rows16_f32"};
+  for (size_t i = 0; i < COUNT(names); i++)
+    CHECK_INT_EQ(coop_kernel(ctx, names[i], 0), 0);
+  hk_kernel_t *k = find(ctx, "rows16_f16");
+  if (k) CHECK(coop_case(k, 300, 50257, 0, 0, 0));
+  if ((k = find(ctx, "softmax_bf16"))) CHECK(coop_case(k, 600, 50257, 1, 1, 0));
+  hk_context_destroy(ctx);
+}
+
 static void damage_cache(const char *cache, int mode) {
   g_damage_mode = mode;
   g_damaged = 0;
@@ -2808,6 +2868,8 @@ int main(int argc, char **argv) {
   if (have_nvrtc) {
     printf("-- %s\n", "test_grid_alias");
     test_grid_alias();
+    printf("-- %s\n", "test_rows_staged");
+    test_rows_staged();
   }
   printf("-- %s\n", "test_threadpool");
   test_threadpool();

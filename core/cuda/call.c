@@ -72,15 +72,6 @@ static int prepare_cuda(hk_kernel_t *k) {
   if (rc) return rc;
   if (atomic_load_explicit(&k->cuda, memory_order_acquire)) return HK_OK;
   const hk_kernel_info_t *info = atomic_load(&k->info);
-  if (!(info->targets & HK_TARGET_CUDA) && info->kind == HK_KIND_ROWS)
-    for (int i = 0; i < info->nparams; i++)
-      if (info->params[i].role != HK_ROLE_SCALAR &&
-          (info->params[i].dtype == HK_F16 || info->params[i].dtype == HK_BF16))
-        return hk__fail(HK_EUNSUPPORTED,
-                        "kernel %s: a rows kernel with f16 or bf16 buffers "
-                        "runs on the CPU only (yet); parameter '%s' is %s",
-                        info->name, info->params[i].name,
-                        hk_dtype_name(info->params[i].dtype));
   if (!(info->targets & HK_TARGET_CUDA))
     return !strcmp(info->origin, "so")
                ? hk__fail(HK_EUNSUPPORTED,

@@ -64,6 +64,10 @@ int hk__cuda_entry_make(CUmodule mod, const hk_kernel_info_t *info,
       its cooperative entry; the others run a thread a row */
       entry_function(mod, HK_ABI_CUDA_ROWS_COOP, info, &e->crow, NULL))
     e->crow = NULL;
+  for (int i = 0; info->kind == HK_KIND_ROWS && i < info->nparams; i++)
+    e->staged += info->params[i].role != HK_ROLE_SCALAR &&
+                 (info->params[i].dtype == HK_F16 ||
+                  info->params[i].dtype == HK_BF16);
   if (info->kind != HK_KIND_REDUCTION)
     return entry_function(mod, HK_ABI_CUDA_KERNEL, info, &e->fn, d);
   for (int i = 0; i < info->nparams && e->out_index < 0; i++)
@@ -169,6 +173,55 @@ static int launch_result(const hk_cuda_entry_t *e, CUresult r) {
   return HK_OK;
 }
 
+/* The most scratch a staged rows launch asks for when it can run fewer
+ * threads (blocks) instead: their rows' float copies, each thread's
+ * (block's) nstaged * max(n, 1) floats. A launch over rows of 768 in f16
+ * (softmax: 6 KiB a block) stays far below; one over rows of 50,257 (400
+ * KiB a block) runs 160 blocks where it would otherwise run 528 on an H200
+ * (4 blocks of 1024 threads an SM). */
+#define ROWS_SCRATCH_MAX ((size_t)64 << 20)
+
+/* The units (threads or blocks) of a staged launch that would run `want`
+ * of them, each with `per` bytes of scratch: at most ROWS_SCRATCH_MAX of
+ * it, at least one unit. */
+static size_t staged_units(size_t want, size_t per) {
+  size_t fit = ROWS_SCRATCH_MAX / per;
+  if (fit < 1) fit = 1;
+  return want < fit ? want : fit;
+}
+
+/* st's rows scratch of at least bytes bytes into *p, grown (after the
+ * stream's queued work, which may use the old one) when shorter. st->lock
+ * held, until the launch that uses it is queued. HK_OK, or HK_ENOMEM /
+ * HK_EDEVICE with the last error set. */
+static int rows_scratch(const hk_cuda_entry_t *e, struct hk_stream *st,
+                        size_t bytes, CUdeviceptr *p) {
+  HK_ASSERT(hk__cuda_locked(&st->lock));
+  const hk_cuda_api_t *a = &hk__cuda.api;
+  if (st->rows_scratch_bytes < bytes) {
+    CUresult r = a->cuStreamSynchronize(st->s);
+    if (r) {
+      char b[HK_CUDA_ERRLEN];
+      return hk__fail(HK_EDEVICE, "kernel %s: the GPU failed earlier work: %s",
+                      e->info->name, hk__cuda_strerror(r, b, sizeof b));
+    }
+    if (st->rows_scratch) a->cuMemFree(st->rows_scratch);
+    st->rows_scratch = 0;
+    st->rows_scratch_bytes = 0;
+    if ((r = a->cuMemAlloc(&st->rows_scratch, bytes))) {
+      char b[HK_CUDA_ERRLEN];
+      st->rows_scratch = 0;
+      return hk__fail(hk__cuda_code(r),
+                      "kernel %s: cannot have %zu bytes of GPU memory for "
+                      "the float copies of its f16 and bf16 rows: %s",
+                      e->info->name, bytes, hk__cuda_strerror(r, b, sizeof b));
+    }
+    st->rows_scratch_bytes = bytes;
+  }
+  *p = st->rows_scratch;
+  return HK_OK;
+}
+
 int hk__cuda_launch_rows(const hk_cuda_entry_t *e, struct hk_stream *st,
                          size_t rows, size_t n, void *const *args) {
   HK_ASSERT(atomic_load(&hk__cuda_started) && e->kind == HK_KIND_ROWS);
@@ -179,23 +232,48 @@ int hk__cuda_launch_rows(const hk_cuda_entry_t *e, struct hk_stream *st,
   kp[np++] = &n;
   kp[np++] = &rows;
   const unsigned grid_cap = (unsigned)hk__cuda.info.sm_count * 16u;
+  CUfunction fn = e->fn;
+  unsigned blocks, lanes = HK_ABI_CUDA_BLOCK;
   if (e->crow) {
     /* a block of hk_abi_rows_lanes(n) threads a row (n alone picks it, so
      * the bits never depend on the device), the blocks grid-stride: as
      * many as fill every SM twice over with threads (2048 an SM), at most
      * one a row (a grid of what the SMs hold at once, the driver's
      * occupancy, took softmax by rows of 1024 from 80 to 92 us on an H200) */
-    const unsigned lanes = hk_abi_rows_lanes(n);
+    fn = e->crow;
+    lanes = hk_abi_rows_lanes(n);
     size_t cap = (size_t)hk__cuda.info.sm_count * (2u * 2048u / lanes);
-    unsigned blocks = (unsigned)(rows < cap ? rows : cap);
-    return launch_result(
-        e, hk__cuda.api.cuLaunchKernel(e->crow, blocks, 1, 1, lanes, 1, 1, 0,
-                                       st->s, kp, NULL));
+    blocks = (unsigned)(rows < cap ? rows : cap);
+  } else {
+    blocks = blocks_for(rows, grid_cap);
   }
-  return launch_result(
-      e, hk__cuda.api.cuLaunchKernel(e->fn, blocks_for(rows, grid_cap), 1, 1,
-                                     HK_ABI_CUDA_BLOCK, 1, 1, 0, st->s, kp,
-                                     NULL));
+  if (!e->staged)
+    return launch_result(e, hk__cuda.api.cuLaunchKernel(fn, blocks, 1, 1,
+                                                        lanes, 1, 1, 0, st->s,
+                                                        kp, NULL));
+  /* staged: each thread (a thread a row) or block (a block a row) has
+   * its float copies in the stream's rows scratch; fewer of them where
+   * that would be long (the rows grid-stride) */
+  const size_t per = (size_t)e->staged * (n ? n : 1) * sizeof(float);
+  if (e->crow) {
+    blocks = (unsigned)staged_units(blocks, per);
+  } else {
+    size_t threads = staged_units((size_t)blocks * lanes, per);
+    if (threads < lanes) lanes = (unsigned)threads; /* a block of them */
+    blocks = (unsigned)((threads + lanes - 1) / lanes);
+  }
+  const size_t units = e->crow ? blocks : (size_t)blocks * lanes;
+  CUdeviceptr scratch = 0;
+  pthread_mutex_lock(&st->lock);
+  int rc = rows_scratch(e, st, units * per, &scratch);
+  if (!rc) {
+    kp[np++] = &scratch;
+    rc = launch_result(e, hk__cuda.api.cuLaunchKernel(fn, blocks, 1, 1, lanes,
+                                                      1, 1, 0, st->s, kp,
+                                                      NULL));
+  }
+  pthread_mutex_unlock(&st->lock);
+  return rc;
 }
 
 int hk__cuda_launch(const hk_cuda_entry_t *e, struct hk_stream *st, size_t n,

@@ -28,6 +28,7 @@ void hk__stream_release(struct hk_stream *st) {
     if (st->staging[i]) a->cuMemFreeHost(st->staging[i]);
   }
   if (st->scratch) a->cuMemFree(st->scratch);
+  if (st->rows_scratch) a->cuMemFree(st->rows_scratch);
   if (st->s) a->cuStreamDestroy(st->s);
   pthread_mutex_destroy(&st->lock);
 }
