@@ -302,9 +302,9 @@ void hkc_emit_rows_c(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
   }
   hku_buf_printf(o,
                  "};\n        (void)hk__par_rows(" HK_ABI_RANGE
-                 "%s, hk_args, rows, n, %uu, %zuu);\n"
+                 "%s, hk_args, rows, n, %uu, %zuu, \"hk_%s\");\n"
                  "        return;\n    }\n",
-                 nm, fl, hkc_acc_size(in));
+                 nm, fl, hkc_acc_size(in), nm);
   if (staged) {
     hku_buf_put(o, "}\n\n");
     return;

@@ -297,10 +297,10 @@ void hk__par_elementwise(hk_range_fn range, void *const *args, size_t n,
  * is done. scratch: the bytes of f32 copies a row's element needs (the
  * instance's staged f16 and bf16 buffers, see range above), 0 for none;
  * each thread's scratch is kept for its next call. HK_OK, or HK_ENOMEM
- * (set as the last error) when scratch could not be had: then no row
- * ran. */
+ * (set as the last error, after "WHO: " when who is not NULL: the typed
+ * function's name) when scratch could not be had: then no row ran. */
 int hk__par_rows(hk_range_fn range, void *const *args, size_t rows, size_t n,
-                 unsigned flags, size_t scratch);
+                 unsigned flags, size_t scratch, const char *who);
 
 /* Runs a grid kernel's range over its whole index space on the thread pool
  * (contiguous runs of indices per task; each index writes its own

@@ -672,7 +672,7 @@ int hk__call_rows_cpu(const hk_kernel_t *k, size_t rows, size_t n,
     return hk__fail(HK_EINVAL, "kernel %s is not a rows kernel",
                     atomic_load(&k->info)->name);
   int rc = hk__par_rows(im->e.range, args, rows, n, im->e.flags,
-                        im->e.acc_size);
+                        im->e.acc_size, NULL);
   return __builtin_expect(rc == HK_OK, 1) ? rc : hk__named(k, rc);
 }
 

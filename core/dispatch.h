@@ -50,7 +50,8 @@ static inline int hk__run(const hk_entry_t *e, void *const *args, size_t n) {
       return HK_OK;
     case HK_KIND_ROWS: /* a flat call: one row of n elements */
       if (e->acc_size) /* f16 or bf16 rows, staged in this thread's scratch */
-        return hk__par_rows(e->range, args, 1, n, e->flags, e->acc_size);
+        return hk__par_rows(e->range, args, 1, n, e->flags, e->acc_size,
+                            NULL);
       e->range(args, n, 0, 1, NULL);
       return HK_OK;
     case HK_KIND_GRID: /* a bad extent: said by hk__par_grid */

@@ -199,16 +199,16 @@ static void rows_task(void *ctx, size_t t) {
 
 HK_INTERNAL int hk__par_rows(hk_range_fn range, void *const *args,
                              size_t rows, size_t n, unsigned flags,
-                             size_t scratch) {
+                             size_t scratch, const char *who) {
   /* the caller's scratch first: when it cannot be had, nothing runs */
   size_t w = n ? n : 1, bytes = 0;
   void *mine = NULL;
   if (scratch && (w > SIZE_MAX / scratch ||
                   !(mine = scratch_get(bytes = scratch * w))))
     return hk__fail(HK_ENOMEM,
-                    "out of memory for the f32 copies of a row of %zu "
+                    "%s%sout of memory for the f32 copies of a row of %zu "
                     "elements (f16 and bf16 buffers)",
-                    n);
+                    who ? who : "", who ? ": " : "", n);
   /* the elements of the call; a row of 0 elements still costs a call */
   size_t work = n && rows > SIZE_MAX / n ? SIZE_MAX : rows * (n ? n : 1);
   int threads;

@@ -416,6 +416,26 @@ static void test_empty(void) {
   data_free(&d);
 }
 
+/* A 16-bit typed call whose float copies of a row cannot be had (a row
+ * longer than memory) runs no row and says so, naming the function; so
+ * does hk_call, naming the kernel. */
+static void test_16_nomem(hk_context_t *ctx) {
+  uint16_t x[4] = {1, 2, 3, 4}, y[4] = {9, 9, 9, 9};
+  const size_t huge = SIZE_MAX / 2;
+  hk_softmax_f16(x, y, 1, huge);
+  CHECK_CONTAINS(hk_last_error(), "hk_softmax_f16: out of memory for the f32 "
+                                  "copies of a row");
+  CHECK(y[0] == 9 && y[3] == 9);
+  hk_kernel_t *k = NULL;
+  CHECK_INT_EQ(hk_kernel_find(ctx, "layernorm_bf16", &k), HK_OK);
+  void *args[7] = {x, x, x, y, y, y, &x[0]};
+  if (k) {
+    CHECK_INT_EQ(hk_call(k, huge, args), HK_ENOMEM);
+    CHECK_CONTAINS(hk_last_error(), "layernorm_bf16: out of memory");
+  }
+  CHECK(y[0] == 9 && y[3] == 9);
+}
+
 /* The public descriptions carry the row modes. */
 static void test_info(hk_context_t *ctx) {
   hk_kernel_t *k;
@@ -908,6 +928,7 @@ int main(void) {
         test_stdlib_16(ctx, (op_t)op, bf,
                        shapes[s][0] < 256 ? shapes[s][0] : 256, shapes[s][1]);
   test_empty();
+  test_16_nomem(ctx);
   test_info(ctx);
   test_arrays(ctx);
   hk_context_destroy(ctx);

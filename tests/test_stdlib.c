@@ -1312,7 +1312,7 @@ static void test_softmax(const inst_t *in, int64_t rows, int64_t cols, int off) 
     case_reset_out(&c);
     CHECK_INT_EQ(hk__par_rows(c.entry->range, c.args, (size_t)rows,
                               (size_t)cols, c.entry->flags,
-                              c.entry->acc_size),
+                              c.entry->acc_size, NULL),
                  HK_OK);
     case_check_same(&c, "registry");
     case_check_memory(&c, "registry", 1);

@@ -109,7 +109,9 @@ int hk__nvrtc_api_load(hk_nvrtc_api_t *api, hku_diags *d) {
     snprintf(candidates[nc++], cl, "%s", sonames[i]);
   if (home && *home)
     snprintf(candidates[nc++], cl, "%s/lib64/libnvrtc.so", home);
-  snprintf(candidates[nc++], cl, "/usr/local/cuda/lib64/libnvrtc.so");
+  snprintf(candidates[nc], cl, "/usr/local/cuda/lib64/libnvrtc.so");
+  /* (CUDA_HOME=/usr/local/cuda: tried, and named, once) */
+  if (strcmp(candidates[nc], candidates[nc - 1])) nc++;
   void *lib = NULL;
   const char *got = NULL;
   for (int i = 0; i < nc && !lib; i++) {

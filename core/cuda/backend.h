@@ -120,7 +120,8 @@ HK_INTERNAL int hk__cuda_launch(const hk_cuda_entry_t *e, struct hk_stream *st,
  * kernel has a "cuda" body (e->crow), else one thread per row
  * (hk__cuda_launch runs one row). An instance with f16 or bf16 buffers
  * (e->staged) keeps their float copies in st's rows scratch, which it
- * grows under st->lock (HK_ENOMEM when the GPU has no memory for it). */
+ * grows under st->lock (HK_ENOMEM when the GPU has no memory for one
+ * row's). */
 HK_INTERNAL int hk__cuda_launch_rows(const hk_cuda_entry_t *e,
                                      struct hk_stream *st, size_t rows,
                                      size_t n, void *const *args);

@@ -177,49 +177,121 @@ static int launch_result(const hk_cuda_entry_t *e, CUresult r) {
  * threads (blocks) instead: their rows' float copies, each thread's
  * (block's) nstaged * max(n, 1) floats. A launch over rows of 768 in f16
  * (softmax: 6 KiB a block) stays far below; one over rows of 50,257 (400
- * KiB a block) runs 160 blocks where it would otherwise run 528 on an H200
- * (4 blocks of 1024 threads an SM). */
+ * KiB a block) runs 166 blocks where it would otherwise run 528 on an
+ * H200 (4 blocks of 1024 threads an SM). A stream keeps up to this much
+ * for its next calls; more (one row's copies alone) is freed after the
+ * call. */
 #define ROWS_SCRATCH_MAX ((size_t)64 << 20)
 
-/* The units (threads or blocks) of a staged launch that would run `want`
- * of them, each with `per` bytes of scratch: at most ROWS_SCRATCH_MAX of
- * it, at least one unit. */
-static size_t staged_units(size_t want, size_t per) {
-  size_t fit = ROWS_SCRATCH_MAX / per;
-  if (fit < 1) fit = 1;
-  return want < fit ? want : fit;
+/* Frees st's rows scratch once the stream's queued work is done (which may
+ * use it). HK_OK, or HK_EDEVICE with the last error set (kernel name's
+ * words) when that work failed. */
+static int rows_scratch_free(const char *name, struct hk_stream *st) {
+  const hk_cuda_api_t *a = &hk__cuda.api;
+  CUresult r = st->rows_scratch ? a->cuStreamSynchronize(st->s) : 0;
+  if (st->rows_scratch) a->cuMemFree(st->rows_scratch);
+  st->rows_scratch = 0;
+  st->rows_scratch_bytes = 0;
+  if (r) {
+    char b[HK_CUDA_ERRLEN];
+    return hk__fail(HK_EDEVICE,
+                    "kernel %s: the GPU failed earlier work on this stream: "
+                    "%s",
+                    name, hk__cuda_strerror(r, b, sizeof b));
+  }
+  return HK_OK;
 }
 
-/* st's rows scratch of at least bytes bytes into *p, grown (after the
- * stream's queued work, which may use the old one) when shorter. st->lock
- * held, until the launch that uses it is queued. HK_OK, or HK_ENOMEM /
- * HK_EDEVICE with the last error set. */
+/* st's rows scratch for *units units of per bytes each, into *p: the one
+ * it has when that is long enough, else a new one (after the stream's
+ * queued work, which may use the old), twice the old one's length where
+ * that is more and within ROWS_SCRATCH_MAX, so that growing calls do not
+ * wait each time. When the GPU has no memory for it, fewer units (*units
+ * halved, down to 1). st->lock held, until the launch that uses it is
+ * queued. HK_OK; HK_ENOMEM (not even one unit's), HK_EDEVICE (earlier
+ * work failed) with the last error set. */
 static int rows_scratch(const hk_cuda_entry_t *e, struct hk_stream *st,
-                        size_t bytes, CUdeviceptr *p) {
+                        size_t *units, size_t per, CUdeviceptr *p) {
   HK_ASSERT(hk__cuda_locked(&st->lock));
-  const hk_cuda_api_t *a = &hk__cuda.api;
-  if (st->rows_scratch_bytes < bytes) {
-    CUresult r = a->cuStreamSynchronize(st->s);
-    if (r) {
-      char b[HK_CUDA_ERRLEN];
-      return hk__fail(HK_EDEVICE, "kernel %s: the GPU failed earlier work: %s",
-                      e->info->name, hk__cuda_strerror(r, b, sizeof b));
-    }
-    if (st->rows_scratch) a->cuMemFree(st->rows_scratch);
-    st->rows_scratch = 0;
-    st->rows_scratch_bytes = 0;
-    if ((r = a->cuMemAlloc(&st->rows_scratch, bytes))) {
-      char b[HK_CUDA_ERRLEN];
-      st->rows_scratch = 0;
-      return hk__fail(hk__cuda_code(r),
-                      "kernel %s: cannot have %zu bytes of GPU memory for "
-                      "the float copies of its f16 and bf16 rows: %s",
-                      e->info->name, bytes, hk__cuda_strerror(r, b, sizeof b));
-    }
-    st->rows_scratch_bytes = bytes;
+  const char *name = e->info->name;
+  size_t bytes = *units * per; /* no overflow: the caller's check */
+  if (st->rows_scratch_bytes >= bytes) {
+    *p = st->rows_scratch;
+    return HK_OK;
   }
+  int rc = rows_scratch_free(name, st);
+  if (rc) return rc;
+  size_t want = st->rows_scratch_bytes * 2;
+  want = want > bytes && want <= ROWS_SCRATCH_MAX ? want : bytes;
+  CUresult r;
+  while ((r = hk__cuda.api.cuMemAlloc(&st->rows_scratch, want)) ==
+             HK_CUDA_ERROR_OUT_OF_MEMORY &&
+         (want > bytes || *units > 1)) {
+    if (want > bytes) {
+      want = bytes;
+      continue;
+    }
+    *units /= 2;
+    want = bytes = *units * per;
+  }
+  if (r) {
+    char b[HK_CUDA_ERRLEN];
+    st->rows_scratch = 0;
+    return hk__fail(hk__cuda_code(r),
+                    "kernel %s: cannot have %zu bytes of GPU memory for the "
+                    "float copies of a row of its f16 and bf16 buffers: %s",
+                    name, per, hk__cuda_strerror(r, b, sizeof b));
+  }
+  st->rows_scratch_bytes = want;
   *p = st->rows_scratch;
   return HK_OK;
+}
+
+/* Queues staged rows entry e (fn: its thread-a-row or block-a-row entry,
+ * with blocks of lanes threads, blocks at most) over rows rows of n, kp
+ * its arguments from the kernel's parameters to rows (np of them): each
+ * thread (a thread a row) or block (a block a row) has its float copies in
+ * st's rows scratch; fewer of them where that would be long (the rows
+ * grid-stride over them). HK_OK or the error, with the last error set. */
+static int launch_rows_staged(const hk_cuda_entry_t *e, struct hk_stream *st,
+                              CUfunction fn, unsigned blocks, unsigned lanes,
+                              size_t rows, size_t n, void **kp, int np) {
+  const int coop = fn == e->crow;
+  size_t per;
+  if (__builtin_mul_overflow((size_t)e->staged * sizeof(float), n ? n : 1,
+                             &per))
+    return hk__fail(HK_ENOMEM,
+                    "kernel %s: rows of %zu elements are too long for float "
+                    "copies of its f16 and bf16 buffers",
+                    e->info->name, n);
+  /* the units that would run, at most ROWS_SCRATCH_MAX of copies (at
+   * least one unit); a thread a row: no more threads than rows */
+  size_t units = coop ? blocks : (size_t)blocks * lanes;
+  if (!coop && units > rows) units = rows;
+  const size_t fit = ROWS_SCRATCH_MAX / per ? ROWS_SCRATCH_MAX / per : 1;
+  if (units > fit) units = fit;
+  CUdeviceptr scratch = 0;
+  pthread_mutex_lock(&st->lock);
+  int rc = rows_scratch(e, st, &units, per, &scratch);
+  if (!rc) {
+    if (coop) {
+      blocks = (unsigned)units;
+    } else { /* units threads in blocks of lanes (fewer: one block) */
+      if (units < lanes) lanes = (unsigned)units;
+      blocks = (unsigned)(units / lanes); /* (the rest idle: rows stride) */
+    }
+    kp[np++] = &scratch;
+    rc = launch_result(e, hk__cuda.api.cuLaunchKernel(fn, blocks, 1, 1, lanes,
+                                                      1, 1, 0, st->s, kp,
+                                                      NULL));
+    /* one unit's copies alone are over the limit: not kept */
+    if (st->rows_scratch_bytes > ROWS_SCRATCH_MAX) {
+      int frc = rows_scratch_free(e->info->name, st);
+      if (!rc) rc = frc;
+    }
+  }
+  pthread_mutex_unlock(&st->lock);
+  return rc;
 }
 
 int hk__cuda_launch_rows(const hk_cuda_entry_t *e, struct hk_stream *st,
@@ -247,33 +319,11 @@ int hk__cuda_launch_rows(const hk_cuda_entry_t *e, struct hk_stream *st,
   } else {
     blocks = blocks_for(rows, grid_cap);
   }
-  if (!e->staged)
-    return launch_result(e, hk__cuda.api.cuLaunchKernel(fn, blocks, 1, 1,
-                                                        lanes, 1, 1, 0, st->s,
-                                                        kp, NULL));
-  /* staged: each thread (a thread a row) or block (a block a row) has
-   * its float copies in the stream's rows scratch; fewer of them where
-   * that would be long (the rows grid-stride) */
-  const size_t per = (size_t)e->staged * (n ? n : 1) * sizeof(float);
-  if (e->crow) {
-    blocks = (unsigned)staged_units(blocks, per);
-  } else {
-    size_t threads = staged_units((size_t)blocks * lanes, per);
-    if (threads < lanes) lanes = (unsigned)threads; /* a block of them */
-    blocks = (unsigned)((threads + lanes - 1) / lanes);
-  }
-  const size_t units = e->crow ? blocks : (size_t)blocks * lanes;
-  CUdeviceptr scratch = 0;
-  pthread_mutex_lock(&st->lock);
-  int rc = rows_scratch(e, st, units * per, &scratch);
-  if (!rc) {
-    kp[np++] = &scratch;
-    rc = launch_result(e, hk__cuda.api.cuLaunchKernel(fn, blocks, 1, 1, lanes,
+  if (e->staged)
+    return launch_rows_staged(e, st, fn, blocks, lanes, rows, n, kp, np);
+  return launch_result(e, hk__cuda.api.cuLaunchKernel(fn, blocks, 1, 1, lanes,
                                                       1, 1, 0, st->s, kp,
                                                       NULL));
-  }
-  pthread_mutex_unlock(&st->lock);
-  return rc;
 }
 
 int hk__cuda_launch(const hk_cuda_entry_t *e, struct hk_stream *st, size_t n,
