@@ -20,23 +20,60 @@ _TYPES = {
 _HK = set("f32 f64 f16 bf16 i8 i16 i32 i64 u8 u16 u32 u64 bool".split())
 
 
-def _params(text: str, role: str, where: str) -> List[Dict[str, str]]:
-    """``"float32 x, T y, scalar T alpha"`` -> hk params."""
+def _arg_error(origin: str, arg: str, given: Optional[str], offset: int,
+               message: str) -> KernelError:
+    """A :class:`KernelError` at character ``offset`` of the caller's
+    argument ``arg`` (its text ``given``; None: no text to show), as
+    ``<origin>:LINE:COL: error: ARG: MESSAGE``, then the line with a caret
+    under the column."""
+    text = given or ""
+    r, c = _where(text, min(max(offset, 0), len(text)))
+    return KernelError(_arg_lines(origin, arg, text, r, c, message,
+                                  given is not None) + "\n")
+
+
+def _arg_lines(origin: str, arg: str, given: str, r: int, c: int,
+               message: str, show: bool = True) -> str:
+    """``<origin>:R:C: error: ARG: MESSAGE``, then (show) line R of
+    ``given`` and a caret under column C (the line's tabs kept, so that it
+    lines up)."""
+    head = "<%s>:%d:%d: error: %s: %s" % (origin, r, c, arg, message)
+    if not show:
+        return head
+    lines = given.splitlines()
+    src = lines[r - 1] if 0 < r <= len(lines) else ""
+    src = src.replace("\0", "\u2400")  # a NUL, shown
+    caret = "".join(ch if ch == "\t" else " " for ch in src[:c - 1]) + "^"
+    return "%s\n    %s\n    %s" % (head, src, caret)
+
+
+def _params(text: str, role: str, where: str,
+            origin: str) -> List[Dict[str, str]]:
+    """``"float32 x, T y, scalar T alpha"`` -> hk params; a bad one is a
+    :class:`KernelError` located in ``text`` (the argument ``where``)."""
     out = []
-    for item in filter(None, (s.strip() for s in text.split(","))):
-        words = item.split()
+    at = 0
+    for piece in text.split(","):
+        start, at = at, at + len(piece) + 1
+        words = [(m.group(), start + m.start())
+                 for m in re.finditer(r"\S+", piece)]
+        if not words:
+            continue
         r = role
-        if words[0] == "scalar" and role == "in":
+        if words[0][0] == "scalar" and role == "in":
             r, words = "scalar", words[1:]
         if len(words) != 2:
-            raise ValueError("%s: %r: expected 'TYPE NAME' (or 'scalar TYPE "
-                             "NAME' among in_params)" % (where, item))
-        t, name = words
+            raise _arg_error(origin, where, text, start + len(piece) -
+                             len(piece.lstrip()),
+                             "%r: expected 'TYPE NAME' (or 'scalar TYPE "
+                             "NAME' among in_params)" % piece.strip())
+        (t, t_at), (name, _) = words
         t = _TYPES.get(t, t)
         if t not in _HK and not re.fullmatch(r"[A-Z]", t):
-            raise ValueError("%s: %r: unknown type %r (float32, float64, "
-                             "int32 ..., hk's f32 ..., or a placeholder "
-                             "letter)" % (where, item, words[0]))
+            raise _arg_error(origin, where, text, t_at,
+                             "unknown type %r (float32, float64, int32 ..., "
+                             "hk's f32 ..., or a placeholder letter)"
+                             % words[0][0])
         out.append({"name": name, "type": t, "role": r})
     return out
 
@@ -119,13 +156,7 @@ def _located(e: KernelError, text: str, origin: str, args: dict,
                 loc.file, loc.line, loc.column, field, ": " if field else "",
                 loc.message))
             continue
-        out.append("<%s>:%d:%d: error: %s: %s" % (origin, r, c, arg,
-                                                   loc.message))
-        src = given.splitlines()[r - 1] if given.splitlines() else ""
-        out.append("    " + src)
-        # the caret under the column: the line's tabs kept, so it lines up
-        out.append("    " + "".join(ch if ch == "\t" else " "
-                                    for ch in src[:c - 1]) + "^")
+        out.append(_arg_lines(origin, arg, given, r, c, loc.message))
     err = KernelError("\n".join(out) + "\n", e.code)
     return err
 
@@ -133,6 +164,11 @@ def _located(e: KernelError, text: str, origin: str, args: dict,
 def _load(desc: dict, context: Optional[Context], origin: str,
           args: dict, shift: dict, params: list) -> Kernel:
     # one field per line: located errors name a line of their own
+    # a NUL ends a C string: refused here, where the argument is known
+    for arg, given in list(args.values()) + params:
+        if given and "\0" in given:
+            raise _arg_error(origin, arg, given, given.index("\0"),
+                             "a NUL character (\\0) is not allowed")
     text = json.dumps(desc, indent=1)
     ctx = context if context is not None else Context(plugins=[])
     # the kernel is looked up by this name: a stdlib instance of that name
@@ -181,8 +217,14 @@ def ElementwiseKernel(in_params: str, out_params: str, operation: str,
     arguments: ``field`` is ``"operation"`` (or ``"in_params"`` ...),
     ``line`` and ``column`` are in that string, and the message shows its
     line with a caret."""
-    ins = _params(in_params, "in", "in_params")
-    outs = _params(out_params, "out", "out_params")
+    origin = "ElementwiseKernel %s" % name
+    ins = _params(in_params, "in", "in_params", origin)
+    outs = _params(out_params, "out", "out_params", origin)
+    if not outs:
+        raise _arg_error(origin, "out_params", out_params, 0,
+                         "no out param: an elementwise kernel writes at "
+                         "least one ('T z'; one also among in_params is "
+                         "inout)")
     names = {p["name"] for p in ins}
     params = ins + [p for p in outs if p["name"] not in names]
     for p in params:
@@ -197,7 +239,7 @@ def ElementwiseKernel(in_params: str, out_params: str, operation: str,
     if t:
         desc["types"] = t
     lead = len(operation) - len(operation.lstrip())
-    return _load(desc, context, "ElementwiseKernel %s" % name,
+    return _load(desc, context, origin,
                  {"body": ("operation", operation)}, {"body": lead},
                  _param_args(ins, outs, params, in_params, out_params))
 
@@ -225,16 +267,24 @@ def ReductionKernel(in_params: str, out_params: str, map_expr: str,
     float32 in float64, as in CuPy). Errors are located in the arguments,
     as ElementwiseKernel's (``field``: ``"map_expr"``, ``"reduce_expr"``
     ...)."""
+    origin = "ReductionKernel %s" % name
     if identity is None:
-        raise ValueError("identity: a reduction needs its neutral value")
-    ins = _params(in_params, "in", "in_params")
-    outs = _params(out_params, "out", "out_params")
+        raise _arg_error(origin, "identity", None, 0,
+                         "a reduction needs its neutral value ('0' for a "
+                         "sum)")
+    ins = _params(in_params, "in", "in_params", origin)
+    outs = _params(out_params, "out", "out_params", origin)
     if len(outs) != 1:
-        raise ValueError("out_params: a reduction has exactly one out param")
+        comma = re.search(r",\s*", out_params) if len(outs) > 1 else None
+        second = comma.end() if comma else 0
+        raise _arg_error(origin, "out_params", out_params, second,
+                         "a reduction has exactly one out param (%d given)"
+                         % len(outs))
     acc = _TYPES.get(reduce_type, reduce_type) if reduce_type else None
     if acc is not None and acc not in _HK and not re.fullmatch(r"[A-Z]", acc):
-        raise ValueError("reduce_type: unknown type %r (float32, float64, "
-                         "int64 ..., hk's f64 ..., or a placeholder letter)"
+        raise _arg_error(origin, "reduce_type", reduce_type, 0,
+                         "unknown type %r (float32, float64, int64 ..., "
+                         "hk's f64 ..., or a placeholder letter)"
                          % reduce_type)
     params = ins + outs
     desc = {"schema_version": 1, "name": name, "doc": doc,
@@ -261,7 +311,7 @@ def ReductionKernel(in_params: str, out_params: str, map_expr: str,
     t = _types(params, types)
     if t:
         desc["types"] = t
-    return _load(desc, context, "ReductionKernel %s" % name,
+    return _load(desc, context, origin,
                  {"map": ("map_expr", map_expr),
                   "combine": ("reduce_expr", reduce_expr),
                   "identity": ("identity", identity),

@@ -103,8 +103,19 @@ def test_elementwise_kernel_sugar():
     with pytest.raises(hk.KernelError, match="'add_f32' is the name of a "
                        "stdlib kernel"):
         hk.ElementwiseKernel("T x", "T y", "y = x * 100;", "add_f32")
-    with pytest.raises(ValueError, match="unknown type"):
-        hk.ElementwiseKernel("float33 x", "T z", "z = x;")
+    # the sugar's own checks: located too (KernelError is a ValueError)
+    with pytest.raises(hk.KernelError, match="unknown type 'float33'") as e:
+        hk.ElementwiseKernel("T y,  float33 x", "T z", "z = x;")
+    assert (e.value.field, e.value.line, e.value.column) == (
+        "in_params", 1, 7)
+    assert "    T y,  float33 x\n          ^" in str(e.value)
+    with pytest.raises(hk.KernelError, match="no out param") as e:
+        hk.ElementwiseKernel("T x", "", "x + 1;")
+    assert (e.value.field, e.value.column) == ("out_params", 1)
+    with pytest.raises(hk.KernelError, match="NUL") as e:
+        hk.ElementwiseKernel("T x", "T z", "z = x;\nz = x\0;")
+    assert (e.value.field, e.value.line, e.value.column) == (
+        "operation", 2, 6)
 
 
 def test_reduction_kernel_sugar():
@@ -137,9 +148,17 @@ def test_reduction_kernel_sugar():
                            "0", "r")
     assert (e.value.field, e.value.line, e.value.column) == (
         "post_map_expr", 2, 3)
-    with pytest.raises(ValueError, match="reduce_type: unknown type"):
+    with pytest.raises(hk.KernelError, match="reduce_type: unknown type") \
+            as e:
         hk.ReductionKernel("float32 x", "float32 y", "x", "a + b", "y = a",
                            "0", "bad", reduce_type="float128")
+    assert e.value.field == "reduce_type"
+    with pytest.raises(hk.KernelError, match="exactly one out param") as e:
+        hk.ReductionKernel("T x", "T y, T z", "x", "a + b", "", "0", "r")
+    assert (e.value.field, e.value.column) == ("out_params", 6)
+    with pytest.raises(hk.KernelError, match="neutral value") as e:
+        hk.ReductionKernel("T x", "T y", "x", "a + b")
+    assert e.value.field == "identity"
 
 
 def test_list_kernels_is_hk_list_json():
