@@ -409,14 +409,20 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
         any |= pc.cand[c]->params[i].dtype == given[i];
       if (!any) bad = i;
     }
-    if (bad >= 0)
+    if (bad >= 0) {
+      /* a u16 file where an instance takes bf16: NumPy has no bf16, so
+       * such data is often saved as <u2 */
+      int bf16 = 0;
+      for (int c = 0; c < pc.n && given[bad] == HK_U16; c++)
+        bf16 |= pc.cand[c]->params[bad].dtype == HK_BF16;
       hk_cli_error("run", "%s=%s holds %s%s; no instance of %s takes it for "
-                          "%s (instances: %s; arrays are never converted)",
+                          "%s (instances: %s; arrays are never converted)%s",
                    k0->params[bad].name, file[bad],
                    given[bad] ? hk_dtype_name(given[bad]) : what[bad],
                    given[bad] ? "" : ", which is no hk type",
-                   name, k0->params[bad].name, hku_buf_str(&names));
-    else {
+                   name, k0->params[bad].name, hku_buf_str(&names),
+                   bf16 ? "; if it holds bf16 bits, add --as bf16" : "");
+    } else {
       /* each type has an instance, but not together: name them all */
       hku_buf given_s = HKU_BUF_INIT;
       for (int i = 0, j = 0; i < np; i++)
