@@ -219,10 +219,10 @@ static int rows_scratch(const hk_cuda_entry_t *e, struct hk_stream *st,
     *p = st->rows_scratch;
     return HK_OK;
   }
+  size_t want = st->rows_scratch_bytes * 2; /* (before it is freed) */
+  want = want > bytes && want <= ROWS_SCRATCH_MAX ? want : bytes;
   int rc = rows_scratch_free(name, st);
   if (rc) return rc;
-  size_t want = st->rows_scratch_bytes * 2;
-  want = want > bytes && want <= ROWS_SCRATCH_MAX ? want : bytes;
   CUresult r;
   while ((r = hk__cuda.api.cuMemAlloc(&st->rows_scratch, want)) ==
              HK_CUDA_ERROR_OUT_OF_MEMORY &&
