@@ -19,6 +19,22 @@
 
 /* ---- Name tables -------------------------------------------------------- */
 
+/* What a call of name (len chars) that kernel code may not make is
+ * written as here: CUDA's and C++'s min and max, C's abs; NULL for
+ * others. */
+static const char *call_hint(const char *name, size_t len) {
+  static const char *const near[][2] = {
+      {"min", "fmin (fminf), or a < b ? a : b for integers"},
+      {"max", "fmax (fmaxf), or a > b ? a : b for integers"},
+      {"abs", "fabs (fabsf), or x < 0 ? -x : x for integers"},
+      {"labs", "x < 0 ? -x : x"},
+      {"llabs", "x < 0 ? -x : x"}};
+  for (size_t q = 0; q < sizeof near / sizeof near[0]; q++)
+    if (strlen(near[q][0]) == len && !memcmp(near[q][0], name, len))
+      return near[q][1];
+  return NULL;
+}
+
 static const char *const c_keywords[] = {
     "auto", "break", "case", "char", "const", "continue", "default", "do",
     "double", "else", "enum", "extern", "float", "for", "goto", "if",
@@ -437,10 +453,12 @@ static void check_indirect_call(checker *c, size_t i) {
     return;
   if (j + 2 == i - 1 && c->toks[j + 1].kind == TK_IDENT) {
     const token *t = &c->toks[j + 1];
+    const char *ts = c->src->text + t->off;
+    const char *hint = call_hint(ts, t->len);
     err(c, t->off,
         "calls '%.*s', which is not allowed: kernel code may call only the "
-        "C99 <math.h> functions (see schemas/README.md)",
-        (int)t->len, c->src->text + t->off);
+        "C99 <math.h> functions (see schemas/README.md)%s%s",
+        (int)t->len, ts, hint ? "; here: " : "", hint ? hint : "");
     return;
   }
   err(c, c->toks[j].off, "%s",
@@ -603,11 +621,13 @@ static void check_tokens(checker *c, hkc_code_mode mode,
     int is_kw = in_list(c_keywords, s, k->len);
     if (mode != HKC_CODE_RAW_CUDA && !is_kw && next &&
         tok_is(c, next, "(") && !is_callable(c, s, k->len) && !is_conv) {
+      const char *hint = call_hint(s, k->len);
       err(c, k->off,
           "calls '%s', which is not allowed: kernel code may call only the "
-          "C99 <math.h> functions%s (see schemas/README.md)",
+          "C99 <math.h> functions%s (see schemas/README.md)%s%s",
           name,
-          c->callables && c->callables[0] ? " and the kernel's helpers" : "");
+          c->callables && c->callables[0] ? " and the kernel's helpers" : "",
+          hint ? "; here: " : "", hint ? hint : "");
       continue;
     }
     if (mode == HKC_CODE_EXPR && idents) {

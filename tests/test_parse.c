@@ -902,7 +902,7 @@ static const pcase kind_cases[] = {
      "combine: 'if' cannot appear in an expression", NULL},
     {"reduction combine calling max",
      RED("\"x\"", "\"max(a, b)\"", "\"0\"", ""), 1, NULL, 0, 4, 15,
-     "combine: calls 'max'", NULL},
+     "combine: calls 'max'", "here: fmax (fmaxf), or a > b ? a : b"},
     {"reduction map naming hk_", RED("\"hk_x\"", "\"a + b\"", "\"0\"", ""), 1,
      NULL, 0, 3, 11, "map: 'hk_x' is reserved", NULL},
     {"reduction map blank", RED("\"  \"", "\"a + b\"", "\"0\"", ""), 1, NULL,

@@ -78,13 +78,37 @@ def _params(text: str, role: str, where: str,
     return out
 
 
+def _type_name(t: object) -> str:
+    """A type as the sugar's strings: "float32", "f32", np.float32,
+    np.dtype("float32") -> "float32" (its name as written otherwise)."""
+    if isinstance(t, str):
+        return t
+    try:  # a NumPy type or dtype, without importing NumPy for strings
+        import numpy as np
+        return np.dtype(t).name  # type: ignore[arg-type]
+    except (ImportError, TypeError):
+        return str(t)
+
+
 def _types(params: List[Dict[str, str]],
-           types: Optional[Dict[str, Sequence[str]]]) -> Dict[str, List[str]]:
+           types: Optional[Dict[str, Sequence[str]]],
+           origin: str) -> Dict[str, List[str]]:
     letters = sorted({p["type"] for p in params
                       if re.fullmatch(r"[A-Z]", p["type"])})
     given = dict(types or {})
-    return {L: [_TYPES.get(t, t) for t in given.get(L, ("f32", "f64"))]
-            for L in letters}
+    for L in given:
+        if L not in letters:
+            raise _arg_error(origin, "types", repr(types),
+                             max(repr(types).find(repr(L)), 0),
+                             "%r is no placeholder of these params (%s)"
+                             % (L, ", ".join(letters) or "none"))
+    out = {}
+    for L in letters:
+        ts = given.get(L, ("f32", "f64"))
+        if isinstance(ts, str) or not isinstance(ts, Sequence):
+            ts = [ts]  # one type: "float32", np.float32
+        out[L] = [_TYPES.get(_type_name(t), _type_name(t)) for t in ts]
+    return out
 
 
 def _json_prefix(token: str) -> str:
@@ -129,9 +153,11 @@ def _located(e: KernelError, text: str, origin: str, args: dict,
         field = loc.field
         m = re.match(r"params\[(\d+)\]", field)
         arg = None
-        if field in args:
-            arg, given = args[field]
-            at = shift.get(field)
+        # a field's own part (types.T[0]): located at its argument's start
+        key = field if field in args else re.sub(r"[.\[].*", "", field)
+        if key in args:
+            arg, given = args[key]
+            at = shift.get(field) if key == field else None
             if at is not None and 0 < loc.line <= len(lines):
                 ln = lines[loc.line - 1]
                 start = ln.find('": "')
@@ -162,15 +188,39 @@ def _located(e: KernelError, text: str, origin: str, args: dict,
 
 
 def _load(desc: dict, context: Optional[Context], origin: str,
-          args: dict, shift: dict, params: list) -> Kernel:
-    # one field per line: located errors name a line of their own
+          args: dict, shift: dict, params: list,
+          types: Optional[dict] = None) -> Kernel:
     # a NUL ends a C string: refused here, where the argument is known
     for arg, given in list(args.values()) + params:
         if given and "\0" in given:
             raise _arg_error(origin, arg, given, given.index("\0"),
                              "a NUL character (\\0) is not allowed")
+    # the name (a stdlib kernel's: "relu"), the types: the caller's too
+    args = dict(args, name=("name", desc["name"]))
+    shift = dict(shift, name=0)
+    if types:
+        args["types"] = ("types", repr(types))
+    # one field per line: located errors name a line of their own
     text = json.dumps(desc, indent=1)
     ctx = context if context is not None else Context(plugins=[])
+    # a name the sugar made in this context before: the same definition is
+    # the same kernel; another one would replace it under the handles
+    # made before (hk reloads a source of the same name), so it is refused
+    made = getattr(ctx, "_hk_sugar_made", None)
+    if made is None:
+        made = {}
+        try:
+            ctx._hk_sugar_made = made  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
+    if desc["name"] in made:
+        if made[desc["name"]] == (origin, text):
+            return Kernel(ctx, desc["name"])
+        raise _arg_error(origin, "name", desc["name"], 0,
+                         "%r is already the name of another kernel made in "
+                         "this context (%s); give this one another name, or "
+                         "a context of its own (context=None)"
+                         % (desc["name"], made[desc["name"]][0]))
     # the kernel is looked up by this name: a stdlib instance of that name
     # (add_f32) would be found instead of the instances made here
     # (add_f32_f32 ...); hk itself refuses the stdlib's kernel names (add)
@@ -183,6 +233,7 @@ def _load(desc: dict, context: Optional[Context], origin: str,
         ctx.load_string(text, "%s %s" % (desc["kind"], desc["name"]))
     except KernelError as e:
         raise _located(e, text, origin, args, shift, params) from None
+    made[desc["name"]] = (origin, text)
     return Kernel(ctx, desc["name"])
 
 
@@ -211,8 +262,11 @@ def ElementwiseKernel(in_params: str, out_params: str, operation: str,
     names (float32 ...), hk's (f32 ...) or a placeholder letter (``T``:
     f32 and f64 unless ``types={"T": [...]}`` says otherwise); write
     ``scalar TYPE NAME`` among the in params for a value passed by value.
-    An out param also listed as an in param is inout. ``operation`` is the
-    body: C statements over the parameters' elements at index ``i``.
+    An out param also listed as an in param is inout; an out param alone
+    starts at 0 in ``operation`` (CuPy's refers to the array passed in:
+    to accumulate, ``y += x``, make ``y`` inout). ``operation`` is the
+    body: C statements over the parameters' elements at index ``i`` (a
+    ``size_t``, as ``n``: cast it before mixing it with signed integers).
     Raises :class:`hk.KernelError` for a bad body, located in the
     arguments: ``field`` is ``"operation"`` (or ``"in_params"`` ...),
     ``line`` and ``column`` are in that string, and the message shows its
@@ -231,17 +285,20 @@ def ElementwiseKernel(in_params: str, out_params: str, operation: str,
         if p["name"] in {o["name"] for o in outs} and p in ins:
             p["role"] = "inout"
     body = operation.strip()
-    if not body.endswith((";", "}")):
-        body += ";"  # CuPy's operations may leave out the last ';'
+    if body and not body.endswith((";", "}")):
+        # CuPy's operations may leave out the last ';' (on a line of its
+        # own: the last line may end in a // comment)
+        body += "\n;" if "//" in body.splitlines()[-1] else ";"
     desc = {"schema_version": 1, "name": name, "doc": doc,
             "kind": "elementwise", "params": params, "body": body}
-    t = _types(params, types)
+    t = _types(params, types, origin)
     if t:
         desc["types"] = t
     lead = len(operation) - len(operation.lstrip())
     return _load(desc, context, origin,
                  {"body": ("operation", operation)}, {"body": lead},
-                 _param_args(ins, outs, params, in_params, out_params))
+                 _param_args(ins, outs, params, in_params, out_params),
+                 types)
 
 
 def ReductionKernel(in_params: str, out_params: str, map_expr: str,
@@ -268,6 +325,10 @@ def ReductionKernel(in_params: str, out_params: str, map_expr: str,
     as ElementwiseKernel's (``field``: ``"map_expr"``, ``"reduce_expr"``
     ...)."""
     origin = "ReductionKernel %s" % name
+    if isinstance(identity, (int, float)) and not isinstance(identity, bool):
+        identity = repr(identity)  # CuPy's identity may be a number
+    if reduce_type is not None:
+        reduce_type = _type_name(reduce_type)
     if identity is None:
         raise _arg_error(origin, "identity", None, 0,
                          "a reduction needs its neutral value ('0' for a "
@@ -297,6 +358,23 @@ def ReductionKernel(in_params: str, out_params: str, map_expr: str,
     m = re.fullmatch(r"(\w+)\s*=\s*(.*)", post, re.S)
     # where each character of the finalize stands in post_map_expr
     fin: Optional[List[int]] = list(range(lead, lead + len(post)))
+    if not (m and m.group(1) == outs[0]["name"]):
+        semi = post.find(";")
+        a = re.search(r"\ba\b", post)
+        if semi >= 0:
+            raise _arg_error(origin, "post_map_expr", post_map_expr,
+                             lead + semi,
+                             "one expression: CuPy's '%s = EXPR' or an "
+                             "expression over acc and n (statements, "
+                             "temporaries, are not supported)"
+                             % outs[0]["name"])
+        if a:
+            raise _arg_error(origin, "post_map_expr", post_map_expr,
+                             lead + a.start(),
+                             "'a' is the reduced value in CuPy's form "
+                             "'%s = f(a)' only; write that, or an "
+                             "expression over acc (the reduced value) and n"
+                             % outs[0]["name"])
     if m and m.group(1) == outs[0]["name"]:
         expr, base, post, fin = m.group(2), lead + m.start(2), "", []
         at = 0
@@ -308,7 +386,7 @@ def ReductionKernel(in_params: str, out_params: str, map_expr: str,
         fin += list(range(base + at, base + len(expr)))
     if post and post != "acc":
         desc["finalize"] = post
-    t = _types(params, types)
+    t = _types(params, types, origin)
     if t:
         desc["types"] = t
     return _load(desc, context, origin,
@@ -318,4 +396,5 @@ def ReductionKernel(in_params: str, out_params: str, map_expr: str,
                   "finalize": ("post_map_expr", post_map_expr),
                   "acc": ("reduce_type", reduce_type or "")},
                  {"map": 0, "combine": 0, "identity": 0, "finalize": fin},
-                 _param_args(ins, outs, params, in_params, out_params))
+                 _param_args(ins, outs, params, in_params, out_params),
+                 types)

@@ -161,6 +161,53 @@ def test_reduction_kernel_sugar():
     assert e.value.field == "identity"
 
 
+def test_sugar_as_cupy_users_write_it():
+    x = np.arange(4, dtype=np.float32)
+    # numbers, NumPy types and dtypes where CuPy takes them
+    s = hk.ReductionKernel("T x", "T y", "x", "a + b", "y = a", 0, "s0",
+                           reduce_type=np.float64)
+    assert s(x) == 6
+    for t in (np.float32, "float32", [np.dtype("float32")]):
+        k = hk.ElementwiseKernel("T x", "T y", "y = x * 2", "tw",
+                                 types={"T": t})
+        np.testing.assert_array_equal(k(x), x * 2)
+    # a last line ending in a comment, without its ';'
+    k = hk.ElementwiseKernel("T x", "T y", "y = x * 2 // twice", "cm")
+    np.testing.assert_array_equal(k(x), x * 2)
+    with pytest.raises(hk.KernelError, match="'U' is no placeholder") as e:
+        hk.ElementwiseKernel("T x", "T y", "y = x", "tu", types={"U": "f32"})
+    assert e.value.field == "types"
+    # a stdlib kernel's name: located at the name argument
+    with pytest.raises(hk.KernelError, match="relu_f32.*is a stdlib") as e:
+        hk.ElementwiseKernel("T x", "T y", "y = x", "relu")
+    assert (e.value.field, e.value.line, e.value.column) == ("name", 1, 1)
+    # CuPy's post_map_expr is "y = f(a)"; a bare a or statements are not
+    with pytest.raises(hk.KernelError, match="'a' is the reduced value") as e:
+        hk.ReductionKernel("T x", "T y", "x", "a + b", "sqrt(a)", "0", "p")
+    assert (e.value.field, e.value.column) == ("post_map_expr", 6)
+    with pytest.raises(hk.KernelError, match="one expression") as e:
+        hk.ReductionKernel("T x", "T y", "x", "a + b", "T t = a; y = t", "0",
+                           "p")
+    assert (e.value.field, e.value.column) == ("post_map_expr", 8)
+    # max is fmax here
+    with pytest.raises(hk.KernelError, match="here: fmax"):
+        hk.ElementwiseKernel("T x", "T y", "y = max(x, 0)", "mx")
+
+
+def test_sugar_names_in_one_context():
+    ctx = hk.Context(plugins=[])
+    x = np.ones(2, np.float32)
+    k1 = hk.ElementwiseKernel("T x", "T y", "y = x * 2", context=ctx)
+    # the same definition: the same kernel; another: refused, k1 unchanged
+    k2 = hk.ElementwiseKernel("T x", "T y", "y = x * 2", context=ctx)
+    np.testing.assert_array_equal(k2(x), x * 2)
+    with pytest.raises(hk.KernelError, match="already the name of another "
+                       "kernel made in this context") as e:
+        hk.ElementwiseKernel("T x", "T y", "y = x * 3", context=ctx)
+    assert e.value.field == "name"
+    np.testing.assert_array_equal(k1(x), x * 2)
+
+
 def test_list_kernels_is_hk_list_json():
     cli = os.environ.get("HK_CLI")
     if not cli:
