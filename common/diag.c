@@ -14,27 +14,57 @@ void hku_diags_free(hku_diags *d) {
   memset(d, 0, sizeof *d);
 }
 
+/* 1 when d holds an error at path, line, col with message msg. */
+static int has_error(const hku_diags *d, const char *path, int line, int col,
+                     const char *msg) {
+  for (size_t i = 0; i < d->n; i++) {
+    const hku_diag *g = &d->v[i];
+    if (g->sev == HKU_ERROR && g->line == line && g->col == col &&
+        !strcmp(g->msg, msg) && !strcmp(g->path, path ? path : "<input>"))
+      return 1;
+  }
+  return 0;
+}
+
 void hku_diag_add(hku_diags *d, hku_severity sev, const char *path, int line,
                   int col, const char *fmt, ...) {
   if (!d) return; /* the caller wants no words (fsutil.h) */
-  if (sev == HKU_ERROR) d->nerrors++;
   /* A note belongs to the error before it: drop it with that error. */
-  if (d->nerrors > HKU_DIAGS_MAX) return;
-  if (d->n == d->cap) {
-    size_t cap = d->cap ? d->cap * 2 : 8;
-    hku_diag *v = realloc(d->v, cap * sizeof *v);
-    if (!v) {
-      d->oom = 1;
-      return;
-    }
-    d->v = v;
-    d->cap = cap;
+  if (sev != HKU_ERROR && d->dup) return;
+  if (sev == HKU_ERROR && d->nerrors >= HKU_DIAGS_MAX) {
+    d->nerrors++;
+    return;
   }
   hku_buf b = HKU_BUF_INIT;
   va_list ap;
   va_start(ap, fmt);
   hku_buf_vprintf(&b, fmt, ap);
   va_end(ap);
+  /* the same error again (each instance of a kernel compiles the same
+   * body: x = 1 in an in buffer fails for f32 and f64 alike): once */
+  if (sev == HKU_ERROR) {
+    d->dup = b.data && has_error(d, path, line, col, b.data);
+    if (d->dup) {
+      hku_buf_free(&b);
+      return;
+    }
+    d->nerrors++;
+  }
+  if (d->nerrors > HKU_DIAGS_MAX) {
+    hku_buf_free(&b);
+    return;
+  }
+  if (d->n == d->cap) {
+    size_t cap = d->cap ? d->cap * 2 : 8;
+    hku_diag *v = realloc(d->v, cap * sizeof *v);
+    if (!v) {
+      d->oom = 1;
+      hku_buf_free(&b);
+      return;
+    }
+    d->v = v;
+    d->cap = cap;
+  }
   hku_diag *g = &d->v[d->n];
   g->sev = sev;
   g->path = hku_strdup(path ? path : "<input>");

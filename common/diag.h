@@ -24,9 +24,10 @@ typedef struct hku_diags {
   size_t cap;
   size_t nerrors; /* errors reported, kept or not */
   int oom;
+  int dup; /* the last error repeated one before: its notes are dropped */
 } hku_diags;
 
-#define HKU_DIAGS_INIT {NULL, 0, 0, 0, 0}
+#define HKU_DIAGS_INIT {NULL, 0, 0, 0, 0, 0}
 #define HKU_DIAGS_MAX 100
 
 void hku_diags_free(hku_diags *d);

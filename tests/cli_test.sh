@@ -530,6 +530,19 @@ EOF2
   err_has "ro.json:5:"
   err_has "assignment of read-only location"
 done
+# each instance compiles the same body: its error is reported once
+cat >"$T/ro2.json" <<'EOF2'
+{"schema_version": 1, "name": "ro2", "kind": "elementwise",
+ "types": {"T": ["f32", "f64", "i32"]},
+ "params": [{"name": "x", "type": "T", "role": "in"},
+            {"name": "y", "type": "T", "role": "out"}],
+ "body": "x = 1; y = x;"}
+EOF2
+run 1 "$HK" check "$T/ro2.json"
+checks=$((checks + 1))
+[ "$(grep -c "read-only location" "$T/err")" -eq 1 ] || {
+  echo "FAIL: the instances' same error is not reported once:"
+  cat "$T/err"; fails=$((fails + 1)); }
 # a raw body's scalars are its own variables, as a C function's parameters
 cat >"$T/rawmut.json" <<'EOF2'
 {"schema_version": 1, "name": "rawmut", "kind": "raw",
