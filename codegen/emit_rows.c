@@ -116,15 +116,16 @@ static const char *row_len(const hkc_param *p) {
   return p->row == HK_ROW_ONE ? "1" : "n";
 }
 
-/* A loop over a staged row's elements hk_j: C's (whose f16 rows take the
- * C prelude's block conversions instead), a CUDA thread's, or a CUDA
- * block's, its threads blockDim.x apart. */
+/* A loop over a staged row's elements hk_j: C's, a CUDA thread's, or a
+ * CUDA block's, its threads blockDim.x apart; f16_n: f16 rows by the C
+ * prelude's block conversions (hk_f16_to_f32_n ...) instead. */
 typedef struct row_loop {
   const char *from, *step;
+  int f16_n;
 } row_loop;
-static const row_loop LOOP_C = {"0", "++hk_j"};
-static const row_loop LOOP_THREAD = {"0", "++hk_j"};
-static const row_loop LOOP_BLOCK = {"threadIdx.x", "hk_j += blockDim.x"};
+static const row_loop LOOP_C = {"0", "++hk_j", 1};
+static const row_loop LOOP_THREAD = {"0", "++hk_j", 0};
+static const row_loop LOOP_BLOCK = {"threadIdx.x", "hk_j += blockDim.x", 0};
 
 /* "for (size_t hk_j = ...; hk_j < LEN; ...)" over staged buffer p's row,
  * indented by ind. */
@@ -135,8 +136,7 @@ static void put_loop(hku_buf *o, const row_loop *loop, const hkc_param *p,
 }
 
 /* hk_t_NAME = staged buffer p's row (row hk_r, or the shared one),
- * widened, by loop (LOOP_C, LOOP_BLOCK); in C (LOOP_C), f16 by the
- * prelude's block conversion. */
+ * widened, by loop. */
 static void put_row_load(hku_buf *o, const hkc_instance *in,
                          const hkc_param *p, const row_loop *loop, int ind) {
   hk_dtype_t t = hkc_param_type(in, p);
@@ -144,7 +144,7 @@ static void put_row_load(hku_buf *o, const hkc_instance *in,
   char src[160];
   snprintf(src, sizeof src, "hk_p_%s%s%s", p->name, off ? " + " : "",
            off ? off : "");
-  if (t == HK_F16 && loop == &LOOP_C) {
+  if (t == HK_F16 && loop->f16_n) {
     hku_buf_printf(o, "%*shk_f16_to_f32_n(%s, hk_t_%s, %s);\n", ind, "", src,
                    p->name, row_len(p));
     return;
@@ -167,7 +167,7 @@ static void put_row_store(hku_buf *o, const hkc_instance *in,
                           const hkc_param *p, const row_loop *loop, int ind) {
   hk_dtype_t t = hkc_param_type(in, p);
   const char *off = row_offset(p);
-  if (t == HK_F16 && loop == &LOOP_C) {
+  if (t == HK_F16 && loop->f16_n) {
     hku_buf_printf(o, "%*shk_f32_to_f16_n(hk_t_%s, hk_p_%s + %s, %s);\n", ind,
                    "", p->name, p->name, off, row_len(p));
     return;
