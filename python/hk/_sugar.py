@@ -237,6 +237,101 @@ def _load(desc: dict, context: Optional[Context], origin: str,
     return Kernel(ctx, desc["name"])
 
 
+_QUALIFIERS = ("__device__", "__host__", "__forceinline__", "inline",
+               "static", "__inline__")
+
+
+def _skip_space(text: str, i: int) -> int:
+    """Past white space and comments from ``i``."""
+    while i < len(text):
+        if text[i].isspace():
+            i += 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = len(text) if j < 0 else j + 1
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = len(text) if j < 0 else j + 2
+        else:
+            break
+    return i
+
+
+def _close_brace(text: str, i: int) -> int:
+    """The index of the '}' that closes the '{' at ``i`` (strings, chars
+    and comments skipped), or -1."""
+    depth = 0
+    while i < len(text):
+        c = text[i]
+        if text.startswith("//", i) or text.startswith("/*", i):
+            j = _skip_space(text, i)
+            i = j if j > i else i + 1
+            continue
+        if c in "\"'":
+            j = i + 1
+            while j < len(text) and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+            continue
+        depth += c == "{"
+        depth -= c == "}"
+        if depth == 0:
+            return i
+        i += 1
+    return -1
+
+
+def _preamble(text: str, origin: str, args: dict, shift: dict,
+              desc: dict) -> None:
+    """CuPy's ``preamble``, as the kernel file's helpers and consts: each
+    function definition (``__device__`` and such qualifiers dropped) a
+    helper, each ``#define NAME INTEGER`` a const; anything else is a
+    located :class:`KernelError`. Errors in them are located in the
+    preamble (``args``/``shift`` of ``_load``)."""
+    helpers, consts = [], {}
+    head = re.compile(r"((?:[A-Za-z_]\w*[\s*]+)+?)([A-Za-z_]\w*)\s*"
+                      r"\(([^()]*)\)\s*\{")
+    i = _skip_space(text, 0)
+    while i < len(text):
+        if text.startswith("#", i):
+            end = text.find("\n", i)
+            end = len(text) if end < 0 else end
+            m = re.fullmatch(r"#\s*define\s+([A-Za-z_]\w*)\s+"
+                             r"(-?(?:0[xX][0-9a-fA-F]+|\d+))\s*",
+                             text[i:end])
+            if not m:
+                raise _arg_error(origin, "preamble", text, i,
+                                 "only '#define NAME INTEGER' (a const) "
+                                 "may stand here")
+            consts[m.group(1)] = int(m.group(2), 0)
+            args["consts." + m.group(1)] = ("preamble", text)
+            i = _skip_space(text, end)
+            continue
+        m = head.match(text, i)
+        close = _close_brace(text, m.end() - 1) if m else -1
+        if not m or close < 0:
+            raise _arg_error(origin, "preamble", text, i,
+                             "expected a function definition or '#define "
+                             "NAME INTEGER' (CuPy's templates, structs and "
+                             "other declarations are not supported here)")
+        returns = " ".join(w for w in m.group(1).split()
+                           if w not in _QUALIFIERS)
+        k = len(helpers)
+        helpers.append({"name": m.group(2), "returns": returns or "void",
+                        "params": m.group(3).strip(),
+                        "body": text[m.end():close]})
+        for f, at in (("body", m.end()), ("params", m.start(3)),
+                      ("name", m.start(2)), ("returns", m.start(1))):
+            args["helpers[%d].%s" % (k, f)] = ("preamble", text)
+            shift["helpers[%d].%s" % (k, f)] = at
+        i = _skip_space(text, close + 1)
+    if helpers:
+        desc["helpers"] = helpers
+    if consts:
+        desc["consts"] = consts
+        args["consts"] = ("preamble", text)
+
+
 def _param_args(ins: list, outs: list, params: list, in_params: str,
                 out_params: str) -> list:
     """Each parameter's argument: (its name, its text)."""
@@ -250,8 +345,8 @@ def _param_args(ins: list, outs: list, params: list, in_params: str,
 def ElementwiseKernel(in_params: str, out_params: str, operation: str,
                       name: str = "kernel", *,
                       types: Optional[Dict[str, Sequence[str]]] = None,
-                      doc: str = "", context: Optional[Context] = None
-                      ) -> Kernel:
+                      preamble: str = "", doc: str = "",
+                      context: Optional[Context] = None) -> Kernel:
     """An elementwise kernel, as CuPy's ``ElementwiseKernel``:
 
     >>> k = hk.ElementwiseKernel("T x, T y", "T z", "z = x * x + y",
@@ -262,6 +357,10 @@ def ElementwiseKernel(in_params: str, out_params: str, operation: str,
     names (float32 ...), hk's (f32 ...) or a placeholder letter (``T``:
     f32 and f64 unless ``types={"T": [...]}`` says otherwise); write
     ``scalar TYPE NAME`` among the in params for a value passed by value.
+    ``preamble``: CuPy's, as function definitions (their ``__device__``
+    and ``inline`` dropped: the kernel's helpers, schemas/README.md 6.6)
+    and ``#define NAME INTEGER`` lines (its consts); errors in them are
+    located in it (``field`` ``"preamble"``).
     An out param also listed as an in param is inout; an out param alone
     starts at 0 in ``operation`` (CuPy's refers to the array passed in:
     to accumulate, ``y += x``, make ``y`` inout). ``operation`` is the
@@ -295,8 +394,9 @@ def ElementwiseKernel(in_params: str, out_params: str, operation: str,
     if t:
         desc["types"] = t
     lead = len(operation) - len(operation.lstrip())
-    return _load(desc, context, origin,
-                 {"body": ("operation", operation)}, {"body": lead},
+    args, shift = {"body": ("operation", operation)}, {"body": lead}
+    _preamble(preamble, origin, args, shift, desc)
+    return _load(desc, context, origin, args, shift,
                  _param_args(ins, outs, params, in_params, out_params),
                  types)
 
@@ -307,8 +407,8 @@ def ReductionKernel(in_params: str, out_params: str, map_expr: str,
                     name: str = "reduce_kernel",
                     reduce_type: Optional[str] = None, *,
                     types: Optional[Dict[str, Sequence[str]]] = None,
-                    doc: str = "", context: Optional[Context] = None
-                    ) -> Kernel:
+                    preamble: str = "", doc: str = "",
+                    context: Optional[Context] = None) -> Kernel:
     """A reduction kernel, as CuPy's ``ReductionKernel``:
 
     >>> l2 = hk.ReductionKernel("T x", "T y", "x * x", "a + b",
@@ -389,12 +489,13 @@ def ReductionKernel(in_params: str, out_params: str, map_expr: str,
     t = _types(params, types, origin)
     if t:
         desc["types"] = t
-    return _load(desc, context, origin,
-                 {"map": ("map_expr", map_expr),
-                  "combine": ("reduce_expr", reduce_expr),
-                  "identity": ("identity", identity),
-                  "finalize": ("post_map_expr", post_map_expr),
-                  "acc": ("reduce_type", reduce_type or "")},
-                 {"map": 0, "combine": 0, "identity": 0, "finalize": fin},
+    args = {"map": ("map_expr", map_expr),
+            "combine": ("reduce_expr", reduce_expr),
+            "identity": ("identity", identity),
+            "finalize": ("post_map_expr", post_map_expr),
+            "acc": ("reduce_type", reduce_type or "")}
+    shift = {"map": 0, "combine": 0, "identity": 0, "finalize": fin}
+    _preamble(preamble, origin, args, shift, desc)
+    return _load(desc, context, origin, args, shift,
                  _param_args(ins, outs, params, in_params, out_params),
                  types)

@@ -194,6 +194,34 @@ def test_sugar_as_cupy_users_write_it():
         hk.ElementwiseKernel("T x", "T y", "y = max(x, 0)", "mx")
 
 
+def test_sugar_preamble():
+    pre = ("#define SCALE 3\n"
+           "__device__ float sq(float v) { return v * v; }  /* { */\n"
+           "__device__ inline float cube(float v) {\n"
+           "    return sq(v) * v * SCALE;\n"
+           "}\n")
+    k = hk.ElementwiseKernel("float32 x", "float32 y", "y = cube(x) + sq(x)",
+                             "pre1", preamble=pre)
+    x = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(k(x), x ** 3 * 3 + x * x)
+    r = hk.ReductionKernel("T x", "T y", "sq(x)", "a + b", "y = a", "0",
+                           "pre2", preamble="double sq(double v) "
+                           "{ return v * v; }")
+    assert r(np.arange(4.0)) == 14
+    # errors in a helper: located in the preamble
+    with pytest.raises(hk.KernelError, match="undefined_q") as e:
+        hk.ElementwiseKernel("float32 x", "float32 y", "y = f(x)", "pre3",
+                             preamble="__device__ float f(float v) {\n"
+                             "  return v + undefined_q;\n}")
+    assert (e.value.field, e.value.line, e.value.column) == (
+        "preamble", 2, 14)
+    with pytest.raises(hk.KernelError, match="templates") as e:
+        hk.ElementwiseKernel("float32 x", "float32 y", "y = x", "pre4",
+                             preamble="template <typename T> T f(T v) "
+                             "{ return v; }")
+    assert (e.value.field, e.value.column) == ("preamble", 1)
+
+
 def test_sugar_names_in_one_context():
     ctx = hk.Context(plugins=[])
     x = np.ones(2, np.float32)
