@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <setjmp.h>
 #include <ucontext.h>
 
 #include <algorithm>
@@ -50,12 +51,19 @@ struct hk_emu_dim {
   unsigned x, y, z;
 };
 static hk_emu_dim threadIdx, blockIdx, blockDim, gridDim;
+/* A fiber starts by swapcontext (makecontext gave it its stack) and
+ * switches by _setjmp/_longjmp after that: swapcontext saves and restores
+ * the signal mask, a system call each way, which took half the
+ * emulation's time. */
 static ucontext_t emu_main, emu_fiber[HK_ABI_ROWS_LANES_MAX];
+static jmp_buf emu_main_jb, emu_fiber_jb[HK_ABI_ROWS_LANES_MAX];
+static unsigned char emu_started[HK_ABI_ROWS_LANES_MAX];
 static unsigned char emu_slot[HK_ABI_ROWS_LANES_MAX][8];
 
 /* Back to launch(), which resumes this thread once all have arrived. */
 static void __syncthreads(void) {
-  swapcontext(&emu_fiber[threadIdx.x], &emu_main);
+  if (!_setjmp(emu_fiber_jb[threadIdx.x]))
+    _longjmp(emu_main_jb, 1);
 }
 
 /* v of thread src of the block, for every thread that calls it */
@@ -157,7 +165,7 @@ static int emu_stuck;
 static void emu_thread(void) {
   emu_kernel();
   emu_done[threadIdx.x] = 1;
-  /* uc_link returns to emu_main */
+  _longjmp(emu_main_jb, 1); /* never returns: main resumes */
 }
 
 /* Runs f on the threads of each block of a launch of `blocks` blocks of
@@ -180,13 +188,19 @@ template <typename F> static int launch(unsigned blocks, unsigned lanes, F f) {
       emu_fiber[t].uc_link = &emu_main;
       makecontext(&emu_fiber[t], emu_thread, 0);
       emu_done[t] = 0;
+      emu_started[t] = 0;
     }
     for (;;) {
       for (unsigned t = 0; t < lanes; t++) {
         if (emu_done[t])
           continue;
         threadIdx = {t, 0, 0};
-        swapcontext(&emu_main, &emu_fiber[t]);
+        if (!_setjmp(emu_main_jb)) {
+          if (emu_started[t])
+            _longjmp(emu_fiber_jb[t], 1);
+          emu_started[t] = 1;
+          swapcontext(&emu_main, &emu_fiber[t]);
+        }
       }
       unsigned all = 0;
       for (unsigned t = 0; t < lanes; t++)
