@@ -332,6 +332,31 @@ def _preamble(text: str, origin: str, args: dict, shift: dict,
         args["consts"] = ("preamble", text)
 
 
+def _check_out_reads(params: list, operation: str, origin: str) -> None:
+    """An out param (not inout) that the operation uses before it assigns
+    it (``y += x``, ``++y``, ``z = y``), as CuPy's refer to the array
+    passed in, where hk's start at 0: a located :class:`KernelError`
+    (the answer would silently differ from CuPy's)."""
+    code = re.sub(r"//[^\n]*|/\*.*?\*/",
+                  lambda m: " " * len(m.group()), operation, flags=re.S)
+    for p in params:
+        if p["role"] != "out":
+            continue
+        m = re.search(r"(?<![\w.>])%s\b" % re.escape(p["name"]), code)
+        if m is None:
+            continue
+        after = code[m.end():].lstrip()
+        before = code[:m.start()].rstrip()
+        if (after.startswith("=") and not after.startswith("==")
+                and not before.endswith(("++", "--"))):
+            continue  # its first use assigns it
+        raise _arg_error(origin, "operation", operation, m.start(),
+                         "reads out param '%s' before assigning it: here "
+                         "an out param starts at 0 (CuPy's is the array "
+                         "passed in); to use that array, list '%s' among "
+                         "in_params too (inout)" % (p["name"], p["name"]))
+
+
 def _param_args(ins: list, outs: list, params: list, in_params: str,
                 out_params: str) -> list:
     """Each parameter's argument: (its name, its text)."""
@@ -362,8 +387,9 @@ def ElementwiseKernel(in_params: str, out_params: str, operation: str,
     and ``#define NAME INTEGER`` lines (its consts); errors in them are
     located in it (``field`` ``"preamble"``).
     An out param also listed as an in param is inout; an out param alone
-    starts at 0 in ``operation`` (CuPy's refers to the array passed in:
-    to accumulate, ``y += x``, make ``y`` inout). ``operation`` is the
+    starts at 0 in ``operation`` (CuPy's refers to the array passed in),
+    so using one before assigning it (``y += x``) is refused: to
+    accumulate, make ``y`` inout. ``operation`` is the
     body: C statements over the parameters' elements at index ``i`` (a
     ``size_t``, as ``n``: cast it before mixing it with signed integers).
     Raises :class:`hk.KernelError` for a bad body, located in the
@@ -383,6 +409,7 @@ def ElementwiseKernel(in_params: str, out_params: str, operation: str,
     for p in params:
         if p["name"] in {o["name"] for o in outs} and p in ins:
             p["role"] = "inout"
+    _check_out_reads(params, operation, origin)
     body = operation.strip()
     if body and not body.endswith((";", "}")):
         # CuPy's operations may leave out the last ';' (on a line of its

@@ -194,6 +194,23 @@ def test_sugar_as_cupy_users_write_it():
         hk.ElementwiseKernel("T x", "T y", "y = max(x, 0)", "mx")
 
 
+def test_sugar_out_params_read_before_written():
+    # CuPy's y += x accumulates into the array passed in; hk's out starts
+    # at 0: refused, located, rather than a silently different answer
+    with pytest.raises(hk.KernelError, match="reads out param 'y'") as e:
+        hk.ElementwiseKernel("T x", "T y", "z_ = 1.0;\n  y += x", "acc1")
+    assert (e.value.field, e.value.line, e.value.column) == (
+        "operation", 2, 3)
+    # assigned first, or inout: fine
+    k = hk.ElementwiseKernel("T x", "T y", "y = x; y += 1 // y += 2",
+                             "acc2")
+    np.testing.assert_array_equal(k(np.zeros(2)), np.ones(2))
+    k = hk.ElementwiseKernel("T x, T y", "T y", "y += x", "acc3")
+    y = np.ones(3)
+    k(np.ones(3), y)
+    np.testing.assert_array_equal(y, np.full(3, 2.0))
+
+
 def test_sugar_preamble():
     pre = ("#define SCALE 3\n"
            "__device__ float sq(float v) { return v * v; }  /* { */\n"
