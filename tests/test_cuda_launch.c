@@ -18,6 +18,8 @@
  *    kept);
  *  - out of memory: fewer blocks (166 halved down to the 20 that fit),
  *    and HK_ENOMEM, naming the kernel, when not even one unit's fits.
+ * And where axis reductions go: a warp a row for many short rows, part
+ * and merge blocks otherwise.
  * Built where the stdlib has GPU code (nvcc); skipped (77) otherwise.
  */
 #include <dlfcn.h>
@@ -198,6 +200,44 @@ static void thread_a_row(const char *dir) {
   hk_context_destroy(ctx);
 }
 
+/* Axis reductions (hk_call_arrays over the last axis of device arrays):
+ * a warp a row where rows are short and many (hk.h), else part blocks
+ * and a merge block a row; a flat sum in two launches. */
+static void reductions(hk_context_t *ctx) {
+  hk_kernel_t *k = NULL;
+  CHECK_INT_EQ(hk_kernel_find(ctx, "sum_f32", &k), HK_OK);
+  if (!k) return;
+  f_watch(-1);
+  static const struct {
+    int64_t rows, m;
+    const char *fn;
+    unsigned grid; /* 0: not checked */
+  } cases[] = {
+      {5000, 64, "hk_cuda_wrow__sum_f32", 0},    /* short rows, many */
+      {10, 100000, "hk_cuda_merge__sum_f32", 10}, /* long: a merge a row */
+      {3, 64, "hk_cuda_merge__sum_f32", 3},      /* few rows */
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    void *x = dev((size_t)(cases[c].rows * cases[c].m) * 4);
+    void *out = dev((size_t)cases[c].rows * 4);
+    hk_array_t a[2];
+    int64_t shape[2] = {cases[c].rows, cases[c].m};
+    hk_array_init(&a[0], x, HK_F32, 2, shape);
+    hk_array_init(&a[1], out, HK_F32, 1, shape);
+    int axis = -1;
+    hk_call_opts_t o = {.axes = &axis, .naxes = 1};
+    CHECK_MSG(hk_call_arrays(k, a, &o) == HK_OK, "%s", hk_last_error());
+    launch l = last();
+    CHECK_MSG(l.fn && !strcmp(l.fn, cases[c].fn),
+              "sum over rows of (%lld, %lld): %s, expected %s",
+              (long long)cases[c].rows, (long long)cases[c].m,
+              l.fn ? l.fn : "none", cases[c].fn);
+    if (cases[c].grid) CHECK_INT_EQ(l.grid, cases[c].grid);
+    CHECK_INT_EQ(hk_device_free(x), HK_OK);
+    CHECK_INT_EQ(hk_device_free(out), HK_OK);
+  }
+}
+
 int main(void) {
   setenv("HK_LIBCUDA", HK_FAKE_CUDA, 1);
   void *lib = dlopen(HK_FAKE_CUDA, RTLD_NOW | RTLD_LOCAL);
@@ -216,6 +256,7 @@ int main(void) {
   hk_context_t *ctx = NULL;
   CHECK_INT_EQ(hk_context_create(&ctx, &o), HK_OK);
   if (ctx) block_a_row(ctx);
+  if (ctx) reductions(ctx);
   hk_context_destroy(ctx);
 
   char dir[] = "/tmp/hk_cuda_launch_XXXXXX";
