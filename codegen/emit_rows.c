@@ -339,9 +339,11 @@ void hkc_emit_rows_cuda(hku_buf *o, const hkc_instance *in,
                 "hk_stride)\n");
     put_row_call(o, in, 8, 0);
     hku_buf_put(o, "}\n\n");
-  } else { /* the thread's own copies: as the C rows function's */
-    put_staged_ptrs(o, in, "hk_g");
+  } else { /* the thread's own copies: as the C rows function's (a
+            * thread without a row has none: the launch sizes them by the
+            * rows) */
     hku_buf_put(o, "    if (hk_g >= hk_rows) return;\n");
+    put_staged_ptrs(o, in, "hk_g");
     put_shared_loads(o, in, &LOOP_THREAD, 4);
     hku_buf_put(o,
                 "    for (size_t hk_r = hk_g; hk_r < hk_rows; hk_r += "
