@@ -48,6 +48,8 @@ static _Thread_local char last_error[8192];
 
 HK_API const char *hk_last_error(void) { return last_error; }
 
+HK_API void hk_clear_error(void) { last_error[0] = '\0'; }
+
 int hk__fail(int code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -200,6 +200,7 @@ static void rows_task(void *ctx, size_t t) {
 HK_INTERNAL int hk__par_rows(hk_range_fn range, void *const *args,
                              size_t rows, size_t n, unsigned flags,
                              size_t scratch, const char *who) {
+  if (rows == 0) return HK_OK; /* no row, and no scratch to have */
   /* the caller's scratch first: when it cannot be had, nothing runs */
   size_t w = n ? n : 1, bytes = 0;
   void *mine = NULL;

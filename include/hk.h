@@ -288,8 +288,19 @@ typedef struct hk_options {
  * context, kernel, array or output pointer is HK_EINVAL (hk_kernel_info
  * gives NULL, hk_kernel_tier HK_TIER_NONE, hk_context_problems and
  * hk_kernel_note ""), but in hk_call and the typed stdlib functions,
- * whose hot path checks nothing. */
+ * whose hot path checks nothing. A call that succeeds leaves it as it
+ * was (as errno): clear it first (hk_clear_error) to tell whether a call
+ * that returns nothing failed, such as a typed 16-bit rows function that
+ * could not get its scratch (it then runs no row):
+ *
+ *     uint16_t x[768] = {0}, y[768];  // a row of 768 f16 zeros
+ *     hk_clear_error();
+ *     hk_softmax_f16(x, y, 1, 768);
+ *     if (*hk_last_error()) fprintf(stderr, "%s\n", hk_last_error());
+ */
 HK_API const char *hk_last_error(void);
+/* Empties this thread's last error (hk_last_error() then gives ""). */
+HK_API void hk_clear_error(void);
 
 /* Creates a context (opts NULL: all defaults) and loads its plugin folders.
  * A plugin file that fails to load is skipped, the others are loaded, and

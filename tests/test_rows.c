@@ -418,20 +418,32 @@ static void test_empty(void) {
 
 /* A 16-bit typed call whose float copies of a row cannot be had (a row
  * longer than memory) runs no row and says so, naming the function; so
- * does hk_call, naming the kernel. */
+ * does hk_call, naming the kernel. 0 rows ask for no copies. */
 static void test_16_nomem(hk_context_t *ctx) {
   uint16_t x[4] = {1, 2, 3, 4}, y[4] = {9, 9, 9, 9};
   const size_t huge = SIZE_MAX / 2;
+  hk_clear_error();
   hk_softmax_f16(x, y, 1, huge);
   CHECK_CONTAINS(hk_last_error(), "hk_softmax_f16: out of memory for the f32 "
                                   "copies of a row");
   CHECK(y[0] == 9 && y[3] == 9);
+  /* 0 rows: nothing to run, no scratch asked for, whatever n */
+  hk_clear_error();
+  CHECK_STR_EQ(hk_last_error(), "");
+  hk_softmax_f16(x, y, 0, huge);
+  CHECK_STR_EQ(hk_last_error(), "");
   hk_kernel_t *k = NULL;
   CHECK_INT_EQ(hk_kernel_find(ctx, "layernorm_bf16", &k), HK_OK);
   void *args[7] = {x, x, x, y, y, y, &x[0]};
   if (k) {
     CHECK_INT_EQ(hk_call(k, huge, args), HK_ENOMEM);
     CHECK_CONTAINS(hk_last_error(), "layernorm_bf16: out of memory");
+    /* hk_call_on and hk_call_async check args (hk_call does not) */
+    CHECK_INT_EQ(hk_call_on(k, HK_BACKEND_CPU, 4, NULL), HK_EINVAL);
+    CHECK_CONTAINS(hk_last_error(), "hk_call_on: NULL args, and kernel "
+                                    "layernorm_bf16 has 7 parameters");
+    CHECK_INT_EQ(hk_call_async(k, NULL, 4, NULL), HK_EINVAL);
+    CHECK_INT_EQ(hk_call_on(NULL, HK_BACKEND_CPU, 4, args), HK_EINVAL);
   }
   CHECK(y[0] == 9 && y[3] == 9);
 }

@@ -301,10 +301,26 @@ int hk__call_auto(const hk_kernel_t *k, size_t n, void *const *args) {
   return hk__call_cpu(k, n, args);
 }
 
+/* HK_EINVAL for a NULL kernel, or NULL args to a kernel with
+ * parameters (hk_call_on and hk_call_async check them; hk_call does not,
+ * hk.h). */
+static int call_args_ok(const char *fn, const hk_kernel_t *k,
+                        void *const *args) {
+  if (!k) return hk__fail(HK_EINVAL, "%s: NULL kernel", fn);
+  const hk_kernel_info_t *info = atomic_load(&k->info);
+  if (!args && info->nparams > 0)
+    return hk__fail(HK_EINVAL,
+                    "%s: NULL args, and kernel %s has %d parameters (args "
+                    "holds one pointer each)",
+                    fn, info->name, info->nparams);
+  return HK_OK;
+}
+
 HK_API int hk_call_on(const hk_kernel_t *k, hk_backend_t b, size_t n,
                       void *const *args) {
   hk_mem_t side;
-  int rc;
+  int rc = call_args_ok("hk_call_on", k, args);
+  if (rc) return rc;
   switch (b) {
     case HK_BACKEND_AUTO:
       return hk_call(k, n, args);
@@ -325,8 +341,8 @@ HK_API int hk_call_on(const hk_kernel_t *k, hk_backend_t b, size_t n,
 HK_API int hk_call_async(const hk_kernel_t *k, hk_stream_t *s, size_t n,
                          void *const *args) {
   hk_mem_t side;
-  int rc = hk__cuda_ready();
-  if (rc) return rc;
+  int rc = call_args_ok("hk_call_async", k, args);
+  if (rc || (rc = hk__cuda_ready())) return rc;
   if ((rc = buffers_side(k, args, HK_MEM_DEVICE, &side))) return rc;
   return cuda_call(k, s, n, args, 0);
 }
