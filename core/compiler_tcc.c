@@ -57,7 +57,8 @@ static void collect(void *opaque, const char *msg) {
     hku_buf_put(msgs, ": error: a pointer made from a pointer to another "
                       "type (an f16 or bf16 buffer is uint16_t storage in "
                       "raw and grid code: convert its elements with "
-                      "hk_f16_to_f32 or hk_bf16_to_f32)\n");
+                      "hk_f16_to_f32 or hk_bf16_to_f32; in a rows body it "
+                      "is a float copy of the row already)\n");
     return;
   }
   hku_buf_put(msgs, msg);
