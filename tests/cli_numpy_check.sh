@@ -243,6 +243,8 @@ fails_with(["neg_bf16", "x=u.npy"], "has type bf16, but the file holds")
 # by dtype: u16 has no instance of neg, bf16 has one (NumPy writes bf16
 # data as <u2)
 fails_with(["neg", "x=u.npy"], "if it holds bf16 bits, add --as bf16")
+# a parameter the kernel does not have: said before the instances
+fails_with(["sum", "y=u.npy"], "sum has no parameter 'y' (its parameters: x, out)")
 fails_with(["neg", "x=u.npy", "--as", "f8"], "--as: only bf16")
 out = json.loads(run("fill_f16", "value=0.1", "--n", "2"))
 check("f16 scalar rounded once", np.array(out["out"], dtype=np.float16),

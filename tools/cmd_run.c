@@ -352,6 +352,24 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
   hk_kernel_foreach(ctx, pick_fn, &pc);
   if (!pc.n) return 0;
   const hk_kernel_info_t *k0 = pc.cand[0];
+  /* a PARAM=... that names no parameter: that, before the instances */
+  for (int a = 0; a < o->nassigns; a++) {
+    const char *eq = strchr(o->assigns[a], '=');
+    size_t l = eq ? (size_t)(eq - o->assigns[a]) : strlen(o->assigns[a]);
+    int found = 0;
+    for (int i = 0; i < k0->nparams && !found; i++)
+      found = strlen(k0->params[i].name) == l &&
+              !strncmp(o->assigns[a], k0->params[i].name, l);
+    if (!found) {
+      hku_buf ps = HKU_BUF_INIT;
+      for (int i = 0; i < k0->nparams; i++)
+        hku_buf_printf(&ps, "%s%s", i ? ", " : "", k0->params[i].name);
+      hk_cli_error("run", "%s has no parameter '%.*s' (its parameters: %s)",
+                   name, (int)l, o->assigns[a], hku_buf_str(&ps));
+      hku_buf_free(&ps);
+      return -1;
+    }
+  }
   hk_dtype_t given[256];
   const char *file[256];
   char what[256][112]; /* a dtype hk has no type for, in words */
