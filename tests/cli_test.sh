@@ -150,6 +150,8 @@ run 0 "$HK" list
 out_has "add_f32"
 out_has "stdlib"
 out_has "x:f32:in y:f32:in out:f32:out"
+# a rows kernel's row modes, which its arrays' shapes follow
+out_has "weight:f32:in:shared bias:f32:in:shared y:f32:out mean:f32:out:one"
 run 0 "$HK" list --json
 out_has "\"name\": \"softmax_f32\""
 out_has "\"name\": \"layernorm_f32\", \"kind\": \"rows\""
@@ -282,6 +284,9 @@ run 1 "$HK" run scale_f32 "x=$T/x.npy" alpha=abc
 err_has "alpha=abc: the value is not a number"
 run 1 "$HK" run scale_f32 "x=$T/x.npy" alpha=1e39
 err_has "too large for f32"
+# beyond a double too: still named by the scalar's own type
+run 1 "$HK" run scale_f32 "x=$T/x.npy" alpha=1e400
+err_has "alpha=1e400: the value is too large for f32 (alpha is a f32 scalar)"
 run 1 "$HK" run fill_i32 value=3000000000 --n 1
 err_has "out of range"
 run 1 "$HK" run fill_i32 value=1.5 --n 1

@@ -13,7 +13,9 @@ static const char *const help =
     "so), the tier its calls run on now (inline, jit, opt, so), its\n"
     "GPU column (yes: runs on the GPU here; no: targets cuda, but no CUDA\n"
     "device or GPU code is there; -: no cuda target), its parameters\n"
-    "(name:type:role) and description; notes (why a kernel is not on tier\n"
+    "(name:type:role; a rows kernel's buffers of one element a row or\n"
+    "shared by the rows add :one or :shared) and description; notes (why\n"
+    "a kernel is not on tier\n"
     "opt, why there is no GPU) follow the table. Plugin folders are those given with\n"
     "--plugins, else those in HK_PLUGIN_PATH (colon-separated). Plugin\n"
     "kernels are compiled to list them (tier opt comes from the disk cache\n"
@@ -45,11 +47,18 @@ static void targets_str(unsigned t, char *buf, size_t n) {
            (t & HK_TARGET_CUDA) ? "cuda" : "");
 }
 
+/* name:type:role each; a rows kernel's "one" and "shared" buffers add
+ * their row mode (name:type:role:one), which a call's shapes follow. */
 static void params_str(const hk_kernel_info_t *k, hku_buf *b) {
-  for (int i = 0; i < k->nparams; i++)
-    hku_buf_printf(b, "%s%s:%s:%s", i ? " " : "", k->params[i].name,
-                   hk_dtype_name(k->params[i].dtype),
-                   hk_role_name(k->params[i].role));
+  for (int i = 0; i < k->nparams; i++) {
+    const hk_param_info_t *p = &k->params[i];
+    hku_buf_printf(b, "%s%s:%s:%s%s", i ? " " : "", p->name,
+                   hk_dtype_name(p->dtype), hk_role_name(p->role),
+                   k->kind != HK_KIND_ROWS || p->role == HK_ROLE_SCALAR ? ""
+                   : p->row == HK_ROW_ONE                               ? ":one"
+                   : p->row == HK_ROW_SHARED ? ":shared"
+                                             : "");
+  }
 }
 
 static void print_json_string(const char *s) {

@@ -44,8 +44,12 @@ static int parse_float(run_param *p) {
   errno = 0;
   double v = strtod(text, &end);
   if (*end || end == text) return scalar_error(p, "is not a number");
-  if (errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL))
-    return scalar_error(p, "is too large for f64");
+  if (errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL)) {
+    char why[40];
+    snprintf(why, sizeof why, "is too large for %s",
+             hk_dtype_name(p->info->dtype));
+    return scalar_error(p, why);
+  }
   if (p->info->dtype == HK_F64) {
     p->s.f64 = v;
     return HK_EXIT_OK;
@@ -57,7 +61,8 @@ static int parse_float(run_param *p) {
     double back = p->info->dtype == HK_F16 ? hk_f16_to_double(h)
                                            : hk_bf16_to_double(h);
     if (isinf(back) && !isinf(v))
-      return scalar_error(p, "is too large for its type");
+      return scalar_error(p, p->info->dtype == HK_F16 ? "is too large for f16"
+                                                      : "is too large for bf16");
     p->s.u16 = h;
     return HK_EXIT_OK;
   }
