@@ -5,6 +5,7 @@
  * accumulated into.
  *
  *  1. every new stdlib reduction (argmax, argmin, var, logsumexp, minmax,
+ *     their f16 and bf16 instances too,
  *     integer sum and mean) and the forms of a test file run inline (the
  *     stdlib), on tier jit, on tier opt and (the forms) as a prebuilt
  *     plugin (hk build) with 1 and 2 threads: the same bits everywhere, at sizes from 0 to
@@ -411,6 +412,72 @@ static void check_float_kernels(void) {
       }
     }
   }
+}
+
+/* The f16 and bf16 instances of argmax, argmin, var, logsumexp and
+ * minmax on each pattern's values rounded to 16 bits: the answers of the
+ * references on those values (widened exactly), rounded once to 16 bits
+ * for var and logsumexp (within an ulp of it: they compute in f64 and
+ * f32), exact for the indices, the minimum and the maximum; the same bits
+ * on every tier and thread count (run_all). */
+static void check_float16_kernels(void) {
+  uint16_t *h = malloc(NMAX * sizeof *h);
+  double *w = malloc(NMAX * sizeof *w);
+  CHECK(h && w);
+  for (size_t si = 0; h && w && si < COUNT(red_sizes); si++) {
+    size_t n = red_sizes[si];
+    for (int p = 0; p < PAT_COUNT; p++) {
+      if (n > 1000 && p != PAT_TIES_NAN && p != PAT_SHIFTED) continue;
+      fill((pat_t)p, n);
+      for (int bf = 0; bf < 2; bf++) {
+        const char *tn = bf ? "bf16" : "f16";
+        double (*to)(uint16_t) = bf ? hk_bf16_to_double : hk_f16_to_double;
+        uint16_t (*from)(double) =
+            bf ? hk_bf16_from_double : hk_f16_from_double;
+        const double ulp = bf ? 0x1p-7 : 0x1p-10;
+        for (size_t i = 0; i < n; i++) w[i] = to(h[i] = from(g_f64[i]));
+        char nm[64];
+        int64_t i1;
+        uint16_t r1, r2;
+        for (int mx = 0; mx < 2; mx++) {
+          snprintf(nm, sizeof nm, "%s_%s", mx ? "argmax" : "argmin", tn);
+          void *args[] = {h, &i1};
+          res_t res[] = {{&i1, 8, NULL}};
+          run_all(nm, 1, n, args, res, 1);
+          int64_t want = ref_arg(w, n, mx);
+          CHECK_MSG(i1 == want, "%s n %zu pattern %d: %lld, expected %lld", nm,
+                    n, p, (long long)i1, (long long)want);
+        }
+        for (int q = 0; q < 2; q++) { /* var, logsumexp */
+          snprintf(nm, sizeof nm, "%s_%s", q ? "logsumexp" : "var", tn);
+          void *args[] = {h, &r1};
+          res_t res[] = {{&r1, 2, NULL}};
+          run_all(nm, 1, n, args, res, 1);
+          double got = to(r1), want = to(from(q ? ref_lse(w, n) : ref_var(w, n)));
+          CHECK_MSG(check_close(got, want, ulp, 1e-7),
+                    "%s n %zu pattern %d: %.9g, expected %.9g", nm, n, p, got,
+                    want);
+        }
+        snprintf(nm, sizeof nm, "minmax_%s", tn);
+        void *args[] = {h, &r1, &r2};
+        res_t res[] = {{&r1, 2, NULL}, {&r2, 2, NULL}};
+        run_all(nm, 1, n, args, res, 2);
+        double lo = INFINITY, hi = -INFINITY;
+        int nan = 0;
+        for (size_t i = 0; i < n; i++) {
+          nan |= w[i] != w[i];
+          if (w[i] < lo) lo = w[i];
+          if (w[i] > hi) hi = w[i];
+        }
+        if (nan) lo = hi = NAN;
+        CHECK_MSG(check_close(to(r1), lo, 0, 0) && check_close(to(r2), hi, 0, 0),
+                  "%s n %zu pattern %d: %g %g, expected %g %g", nm, n, p,
+                  to(r1), to(r2), lo, hi);
+      }
+    }
+  }
+  free(h);
+  free(w);
 }
 
 /* argmax/argmin over signed zeros: -0 and +0 are equal (the first wins),
@@ -1225,6 +1292,7 @@ int main(void) {
            g_have_cc ? "HK_TEST_JIT_ONLY" : "no cc");
   if (g_ctx[C_JIT]) {
     PART("float kernels", check_float_kernels());
+    PART("f16 and bf16 kernels", check_float16_kernels());
     PART("signed zeros", check_arg_zeros());
     PART("typed functions", check_typed());
     PART("integer kernels", check_int_kernels());
