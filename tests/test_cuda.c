@@ -90,6 +90,7 @@
 #include "abi.h" /* hk_abi_cuda_divider */
 #include "check.h"
 #include "hk.h"
+#include "rows16_kernel.h" /* rows16_json */
 
 /* ---- Checks (tests/check.h) --------------------------------------------- */
 
@@ -2651,26 +2652,10 @@ static int damage_one(const char *path, const struct stat *st, int flag,
  * bf16 buffers, each thread keeps its rows' float copies in the launch's
  * scratch (core/cuda/launch.c), which a long row limits to fewer threads
  * than rows (they stride). Every row mode, an inout buffer, an out buffer
- * whose copy the body reads (it starts at 0): the CPU's bits, as coop_case checks them.
+ * whose copy the body reads (it starts at 0): rows16 (rows16_kernel.h),
+ * the CPU's bits, as coop_case checks them.
  * Then rows of 50,257 over more rows than the scratch's blocks (a block
  * a row: softmax) or threads take at once. */
-static const char rows16_json[] =
-    "{\"schema_version\": 1, \"name\": \"rows16\", \"kind\": \"rows\",\n"
-    " \"types\": {\"T\": [\"f32\", \"f16\", \"bf16\"]},\n"
-    " \"params\": [{\"name\": \"x\", \"type\": \"T\", \"role\": \"in\"},\n"
-    "  {\"name\": \"w\", \"type\": \"T\", \"role\": \"in\", \"row\": \"shared\"},\n"
-    "  {\"name\": \"y\", \"type\": \"T\", \"role\": \"out\"},\n"
-    "  {\"name\": \"s\", \"type\": \"T\", \"role\": \"out\", \"row\": \"one\"},\n"
-    "  {\"name\": \"tot\", \"type\": \"T\", \"role\": \"inout\"}],\n"
-    " \"body\": [\"T a = 0;\",\n"
-    "  \"for (size_t c = 0; c < n; ++c) {\",\n"
-    "  \"    y[c] = x[c] * w[c] + y[c];\",\n"
-    "  \"    a += y[c];\",\n"
-    "  \"    tot[c] = tot[c] * 0.5f + x[c];\",\n"
-    "  \"}\",\n"
-    "  \"s[0] = a;\"],\n"
-    " \"targets\": [\"cpu\", \"cuda\"]}\n";
-
 static void test_rows_staged(void) {
   char dir[4200], cache[4200], path[4300];
   snprintf(dir, sizeof dir, "%s/rows16_plugins", g_root);

@@ -27,6 +27,7 @@
 #include "abi.h"
 #include "check.h"
 #include "hk.h"
+#include "rows16_kernel.h" /* rows16_json */
 
 int hk__call_rows_cuda(const hk_kernel_t *k, hk_stream_t *s, size_t rows,
                        size_t n, void *const *args);
@@ -59,18 +60,6 @@ static void *dev(size_t bytes) {
   return p;
 }
 
-static const char rows16_json[] =
-    "{\"schema_version\": 1, \"name\": \"rows16\", \"kind\": \"rows\",\n"
-    " \"types\": {\"T\": [\"f16\", \"bf16\"]},\n"
-    " \"params\": [{\"name\": \"x\", \"type\": \"T\", \"role\": \"in\"},\n"
-    "  {\"name\": \"w\", \"type\": \"T\", \"role\": \"in\", \"row\": \"shared\"},\n"
-    "  {\"name\": \"y\", \"type\": \"T\", \"role\": \"out\"},\n"
-    "  {\"name\": \"s\", \"type\": \"T\", \"role\": \"out\", \"row\": \"one\"},\n"
-    "  {\"name\": \"tot\", \"type\": \"T\", \"role\": \"inout\"}],\n"
-    " \"body\": [\"T a = 0;\",\n"
-    "  \"for (size_t c = 0; c < n; ++c) { y[c] = x[c] * w[c]; a += y[c]; "
-    "tot[c] = tot[c] + x[c]; }\",\n"
-    "  \"s[0] = a;\"]}\n";
 
 /* A block a row: the stdlib's softmax_f16 (x, y: 2 staged buffers). */
 static void block_a_row(hk_context_t *ctx) {
