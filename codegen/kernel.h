@@ -271,6 +271,14 @@ int hkc_check_code_calls(const hkj_doc *doc, const hkc_src *src,
                          hkc_code_mode mode, const char *const *idents,
                          const char *what, unsigned targets,
                          const char *const *callables, hku_diags *d);
+/* hkc_check_code_calls, where the parameters named in floats
+ * (NULL-terminated, or NULL) hold floats: the f16 and bf16 conversions may
+ * not take them or store into them. */
+int hkc_check_code_floats(const hkj_doc *doc, const hkc_src *src,
+                          hkc_code_mode mode, const char *const *idents,
+                          const char *what, unsigned targets,
+                          const char *const *callables,
+                          const char *const *floats, hku_diags *d);
 /* The offset of the first call of the function name in the code, or -1. */
 long hkc_code_find_call(const hkc_src *src, const char *name);
 /* The text with comments turned into spaces and newlines into spaces: an

@@ -161,6 +161,9 @@ typedef struct checker {
   /* Functions the code may call besides the math ones: the kernel's
    * helpers (NULL-terminated), or NULL. */
   const char *const *callables;
+  /* Parameters whose values this code sees as floats (hkc_float_names),
+   * or NULL: the f16 and bf16 conversions may not take or make them. */
+  const char *const *floats;
 } checker;
 
 /* Stop reporting after this many problems in one piece of code. */
@@ -470,6 +473,52 @@ static const char *const statement_keywords[] = {
     "break", "continue", "typedef", "static", "register", "auto", NULL};
 
 /* Checks each token against the rules of the mode. */
+/* The token before index i that opens the bracket closed at i (a ']'),
+ * or SIZE_MAX. */
+static size_t open_bracket(const checker *c, size_t i) {
+  size_t depth = 0;
+  for (size_t j = i + 1; j-- > 0;) {
+    if (tok_is(c, &c->toks[j], "]")) depth++;
+    else if (tok_is(c, &c->toks[j], "[") && --depth == 0) return j;
+  }
+  return SIZE_MAX;
+}
+
+/* A call of the conversion at token i (followed by '('): hk_f16_to_f32 or
+ * hk_bf16_to_f32 of a parameter the code sees as a float, or the bits that
+ * hk_f32_to_f16 or hk_f32_to_bf16 make stored straight into one. C would
+ * convert the float to or from uint16_t silently. */
+static void check_conversion(checker *c, size_t i, const char *name) {
+  const char *t = c->src->text;
+  const token *toks = c->toks;
+  if (strstr(name, "_to_f32")) {
+    const token *a = i + 2 < c->ntoks ? &toks[i + 2] : NULL;
+    if (!a || a->kind != TK_IDENT || !in_list(c->floats, t + a->off, a->len) ||
+        (i + 3 < c->ntoks && tok_is(c, &toks[i + 3], "(")))
+      return;
+    err(c, a->off,
+        "%s takes f16 or bf16 bits (a uint16_t), but '%.*s' is a float here: "
+        "elementwise, reduction and rows code sees f16 and bf16 values as "
+        "floats already (schemas/README.md, section 4.1); use '%.*s' as it is",
+        name, (int)a->len, t + a->off, (int)a->len, t + a->off);
+    return;
+  }
+  if (i < 2 || !tok_is(c, &toks[i - 1], "=")) return;
+  size_t j = i - 2;
+  if (tok_is(c, &toks[j], "]")) {
+    j = open_bracket(c, j);
+    if (j == SIZE_MAX || j == 0) return;
+    j--;
+  }
+  const token *p = &toks[j];
+  if (p->kind != TK_IDENT || !in_list(c->floats, t + p->off, p->len)) return;
+  err(c, toks[i].off,
+      "stores the bits %s returns (a uint16_t) in '%.*s', which holds a "
+      "float here: assign the float itself; hk rounds what an f16 or bf16 "
+      "parameter stores (schemas/README.md, section 4.1)",
+      name, (int)p->len, t + p->off);
+}
+
 static void check_tokens(checker *c, hkc_code_mode mode,
                          const char *const *idents, const char *what) {
   const char *t = c->src->text;
@@ -525,6 +574,9 @@ static void check_tokens(checker *c, hkc_code_mode mode,
     int is_conv = in_list(conv_functions, s, k->len) ||
                   (mode == HKC_CODE_ROWS_CUDA &&
                    in_list(rows_cuda_names, s, k->len));
+    if (c->floats && next && tok_is(c, next, "(") &&
+        in_list(conv_functions, s, k->len))
+      check_conversion(c, i, name);
     if (!is_conv && (!strncmp(name, "hk_", 3) || !strncmp(name, "HK_", 3))) {
       err(c, k->off, "'%s' is reserved: names beginning with hk_ or HK_ "
                      "belong to generated code", name);
@@ -650,7 +702,16 @@ int hkc_check_code_calls(const hkj_doc *doc, const hkc_src *src,
                          hkc_code_mode mode, const char *const *idents,
                          const char *what, unsigned targets,
                          const char *const *callables, hku_diags *d) {
-  checker c = {doc, src, d, 0, NULL, 0, 0, 0, NULL, callables};
+  return hkc_check_code_floats(doc, src, mode, idents, what, targets,
+                               callables, NULL, d);
+}
+
+int hkc_check_code_floats(const hkj_doc *doc, const hkc_src *src,
+                          hkc_code_mode mode, const char *const *idents,
+                          const char *what, unsigned targets,
+                          const char *const *callables,
+                          const char *const *floats, hku_diags *d) {
+  checker c = {doc, src, d, 0, NULL, 0, 0, 0, NULL, callables, floats};
   c.cuda_shared = (targets & HK_TARGET_CUDA) &&
                   (mode == HKC_CODE_BODY || mode == HKC_CODE_EXPR ||
                    mode == HKC_CODE_STMTS ||
@@ -719,7 +780,7 @@ static size_t quiet_tokens(const hkc_src *src, token **out) {
   hkj_doc none = {0};
   hkc_src nopos = *src; /* no positions: nothing is reported */
   nopos.nsegs = 0;
-  checker c = {&none, &nopos, &quiet, 0, NULL, 0, 0, 0, NULL, NULL};
+  checker c = {&none, &nopos, &quiet, 0, NULL, 0, 0, 0, NULL, NULL, NULL};
   size_t n = 0;
   if (tokenize(&c) == 0) {
     *out = c.toks;

@@ -277,10 +277,15 @@ static int check_body(hkc_parser *P, const hkc_kernel *k, const hkc_src *src,
                       hkc_code_mode mode) {
   if (!src->text || blank(src)) return HK_OK;
   const char **calls = hkc_helper_names(k);
-  if (!calls) return HK_ENOMEM;
-  int rc = counted(P, hkc_check_code_calls(P->doc, src, mode, NULL, NULL,
-                                           k->targets, calls, P->d));
+  /* raw code sees f16 and bf16 buffers as their uint16_t bits */
+  const int copies = mode != HKC_CODE_RAW_CPU && mode != HKC_CODE_RAW_CUDA;
+  const char **floats = copies ? hkc_float_names(k) : NULL;
+  int rc = HK_ENOMEM;
+  if (calls && (floats || !copies))
+    rc = counted(P, hkc_check_code_floats(P->doc, src, mode, NULL, NULL,
+                                          k->targets, calls, floats, P->d));
   free(calls);
+  free(floats);
   return rc;
 }
 

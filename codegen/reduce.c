@@ -273,12 +273,14 @@ static int check_expr(hkc_parser *P, hkc_kernel *k, hkc_src *s, unsigned roles,
   if (!s->text) return HK_OK;
   const char **names = hkc_names_for(k, roles, extra);
   const char **calls = hkc_helper_names(k);
+  const char **floats = hkc_float_names(k);
   int rc = HK_ENOMEM;
-  if (names && calls) /* the kernel's helpers may be called too */
-    rc = hkc_check_code_calls(P->doc, s, HKC_CODE_EXPR, names, what,
-                              k->targets, calls, P->d);
+  if (names && calls && floats) /* the kernel's helpers may be called too */
+    rc = hkc_check_code_floats(P->doc, s, HKC_CODE_EXPR, names, what,
+                               k->targets, calls, floats, P->d);
   free(names);
   free(calls);
+  free(floats);
   return counted(P, rc);
 }
 
@@ -315,10 +317,13 @@ static int check_stmts(hkc_parser *P, const hkc_kernel *k, const hkc_src *s,
     return HK_OK;
   }
   const char **calls = hkc_helper_names(k);
-  if (!calls) return HK_ENOMEM;
-  int rc = hkc_check_code_calls(P->doc, s, HKC_CODE_STMTS, NULL, NULL,
-                                k->targets, calls, P->d);
+  const char **floats = hkc_float_names(k);
+  int rc = HK_ENOMEM;
+  if (calls && floats)
+    rc = hkc_check_code_floats(P->doc, s, HKC_CODE_STMTS, NULL, NULL,
+                               k->targets, calls, floats, P->d);
   free(calls);
+  free(floats);
   return counted(P, rc);
 }
 

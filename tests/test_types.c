@@ -1001,6 +1001,33 @@ static void check_format(hk_context_t *ctx) {
                  "\"out\"}], \"body\": \"x = 1;\"}",
                  "types.T[1]: unknown type \"f8\"; expected one of f32, f64, "
                  "i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, bool");
+  /* elementwise, reduction and rows code sees f16 and bf16 values as
+   * floats: a conversion of one, or its bits stored into one, would have
+   * C convert between float and uint16_t silently */
+  expect_refused(ctx,
+                 "{\"schema_version\": 1, \"name\": \"l6\", \"kind\": "
+                 "\"elementwise\", \"types\": {\"T\": [\"f16\", \"f32\"]},\n"
+                 " \"params\": [{\"name\": \"x\", \"type\": \"T\", \"role\": "
+                 "\"in\"}, {\"name\": \"y\", \"type\": \"f32\", \"role\": "
+                 "\"out\"}],\n \"body\": \"y = hk_f16_to_f32(x) * 2;\"}",
+                 "3:29: error: body: hk_f16_to_f32 takes f16 or bf16 bits "
+                 "(a uint16_t), but 'x' is a float here");
+  expect_refused(ctx,
+                 "{\"schema_version\": 1, \"name\": \"l7\", \"kind\": "
+                 "\"rows\",\n \"params\": [{\"name\": \"x\", \"type\": "
+                 "\"bf16\", \"role\": \"in\"}, {\"name\": \"y\", \"type\": "
+                 "\"bf16\", \"role\": \"out\"}],\n \"body\": \"for (size_t j "
+                 "= 0; j < n; j++) y[j] = hk_f32_to_bf16(2 * x[j]);\"}",
+                 "stores the bits hk_f32_to_bf16 returns (a uint16_t) in "
+                 "'y', which holds a float here");
+  expect_refused(ctx,
+                 "{\"schema_version\": 1, \"name\": \"l8\", \"kind\": "
+                 "\"reduction\",\n \"params\": [{\"name\": \"x\", \"type\": "
+                 "\"f16\", \"role\": \"in\"}, {\"name\": \"s\", \"type\": "
+                 "\"f32\", \"role\": \"out\"}],\n \"map\": "
+                 "\"hk_f16_to_f32(x)\", \"combine\": \"a + b\", \"identity\": "
+                 "\"0\"}",
+                 "map: hk_f16_to_f32 takes f16 or bf16 bits");
   /* other hk_ names stay reserved */
   expect_refused(ctx,
                  "{\"schema_version\": 1, \"name\": \"l4\", \"kind\": "
