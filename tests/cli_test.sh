@@ -278,6 +278,9 @@ err_has "parameter x of add_f32 has type f32, but the file holds float64 ('<f8')
 run 0 "$HK" run arange_f32 start=0 step=1 --n 5 --out "out=$T/five.npy"
 run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/five.npy"
 err_has "shapes do not broadcast: parameter 'x' (6,) and parameter 'y' (5,)"
+# a placeholder no file decides: the instances that fit, and what is open
+run 1 "$HK" run cast "x=$T/x.npy"
+err_has "cast: the files' dtypes fit 4 instances (cast_f32_bf16, cast_f32_bool, cast_f32_f16, cast_f32_f32): no file gives the type of out; name the instance"
 run 1 "$HK" run softmax_f32 "x=$T/x.npy" rows=2
 err_has "softmax_f32 has no parameter 'rows'"
 run 1 "$HK" run scale_f32 "x=$T/x.npy" alpha=abc

@@ -400,10 +400,12 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
       }
   }
   int hit = -1, nhit = 0;
+  char fits[64];
   for (int c = 0; c < pc.n; c++) {
     int ok = pc.cand[c]->nparams == k0->nparams;
     for (int i = 0; ok && i < np; i++)
       ok = !file[i] || pc.cand[c]->params[i].dtype == given[i];
+    fits[c] = (char)ok;
     if (ok && nhit++ == 0) hit = c;
   }
   hku_buf names = HKU_BUF_INIT;
@@ -414,9 +416,23 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
     *out = pc.kh[hit];
     rc = 1;
   } else if (nhit > 1) {
-    hk_cli_error("run", "%s: the files' dtypes fit several instances (%s): "
-                        "name one",
-                 name, hku_buf_str(&names));
+    /* the fitting instances, and the parameters no file decides */
+    hku_buf fit = HKU_BUF_INIT, open = HKU_BUF_INIT;
+    for (int c = 0, m = 0; c < pc.n; c++)
+      if (fits[c]) hku_buf_printf(&fit, "%s%s", m++ ? ", " : "", pc.cand[c]->name);
+    for (int i = 0, m = 0; i < np; i++) {
+      int differs = 0;
+      for (int c = 0; c < pc.n && !file[i]; c++)
+        differs |= fits[c] && pc.cand[c]->params[i].dtype !=
+                                  pc.cand[hit]->params[i].dtype;
+      if (differs)
+        hku_buf_printf(&open, "%s%s", m++ ? ", " : "", k0->params[i].name);
+    }
+    hk_cli_error("run", "%s: the files' dtypes fit %d instances (%s): no "
+                        "file gives the type of %s; name the instance",
+                 name, nhit, hku_buf_str(&fit), hku_buf_str(&open));
+    hku_buf_free(&fit);
+    hku_buf_free(&open);
   } else {
     /* the first parameter whose file's dtype no instance takes */
     int bad = -1;
