@@ -342,14 +342,21 @@ def _check_out_reads(params: list, operation: str, origin: str) -> None:
     for p in params:
         if p["role"] != "out":
             continue
-        m = re.search(r"(?<![\w.>])%s\b" % re.escape(p["name"]), code)
+        use = re.compile(r"(?<![\w.>])%s\b" % re.escape(p["name"]))
+        m = use.search(code)
         if m is None:
             continue
         after = code[m.end():].lstrip()
         before = code[:m.start()].rstrip()
         if (after.startswith("=") and not after.startswith("==")
                 and not before.endswith(("++", "--"))):
-            continue  # its first use assigns it
+            # its first use assigns it: unless the value assigned reads
+            # it too (``y = y + x``)
+            start = code.index("=", m.end()) + 1
+            end = code.find(";", start)
+            m = use.search(code, start, end if end >= 0 else len(code))
+            if m is None:
+                continue
         raise _arg_error(origin, "operation", operation, m.start(),
                          "reads out param '%s' before assigning it: here "
                          "an out param starts at 0 (CuPy's is the array "

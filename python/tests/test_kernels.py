@@ -201,6 +201,10 @@ def test_sugar_out_params_read_before_written():
         hk.ElementwiseKernel("T x", "T y", "z_ = 1.0;\n  y += x", "acc1")
     assert (e.value.field, e.value.line, e.value.column) == (
         "operation", 2, 3)
+    # assigned from itself: read first
+    with pytest.raises(hk.KernelError, match="reads out param 'y'") as e:
+        hk.ElementwiseKernel("T x", "T y", "y = 2 * y + x", "acc4")
+    assert (e.value.field, e.value.column) == ("operation", 9)
     # assigned first, or inout: fine
     k = hk.ElementwiseKernel("T x", "T y", "y = x; y += 1 // y += 2",
                              "acc2")
