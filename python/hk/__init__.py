@@ -29,6 +29,12 @@ from ._stdlib import make_functions as _make_functions
 
 _hk._set_error_factory(_errors.make)
 
+#: NumPy's dtype for bf16 arrays: uint16 bit patterns, tagged (metadata
+#: ``{"hk": "bf16"}``) so that hk takes them as bf16. A plain ``uint16``
+#: array is u16. ``bits.view(hk.bfloat16)`` tags bits made elsewhere; hk's
+#: bf16 results come tagged. (ml_dtypes' ``bfloat16`` arrays work too.)
+bfloat16 = _hk.bfloat16
+
 
 def _check_environment() -> None:
     """Warns about the environment variables libhk reads whose values it

@@ -5,6 +5,7 @@ version: str
 ALLOW_UNSAFE_PERMISSIONS: int
 NO_CACHE: int
 WATCH: int
+bfloat16: Any  # numpy.dtype: uint16 tagged {"hk": "bf16"}
 
 class Context:
     problems: str

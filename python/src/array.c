@@ -233,8 +233,7 @@ static PyObject *array_numpy(hkpy_Array *self, PyObject *u) {
   }
   npy_intp dims[HK_MAX_DIMS];
   for (int i = 0; i < self->a.ndim; i++) dims[i] = self->a.shape[i];
-  PyObject *r = PyArray_SimpleNew(self->a.ndim, dims,
-                                  hkpy_typenum(self->a.dtype));
+  PyObject *r = hkpy_new_ndarray(self->a.ndim, dims, self->a.dtype);
   if (!r) return NULL;
   size_t n = (size_t)nbytes_of(&self->a);
   int rc = HK_OK;
@@ -256,7 +255,7 @@ static PyObject *array_numpy(hkpy_Array *self, PyObject *u) {
  * shape and dtype (made contiguous first when it is not). */
 static PyObject *array_copy_from(hkpy_Array *self, PyObject *src) {
   PyArrayObject *s = (PyArrayObject *)PyArray_FromAny(
-      src, PyArray_DescrFromType(hkpy_typenum(self->a.dtype)), 0, 0,
+      src, hkpy_descr(self->a.dtype), 0, 0,
       NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED, NULL);
   if (!s) return NULL;
   int ok = PyArray_NDIM(s) == self->a.ndim && contiguous(&self->a);

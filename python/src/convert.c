@@ -11,6 +11,66 @@
 
 /* ---- dtypes ------------------------------------------------------------- */
 
+/* hk.bfloat16: NumPy has no bf16, so bf16 arrays are uint16 arrays whose
+ * dtype carries metadata {"hk": "bf16"}; a plain uint16 array is u16. */
+static PyArray_Descr *bf16_descr;
+
+int hkpy_dtypes_init(PyObject *m) {
+  PyObject *np = PyImport_ImportModule("numpy");
+  PyObject *dtype = np ? PyObject_GetAttrString(np, "dtype") : NULL;
+  PyObject *args = Py_BuildValue("(s)", "=u2");
+  PyObject *kw = Py_BuildValue("{s:{s:s}}", "metadata", "hk", "bf16");
+  PyObject *d = dtype && args && kw ? PyObject_Call(dtype, args, kw) : NULL;
+  Py_XDECREF(np);
+  Py_XDECREF(dtype);
+  Py_XDECREF(args);
+  Py_XDECREF(kw);
+  if (!d) return -1;
+  if (!PyArray_DescrCheck(d)) {
+    Py_DECREF(d);
+    PyErr_SetString(PyExc_ImportError, "numpy.dtype made no dtype");
+    return -1;
+  }
+  bf16_descr = (PyArray_Descr *)d;
+  Py_INCREF(d); /* one for bf16_descr, one the module takes */
+  if (PyModule_AddObject(m, "bfloat16", d)) {
+    Py_DECREF(d);
+    return -1;
+  }
+  return 0;
+}
+
+/* Whether uint16 dtype d is tagged bf16 (hk.bfloat16, or an equal dtype
+ * made by pickling or np.dtype(..., metadata=...)). */
+static int is_bf16(PyArray_Descr *d) {
+  if (d == bf16_descr) return 1;
+  PyObject *md = PyObject_GetAttrString((PyObject *)d, "metadata");
+  int r = 0;
+  if (md && md != Py_None) {
+    PyObject *v = PyMapping_GetItemString(md, "hk");
+    r = v && PyUnicode_Check(v) && !PyUnicode_CompareWithASCIIString(v, "bf16");
+    Py_XDECREF(v);
+  }
+  Py_XDECREF(md);
+  PyErr_Clear();
+  return r;
+}
+
+PyArray_Descr *hkpy_descr(hk_dtype_t t) {
+  if (t == HK_BF16 && bf16_descr) {
+    Py_INCREF(bf16_descr);
+    return bf16_descr;
+  }
+  return PyArray_DescrFromType(hkpy_typenum(t));
+}
+
+PyObject *hkpy_new_ndarray(int nd, npy_intp *dims, hk_dtype_t t) {
+  PyArray_Descr *d = hkpy_descr(t);
+  if (!d) return NULL;
+  return PyArray_NewFromDescr(&PyArray_Type, d, nd, dims, NULL, NULL, 0,
+                              NULL);
+}
+
 hk_dtype_t hkpy_dtype_from_descr(PyArray_Descr *d) {
   if (!PyArray_ISNBO(d->byteorder)) return HK_DTYPE_INVALID;
   npy_intp es = PyDataType_ELSIZE(d);
@@ -23,7 +83,7 @@ hk_dtype_t hkpy_dtype_from_descr(PyArray_Descr *d) {
            : es == 4 ? HK_I32 : es == 8 ? HK_I64
            : HK_DTYPE_INVALID;
   case 'u':
-    return es == 1 ? HK_U8 : es == 2 ? HK_U16
+    return es == 1 ? HK_U8 : es == 2 ? (is_bf16(d) ? HK_BF16 : HK_U16)
            : es == 4 ? HK_U32 : es == 8 ? HK_U64
            : HK_DTYPE_INVALID;
   case 'b':

@@ -108,6 +108,14 @@ typedef struct {
 hk_dtype_t hkpy_dtype_from_descr(PyArray_Descr *d);
 /* The NumPy type number holding hk dtype t (bf16: uint16). */
 int hkpy_typenum(hk_dtype_t t);
+/* A new reference to the NumPy dtype of arrays of hk dtype t: for bf16,
+ * hk.bfloat16 (uint16 tagged with metadata {"hk": "bf16"}). */
+PyArray_Descr *hkpy_descr(hk_dtype_t t);
+/* A new uninitialised C-order NumPy array of hk dtype t; NULL with an
+ * exception. */
+PyObject *hkpy_new_ndarray(int nd, npy_intp *dims, hk_dtype_t t);
+/* Makes hk.bfloat16 and adds it to module m. -1 with an exception. */
+int hkpy_dtypes_init(PyObject *m);
 /* The hk dtype named by a NumPy dtype-like or an hk name ("f32"). */
 int hkpy_dtype_arg(PyObject *o, hk_dtype_t *out);
 

@@ -204,15 +204,13 @@ static void kernel_dealloc(hkpy_Kernel *self) {
 
 /* ---- picking the instance ----------------------------------------------- */
 
-/* Whether instance ins takes the given dtypes; loose: a uint16 array may be
- * a bf16 one (NumPy has no bf16: hk.h says it is "<u2"). */
+/* Whether instance ins takes the given dtypes (a uint16 array is u16, an
+ * hk.bfloat16 one bf16: never one for the other). */
 static int takes(const hkpy_Kernel *K, const instance *ins,
-                 const hk_dtype_t *key, int loose) {
+                 const hk_dtype_t *key) {
   for (int p = 0; p < K->nparams; p++) {
     hk_dtype_t g = key[p];
-    if (g == HK_DTYPE_INVALID || g == ins->dtype[p]) continue;
-    if (loose && g == HK_U16 && ins->dtype[p] == HK_BF16) continue;
-    return 0;
+    if (g != HK_DTYPE_INVALID && g != ins->dtype[p]) return 0;
   }
   hk_dtype_t want = key[K->nparams];
   if (want != HK_DTYPE_INVALID)
@@ -269,9 +267,13 @@ static hk_kernel_t *no_instance(hkpy_Kernel *K, const hk_dtype_t *key) {
                hk_dtype_name(t));
     }
     snprintf(msg, sizeof msg, "%s: parameter '%s' is %s%s: no instance "
-             "takes that ('%s' may be %s%s; arrays are never converted)",
+             "takes that ('%s' may be %s%s; arrays are never converted)%s",
              K->cname, K->cpname[stop], hk_dtype_name(key[stop]), with,
-             K->cpname[stop], ntypes > 1 ? "one of " : "", types);
+             K->cpname[stop], ntypes > 1 ? "one of " : "", types,
+             key[stop] == HK_U16 && (seen >> HK_BF16 & 1)
+                 ? ". A uint16 array is u16; for bf16 bits, view it as "
+                   "hk.bfloat16 (x.view(hk.bfloat16))"
+                 : "");
   } else {
     snprintf(msg, sizeof msg, "%s: no instance has out type %s (dtype=) for "
              "these arguments (instances: %s)", K->cname,
@@ -286,12 +288,11 @@ static hk_kernel_t *no_instance(hkpy_Kernel *K, const hk_dtype_t *key) {
  * exception naming the parameter. */
 static hk_kernel_t *pick_slow(hkpy_Kernel *K, const hk_dtype_t *key) {
   int hit = -1, nhit = 0;
-  for (int loose = 0; loose < 2 && nhit == 0; loose++)
-    for (int i = 0; i < K->ninst; i++)
-      if (takes(K, &K->inst[i], key, loose)) {
-        if (nhit == 0) hit = i;
-        nhit++;
-      }
+  for (int i = 0; i < K->ninst; i++)
+    if (takes(K, &K->inst[i], key)) {
+      if (nhit == 0) hit = i;
+      nhit++;
+    }
   if (nhit == 0) return no_instance(K, key);
   hk_array_t a[HKPY_MAXP];
   memset(a, 0, sizeof a);
@@ -299,14 +300,14 @@ static hk_kernel_t *pick_slow(hkpy_Kernel *K, const hk_dtype_t *key) {
   for (int p = 0; p < K->nparams; p++) {
     if (nhit > 1 && key[p] == HK_DTYPE_INVALID)
       for (int i = hit + 1; i < K->ninst; i++)
-        if (takes(K, &K->inst[i], key, 0) &&
+        if (takes(K, &K->inst[i], key) &&
             K->inst[i].dtype[p] != ins->dtype[p]) {
           /* every type it could have, each once, in the instances' order */
           char types[256] = "";
           unsigned seen = 0;
           for (int j = 0, nt = 0; j < K->ninst; j++) {
             const hk_dtype_t t = K->inst[j].dtype[p];
-            if (!takes(K, &K->inst[j], key, 0) || (seen >> t & 1)) continue;
+            if (!takes(K, &K->inst[j], key) || (seen >> t & 1)) continue;
             seen |= 1u << t;
             size_t o = strlen(types);
             snprintf(types + o, sizeof types - o, "%s%s", nt++ ? ", " : "",
@@ -319,10 +320,7 @@ static hk_kernel_t *pick_slow(hkpy_Kernel *K, const hk_dtype_t *key) {
                        K->role[p] == HK_ROLE_OUT ? ", or dtype=" : "");
           return NULL;
         }
-    a[p].dtype = key[p] == HK_DTYPE_INVALID ||
-                         (key[p] == HK_U16 && ins->dtype[p] == HK_BF16)
-                     ? ins->dtype[p]
-                     : key[p];
+    a[p].dtype = key[p] == HK_DTYPE_INVALID ? ins->dtype[p] : key[p];
   }
   hk_context_t *c = hkpy_context_get(K->ctx);
   if (!c) return NULL;
@@ -574,7 +572,7 @@ static int alloc_out(hkpy_Kernel *K, hk_kernel_t *k, hkpy_arg *g,
     g[p].where = HKPY_DEVICE;
     g[p].via = "hk.Array";
   } else {
-    PyObject *arr = PyArray_SimpleNew(nd, dims, hkpy_typenum(t));
+    PyObject *arr = hkpy_new_ndarray(nd, dims, t);
     if (!arr) return -1;
     rc = hkpy_arg_ndarray(&g[p], (PyArrayObject *)arr, K->cname,
                           K->cpname[p]);
@@ -727,7 +725,6 @@ static PyObject *call_once(hkpy_Kernel *K, PyObject *const *args,
     if (g[p].value &&
         hkpy_arg_finish(&g[p], pi[p].dtype, K->cname, K->cpname[p]))
       goto done;
-    if (g[p].obj && !g[p].value) g[p].a.dtype = pi[p].dtype; /* u16->bf16 */
   }
   int axis = -1;
   if (K->kind == HK_KIND_REDUCTION && reduction_axes(K, k, g, &kw))

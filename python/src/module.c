@@ -159,7 +159,8 @@ PyMODINIT_FUNC PyInit__hk(void) {
       PyModule_AddIntConstant(m, "ALLOW_UNSAFE_PERMISSIONS",
                               HK_ALLOW_UNSAFE_PERMISSIONS) ||
       PyModule_AddIntConstant(m, "NO_CACHE", HK_NO_CACHE) ||
-      PyModule_AddIntConstant(m, "WATCH", HK_WATCH)) {
+      PyModule_AddIntConstant(m, "WATCH", HK_WATCH) ||
+      hkpy_dtypes_init(m)) {
     Py_DECREF(m);
     return NULL;
   }

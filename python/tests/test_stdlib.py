@@ -117,9 +117,24 @@ def test_help_says_what_it_does():
     assert "axis" in hk.sum.__doc__
 
 
-def test_bf16_as_uint16_and_half_values():
-    bits = np.array([0x3F80, 0x4000], np.uint16)        # bf16 1.0, 2.0 -> 2.0, 4.0
-    np.testing.assert_array_equal(hk.add(bits, bits), [0x4000, 0x4080])
+def test_bf16_tagged_uint16_and_half_values():
+    # bf16 1.0, 2.0 -> 2.0, 4.0; bits viewed as hk.bfloat16
+    bits = np.array([0x3F80, 0x4000], np.uint16).view(hk.bfloat16)
+    r = hk.add(bits, bits)
+    np.testing.assert_array_equal(r, [0x4000, 0x4080])
+    assert r.dtype == hk.bfloat16 and r.dtype.metadata == {"hk": "bf16"}
+    # hk's bf16 results are tagged: sum, mean, argmax take them as bf16
+    xb = hk.cast(np.float32([-3, 1, 2, -1]), dtype="bf16")
+    assert xb.dtype.metadata == {"hk": "bf16"}
+    assert (hk.argmax(xb), hk.argmin(xb)) == (2, 0)
+    assert int(hk.sum(xb)) == 0xBF80 and int(hk.mean(xb)) == 0xBE80
+    assert int(hk.max(xb[1:3])) == 0x4000  # a view keeps the tag
+    # a plain uint16 array is u16: summed as integers, refused by kernels
+    # with no u16 instance (not read as bf16 behind the user's back)
+    u = np.uint16([1, 40000, 300])
+    assert int(hk.sum(u)) == 40301
+    with pytest.raises(hk.ArgumentError, match=r"x.view\(hk.bfloat16\)"):
+        hk.max(u)
     h = np.array([1.5, 2.5], np.float16)
     np.testing.assert_array_equal(hk.mul(h, 2.0), [3.0, 5.0])
 
