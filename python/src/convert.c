@@ -5,6 +5,7 @@
  * scalars and 0-d inputs. Every refusal names the kernel and the parameter. */
 #include "hkpy.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "dlpack.h"
@@ -476,10 +477,23 @@ static int store_value(PyObject *o, hk_dtype_t t, void *dst,
       PyErr_Clear();
       return bad_value(PyExc_OverflowError, o, t, kname, pname);
     }
-    if (t == HK_F32) *(float *)dst = (float)d;
-    else if (t == HK_F64) *(double *)dst = d;
-    else if (t == HK_F16) *(uint16_t *)dst = hk_f16_from_double(d);
-    else *(uint16_t *)dst = hk_bf16_from_double(d);
+    /* a finite value that rounds to infinity does not fit (as hk run
+     * refuses it): 1e40 for an f32, 1e6 for an f16 */
+    double back;
+    if (t == HK_F32) {
+      *(float *)dst = (float)d;
+      back = *(float *)dst;
+    } else if (t == HK_F64) {
+      *(double *)dst = back = d;
+    } else if (t == HK_F16) {
+      *(uint16_t *)dst = hk_f16_from_double(d);
+      back = hk_f16_to_double(*(uint16_t *)dst);
+    } else {
+      *(uint16_t *)dst = hk_bf16_from_double(d);
+      back = hk_bf16_to_double(*(uint16_t *)dst);
+    }
+    if (isinf(back) && !isinf(d))
+      return bad_value(PyExc_OverflowError, o, t, kname, pname);
     return 0;
   }
   if (t == HK_BOOL) {

@@ -258,6 +258,20 @@ def test_huge_values_are_named_short():
         assert len(str(e.value)) < 120
 
 
+def test_finite_values_beyond_the_float_type_do_not_fit():
+    # they would round to infinity; infinity itself, and the largest
+    # finite value, stay values
+    with pytest.raises(OverflowError, match="'alpha': 1e.40 does not fit in f32"):
+        hk.scale(np.ones(2, np.float32), 1e40)
+    with pytest.raises(OverflowError, match="'y': 1000000.0 does not fit in f16"):
+        hk.add(np.ones(2, np.float16), 1e6)
+    with pytest.raises(OverflowError, match="'y'.* does not fit in f16"):
+        hk.add(np.ones(2, np.float16), [1.0, 70000.0])
+    np.testing.assert_array_equal(hk.add(np.zeros(2, np.float16), 65504.0),
+                                  [65504, 65504])
+    assert np.isinf(hk.scale(np.ones(2, np.float32), float("inf"))).all()
+
+
 def test_lists_are_values_of_the_type():
     i32 = np.ones(3, np.int32)
     with pytest.raises(TypeError, match="'y' is i32: 1.7 is not a value"):
