@@ -66,21 +66,22 @@ static void put_body_fn(hku_buf *o, const hkc_instance *in, const char *qual) {
  * scope; on a bad extent, `fail` (a statement). */
 static void put_extents(hku_buf *o, const hkc_instance *in, const char *fail) {
   const hkc_kernel *k = in->k;
-  hku_buf_put(o, "    int64_t hk_e[3] = {1, 1, 1};\n");
+  hku_buf_put(o, "    int64_t hk_e[3] = {1, 1, 1};\n    int hk_any = 0;\n");
+  /* every extent, then the check: the message (core/par.c) shows them all */
   for (int d = 0; d < k->grid_rank; d++) {
     hku_buf_printf(o, "    hk_e[%d] = ", d);
     int rc = hkc_emit_len(&k->grid[d].ext, in, o);
     HK_ASSERT(rc != HK_ESCHEMA); /* validated files hold valid extents */
     if (rc != HK_OK) o->oom = 1;
     /* an extent its expression could not compute (overflow, division by
-     * zero) is INT64_MIN to the message (core/par.c), not hk_len's 0 */
+     * zero) is INT64_MIN to the message, not hk_len's 0 */
     hku_buf_printf(o,
-                   ";\n    if (hk_bad || hk_e[%d] < 0) {\n"
-                   "        if (hk_bad)\n"
-                   "            hk_e[%d] = -9223372036854775807LL - 1;\n"
-                   "        %s\n    }\n",
-                   d, d, fail);
+                   ";\n    if (hk_bad)\n"
+                   "        hk_e[%d] = -9223372036854775807LL - 1;\n"
+                   "    hk_any |= hk_e[%d] < 0;\n    hk_bad = 0;\n",
+                   d, d);
   }
+  hku_buf_printf(o, "    if (hk_any)\n        %s\n", fail);
   hku_buf_printf(o,
                  "    const int64_t hk_count = hk_len_mul(hk_len_mul(hk_e[0], "
                  "hk_e[1], &hk_bad), hk_e[2], &hk_bad);\n"
@@ -140,8 +141,7 @@ static void put_extents_fn(hku_buf *o, const hkc_instance *in) {
                  "    (void)n;\n",
                  in->name);
   put_scalars_from_args(o, in);
-  /* on a bad extent, the extents so far (the bad one last) for the
-   * message (core/par.c) */
+  /* on a bad extent, the extents for the message (core/par.c) */
   put_extents(o, in,
               "{\n            hk_ext[0] = hk_e[0];\n            hk_ext[1] = "
               "hk_e[1];\n            hk_ext[2] = hk_e[2];\n            return "

@@ -273,8 +273,9 @@ HK_INTERNAL int hk__par_grid(hk_range_fn range, void *const *args, size_t n,
   int64_t x[4] = {-1, 1, 1, 1};
   range(args, n, 0, 0, x);
   if (x[0] < 0) {
-    /* the extents up to the bad one (generated code stores them; one its
-     * expression could not compute is INT64_MIN) */
+    /* the extents (generated code stores them all; one its expression
+     * could not compute is INT64_MIN; plugins built before 2026-11-30
+     * stored them up to the bad one, 1 after it) */
     static const char *const nth[] = {"", "first", "second", "third"};
     for (int d = 1; d <= 3; d++)
       if (x[d] == INT64_MIN)

@@ -359,12 +359,20 @@ static void test_exact_tier(hk_tier_t tier) {
     void *argsn[] = {f ? (void *)od : (void *)oi, &E0, &E1, &neg,
                      f ? (void *)&kd : (void *)&ki};
     CHECK_INT_EQ(hk_call(k, 0, argsn), HK_EINVAL);
-    /* named: the kernel, and the extents up to the bad one */
+    /* named: the kernel, and the extents */
     CHECK_CONTAINS(hk_last_error(), hk_kernel_info(k)->name);
     CHECK_CONTAINS(hk_last_error(), "hold a negative one");
     char ext[64];
     snprintf(ext, sizeof ext, "(%lld, %lld, -2)", (long long)E0,
              (long long)E1);
+    CHECK_CONTAINS(hk_last_error(), ext);
+    /* the extents after a negative one are shown as they are (they were
+     * shown as 1) */
+    void *argsm[] = {f ? (void *)od : (void *)oi, &E0, &neg, &E2,
+                     f ? (void *)&kd : (void *)&ki};
+    CHECK_INT_EQ(hk_call(k, 0, argsm), HK_EINVAL);
+    snprintf(ext, sizeof ext, "(%lld, -2, %lld)", (long long)E0,
+             (long long)E2);
     CHECK_CONTAINS(hk_last_error(), ext);
     CHECK(f ? od[0] == -5 : oi[0] == -5);
     if (f) continue;
