@@ -438,6 +438,12 @@ run 0 "$HK" list --plugins="$T/plug2" --json
 out_has '"name": "twice"'
 run 0 "$HK" list --json --plugins "$T/plug2" --allow-unsafe-plugins
 out_has '"name": "twice"'
+# a plugin file that failed: no guess at another kernel's name
+mkdir "$T/plug3"
+sed 's/"kind"/"knd"/' "$T/dir/good.json" >"$T/plug3/twice.json"
+run 1 "$HK" run twice "x=$T/o3.npy" --plugins="$T/plug3" --tier=jit --no-cache
+err_has "twice.json:"
+err_has "no kernel named 'twice' is loaded (the plugin folders or files that failed above may define it)"
 run 0 "$HK" gen --target=cuda "$T/dir/good.json"
 out_has "extern \"C\" __global__ void hk_cuda__twice("
 run 0 "$HK" gen -o"$T/gen2.c" "$T/dir/good.json" --target cpu

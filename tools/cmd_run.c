@@ -545,7 +545,12 @@ static hk_kernel_t *find_kernel(hk_context_t *ctx, const run_opts *o) {
   if (picked < 0) return NULL;
   closest c = {name, NULL, 4, ""};
   hk_kernel_foreach(ctx, closest_fn, &c);
-  if (c.best)
+  if (*hk_context_problems(ctx))
+    /* the kernel may be one the failed files define: no guess */
+    hk_cli_error("run", "no kernel named '%s' is loaded (the plugin "
+                        "folders or files that failed above may define it)",
+                 name);
+  else if (c.best)
     hk_cli_error("run", "no kernel named '%s' (did you mean '%s'? hk list "
                         "shows them all)",
                  name, c.best);
