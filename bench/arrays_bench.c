@@ -467,6 +467,21 @@ static void numpy_rows(void) {
   unlink(path);
 }
 
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: hk bench --arrays [--quick] [--no-numpy] [--json FILE]\n\n"
+          "Measures the array model as ratios within one run: call cost,\n"
+          "broadcasting, strided inputs, axis reductions, argmax, row kernels\n"
+          "(softmax, layernorm) against C, and 16-bit types. Each group's\n"
+          "variants are checked against its first, then timed interleaved:\n"
+          "the median time per call over 11 repetitions.\n"
+          "  --quick      5 repetitions, each shorter\n"
+          "  --no-numpy   skip NumPy (run last, on the same shapes)\n"
+          "  --json FILE  one record per variant (group, variant, ns)\n"
+          "  --smoke      one untimed pass: every check and every line of\n"
+          "               output, no figure worth reading (for tests)\n");
+}
+
 int main(int argc, char **argv) {
   bench_name = "hk bench --arrays";
   int quick = 0, numpy = 1;
@@ -477,9 +492,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--no-numpy")) numpy = 0;
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!strcmp(argv[i], "--hk") && i + 1 < argc) i++;
-    else {
-      fprintf(stderr, "usage: hk bench --arrays [--quick] [--no-numpy] "
-                      "[--json FILE]\n");
+    else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      usage(stdout);
+      return 0;
+    } else {
+      fprintf(stderr, "%s: unknown argument '%s'\n", bench_name, argv[i]);
+      usage(stderr);
       return 1;
     }
   }

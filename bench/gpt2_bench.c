@@ -406,6 +406,39 @@ static const char *const KERNELS[] = {
     "layernorm_backward_dinp", "layernorm_backward_dweight",
     "softmax_forward", "gelu_forward", "gelu_backward", "adamw"};
 
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: hk bench --gpt2 [--quick] [--threads N] [--json FILE]\n"
+          "                [--kernels DIR] [--only KERNEL] [--isolated]\n\n"
+          "Times the kernels of one GPT-2 small layer, as kernel files on\n"
+          "tier opt in both fp modes (strict and fast), against llm.c's\n"
+          "loops in C (-O3 -Ofast -march=native -fopenmp) on the same\n"
+          "threads; outputs are checked against C's first. The figure is\n"
+          "the median of 11 interleaved repetitions.\n"
+          "  --quick         5 repetitions, each shorter\n"
+          "  --threads N     threads for hk and for C (default 2)\n"
+          "  --json FILE     one record per variant (group, variant, ns)\n"
+          "  --kernels DIR   the kernel files (default %s)\n"
+          "  --only KERNEL   that kernel alone\n"
+          "  --isolated      each repetition of each variant in a process of\n"
+          "                  its own, so that no variant's idle threads\n"
+          "                  share the CPUs with another's\n"
+          "  --smoke         small odd shapes, one untimed pass: every check,\n"
+          "                  no figure worth reading (for tests)\n"
+          "kernels:",
+          HK_GPT2_KERNELS);
+  int col = 8;
+  for (size_t i = 0; i < sizeof KERNELS / sizeof *KERNELS; i++) {
+    int w = 1 + (int)strlen(KERNELS[i]);
+    if (col + w > 72) {
+      fprintf(f, "\n        ");
+      col = 8;
+    }
+    col += fprintf(f, " %s", KERNELS[i]);
+  }
+  fprintf(f, "\n");
+}
+
 int main(int argc, char **argv) {
   bench_name = "hk bench --gpt2";
   int quick = 0;
@@ -424,10 +457,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--kernels") && i + 1 < argc) dir = argv[++i];
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--hk") && i + 1 < argc) i++;
-    else {
-      fprintf(stderr, "usage: hk bench --gpt2 [--quick] [--threads N] "
-                      "[--json FILE] [--kernels DIR] [--only KERNEL] "
-                      "[--isolated]\n");
+    else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      usage(stdout);
+      return 0;
+    } else {
+      fprintf(stderr, "%s: unknown argument '%s'\n", bench_name, argv[i]);
+      usage(stderr);
       return 1;
     }
   }

@@ -196,14 +196,19 @@ void usage(FILE *f) {
       "usage: hk bench [--quick] [--json FILE] [--plot FILE.png]\n"
       "                [--ops add,mul,...] [--sizes 100,1000,...]\n"
       "                [--variants loop,inline,...] [--min-time S]\n"
-      "                [--repetitions N] [--no-numpy] [--no-extras]\n\n"
+      "                [--repetitions N] [--no-numpy] [--no-extras]\n"
+      "       hk bench --arrays [--quick] [--no-numpy] [--json FILE]\n"
+      "       hk bench --math [--quick] [--no-numpy]\n"
+      "       hk bench --gpt2 [--quick] [--threads N] [--json FILE]\n"
+      "                [--kernels DIR] [--only KERNEL] [--isolated]\n\n"
       "Measures every op at every size with every variant: median, min and\n"
       "max time per call across repetitions (Google Benchmark), and prints\n"
       "a table with each variant's ratio to inline, the one-off costs, and\n"
       "the targets of bench/README.md with this run's values.\n"
       "  --quick      a short run: fewer sizes and repetitions\n"
       "  --min-time S seconds per repetition (default 0.05)\n"
-      "  --repetitions N  timed runs per case (default 7)\n"
+      "  --repetitions N  timed runs per case (default 7; with 1, that\n"
+      "               run is the median, min and max)\n"
       "  --no-numpy   skip the NumPy variant\n"
       "  --no-extras  skip the one-off costs (compile, load, init, size)\n"
       "  --json FILE  one record per case (op, n, variant, median_ns,\n"
@@ -211,7 +216,13 @@ void usage(FILE *f) {
       "  --plot FILE  ns per element against size, per variant and op (PNG,\n"
       "               drawn by gnuplot)\n"
       "ops: add mul relu gelu sum saxpy softmax empty (add at n = 0)\n"
-      "variants: loop inline registry jit opt naive inline_mt numpy\n");
+      "variants: loop inline registry jit opt naive inline_mt loop_mt numpy\n"
+      "          (inline_mt from n = 65536, loop_mt above 4M elements)\n"
+      "The other benchmarks (each with its own --help):\n"
+      "  --arrays     the array model: broadcasting, strides, axis\n"
+      "               reductions, row kernels, 16-bit types\n"
+      "  --math       gelu, sigmoid, tanh, softmax against -Ofast and NumPy\n"
+      "  --gpt2       a GPT-2 layer's kernels against llm.c's C\n");
 }
 
 template <class T, size_t N>
@@ -563,17 +574,22 @@ class Collector : public benchmark::BenchmarkReporter {
   bool ReportContext(const Context &) override { return true; }
   void ReportRuns(const std::vector<Run> &runs) override {
     for (const Run &r : runs) {
-      if (r.run_type != Run::RT_Aggregate) continue;
       const std::string &name = r.run_name.function_name;  // "gG/IDX"
       size_t idx = (size_t)std::stoul(name.substr(name.find('/') + 1));
       double t = r.GetAdjustedRealTime();  // ns: the unit set below
-      if (r.aggregate_name == "median") cases[idx].median = t;
-      if (r.aggregate_name == "min") cases[idx].min = t;
-      if (r.aggregate_name == "max") cases[idx].max = t;
-      if (r.aggregate_name == "median") {
-        std::fprintf(stderr, ".");
-        std::fflush(stderr);
+      if (r.run_type == Run::RT_Iteration) {
+        // Google Benchmark computes no aggregates from a single
+        // repetition and reports the run itself: it is all three.
+        if (r.repetitions != 1) continue;
+        cases[idx].median = cases[idx].min = cases[idx].max = t;
+      } else {
+        if (r.aggregate_name == "median") cases[idx].median = t;
+        if (r.aggregate_name == "min") cases[idx].min = t;
+        if (r.aggregate_name == "max") cases[idx].max = t;
+        if (r.aggregate_name != "median") continue;
       }
+      std::fprintf(stderr, ".");
+      std::fflush(stderr);
     }
   }
 };
@@ -1003,8 +1019,12 @@ std::pair<long, long> libhk_sizes() {
 }
 
 void print_table(const Options &o) {
-  std::printf("\nns per call (median of %d repetitions), and each variant / "
-              "inline in parentheses\n", o.repetitions);
+  std::string reps = o.repetitions == 1
+                         ? "one repetition"
+                         : "median of " + std::to_string(o.repetitions) +
+                               " repetitions";
+  std::printf("\nns per call (%s), and each variant / inline in parentheses\n",
+              reps.c_str());
   for (int op : o.ops) {
     std::printf("\n%-8s %9s", kOpNames[op], "n");
     for (int v : o.variants) std::printf(" %18s", kVariantNames[v]);

@@ -8,6 +8,13 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 export HK_CACHE_DIR="$T/cache"
 dir=$(dirname "$HK")
+# Every mode's --help: its own usage on stdout, nothing on stderr, exit 0.
+for m in arrays math gpt2; do
+  "$HK" bench --$m --help >"$T/hout" 2>"$T/herr"
+  rc=$?
+  [ "$rc" -eq 0 ] && [ ! -s "$T/herr" ] && grep -q "^usage: hk bench --$m" "$T/hout" || {
+    echo "FAIL: hk bench --$m --help exited $rc"; cat "$T/herr" "$T/hout"; exit 1; }
+done
 # hk bench --arrays (plain C, always built): one untimed pass checks every
 # variant's output and prints every group and the targets block.
 "$HK" bench --arrays --smoke --no-numpy --json "$T/a.json" >"$T/aout" 2>"$T/aerr" || {
@@ -42,6 +49,19 @@ if [ ! -x "$dir/hk-bench" ]; then
   echo "SKIPPED: hk-bench was not built (Google Benchmark, libbenchmark-dev, missing)"
   exit 77
 fi
+"$HK" bench --help >"$T/hout" 2>"$T/herr" && [ ! -s "$T/herr" ] || {
+  echo "FAIL: hk bench --help failed"; cat "$T/herr"; exit 1; }
+for w in --arrays --math --gpt2 loop inline registry jit opt naive inline_mt \
+         loop_mt numpy; do
+  grep -q -- " $w\b" "$T/hout" || { echo "FAIL: hk bench --help names no '$w'"; exit 1; }
+done
+# One repetition has no Google Benchmark aggregates: its run is the figure.
+"$HK" bench --ops add --sizes 100 --variants inline --min-time 0.001 \
+  --repetitions 1 --no-extras --no-numpy --json "$T/r1.json" >"$T/out" 2>"$T/err" || {
+  echo "FAIL: hk bench --repetitions 1 exited $?"; cat "$T/err"; exit 1; }
+grep -q '^ *100 *[0-9.]* (1.00)$' "$T/out" &&
+  grep -q '"variant": "inline", "median_ns": [0-9.]*, "min_ns"' "$T/r1.json" || {
+  echo "FAIL: hk bench --repetitions 1 measured nothing"; cat "$T/out" "$T/r1.json"; exit 1; }
 plot=""
 command -v gnuplot >/dev/null 2>&1 && plot="--plot $T/r.png"
 # shellcheck disable=SC2086
