@@ -108,7 +108,7 @@ out_empty
 mkdir "$T/dir"
 cat >"$T/dir/good.json" <<'EOF'
 {"schema_version": 1, "name": "twice", "doc": "out = 2 x", "kind": "elementwise",
- "params": [{"name": "x", "type": "f32", "role": "in"},
+ "params": [{"name": "x", "type": "f32", "role": "in", "doc": "halved"},
             {"name": "out", "type": "f32", "role": "out"}],
  "body": "out = 2 * x;"}
 EOF
@@ -155,7 +155,7 @@ out_has "weight:f32:in:shared bias:f32:in:shared y:f32:out mean:f32:out:one"
 run 0 "$HK" list --json
 out_has "\"name\": \"softmax_f32\""
 out_has "\"name\": \"layernorm_f32\", \"kind\": \"rows\""
-out_has "{\"name\": \"mean\", \"type\": \"f32\", \"role\": \"out\", \"row\": \"one\"}"
+out_has "{\"name\": \"mean\", \"type\": \"f32\", \"role\": \"out\", \"row\": \"one\", \"doc\": \"each row's mean\"}"
 mkdir "$T/plug"
 cp "$T/dir/good.json" "$T/plug/"
 run 0 "$HK" list --plugins "$T/plug"
@@ -436,6 +436,7 @@ run 0 "$HK" run twice "x=$T/o3.npy" --plugins="$T/plug2" --tier=jit --no-cache
 out_is '{"out": [2, 4, 6]}'
 run 0 "$HK" list --plugins="$T/plug2" --json
 out_has '"name": "twice"'
+out_has '"params": [{"name": "x", "type": "f32", "role": "in", "doc": "halved"}, {"name": "out", "type": "f32", "role": "out"}]'
 run 0 "$HK" list --json --plugins "$T/plug2" --allow-unsafe-plugins
 out_has '"name": "twice"'
 # a plugin file that failed: no guess at another kernel's name

@@ -124,6 +124,10 @@ static void print_json(const listing *l) {
         static const char *const rows[] = {"full", "one", "shared"};
         printf(", \"row\": \"%s\"", rows[k->params[p].row]);
       }
+      if (k->params[p].doc && *k->params[p].doc) {
+        printf(", \"doc\": ");
+        print_json_string(k->params[p].doc);
+      }
       printf("}");
     }
     printf("]}");

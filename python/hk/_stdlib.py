@@ -55,7 +55,8 @@ _KIND_NOTES = {
 
 def _doc(name: str, infos: List[Dict[str, Any]]) -> str:
     first = infos[0]
-    roles = ", ".join("%s (%s)" % (p["name"], p["role"])
+    roles = ", ".join("%s (%s%s)" % (p["name"], p["role"],
+                                     ": " + p["doc"] if p.get("doc") else "")
                       for p in first["params"])
     inst = "\n".join("    %s(%s)" % (i["name"], ", ".join(
         "%s: %s" % (p["name"], p["type"]) for p in i["params"]))

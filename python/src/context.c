@@ -247,6 +247,7 @@ static PyObject *param_dict(const hk_kernel_info_t *k, int p) {
       set_str(d, "type", hk_dtype_name(pi->dtype)) ||
       set_str(d, "role", hk_role_name(pi->role)) ||
       (pi->len && set_str(d, "len", pi->len)) ||
+      (pi->doc && *pi->doc && set_str(d, "doc", pi->doc)) ||
       (k->kind == HK_KIND_ROWS && pi->role != HK_ROLE_SCALAR &&
        set_str(d, "row", rows[pi->row]))) {
     Py_XDECREF(d);
