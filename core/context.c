@@ -91,7 +91,7 @@ HK_API const char *hk_tier_name(hk_tier_t t) {
     case HK_TIER_SO: return "so";
     case HK_TIER_NONE: return "none";
   }
-  return "?";
+  return "invalid";
 }
 
 static int load_dirs(hk_context_t *ctx, char **dirs, int n);

@@ -170,7 +170,10 @@ typedef enum hk_row {
 #define HK_TARGET_CPU 1u
 #define HK_TARGET_CUDA 2u
 
+/* "in", "out", "inout", "scalar"; "invalid" for anything else. */
 HK_API const char *hk_role_name(hk_role_t r);
+/* "elementwise", "reduction", "raw", "rows", "grid"; "invalid" for
+ * anything else. */
 HK_API const char *hk_kind_name(hk_kind_t k);
 
 /* ---- Kernel descriptions ------------------------------------------------ */
@@ -248,7 +251,8 @@ typedef enum hk_tier {
   HK_TIER_NONE      /* not runnable here (unloaded, or no CPU target) */
 } hk_tier_t;
 
-/* "auto", "inline", "jit", "opt", "so", "none". */
+/* "auto", "inline", "jit", "opt", "so", "none"; "invalid" for anything
+ * else. */
 HK_API const char *hk_tier_name(hk_tier_t t);
 
 /* Options flags. */
