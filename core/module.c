@@ -150,13 +150,16 @@ static int load_json(hk_context_t *ctx, hk_module_t *m, const char *text,
   int rc = flatten(m, d);
   if (rc || !(hkc_file_targets(m->file) & HK_TARGET_CPU)) return rc;
   if ((rc = hk__build_unit(m->file, HKC_LANG_C, 0, &m->unit, d))) return rc;
-  hk__need_cc(ctx);
-  hk__build_key(m->unit, ctx->cc.identity ? ctx->cc.identity : "",
-                hk__cc_flags(HK_FOR_OPT), ctx->cc.cpu ? ctx->cc.cpu : "",
-                m->key);
   hk_tier_t want = ctx->opts.tier;
-  if (want != HK_TIER_JIT && hk__opt_from_cache(ctx, m) == HK_OK)
-    return HK_OK;
+  /* tier jit never runs the system compiler, not even to name it for the
+   * cache key of tier opt, which it does not use */
+  if (want != HK_TIER_JIT) {
+    hk__need_cc(ctx);
+    hk__build_key(m->unit, ctx->cc.identity ? ctx->cc.identity : "",
+                  hk__cc_flags(HK_FOR_OPT), ctx->cc.cpu ? ctx->cc.cpu : "",
+                  m->key);
+    if (hk__opt_from_cache(ctx, m) == HK_OK) return HK_OK;
+  }
   if (want == HK_TIER_OPT) return load_opt_now(ctx, m, d);
   if ((rc = compile_jit(m, d))) return rc;
   if (want == HK_TIER_JIT) {

@@ -176,6 +176,30 @@ static void test_auto(void) {
   }
   hk_context_destroy(c3);
 
+  /* Tier jit never runs the system compiler (it used to run cc --version
+   * once, to name it in tier opt's cache key): a compiler that leaves a
+   * mark when run leaves none. */
+  {
+    char mark[4096];
+    snprintf(mark, sizeof mark, "%s", P("jit_cc_ran"));
+    char script[4400];
+    snprintf(script, sizeof script, "#!/bin/sh\n: > '%s'\nexec cc \"$@\"\n",
+             mark);
+    write_text(P("jit_cc.sh"), script);
+    CHECK(chmod(P("jit_cc.sh"), 0755) == 0);
+    check_make_dir(P("cache_jit"));
+    hk_context_t *cj = mkctx(HK_TIER_JIT, P("auto"), P("cache_jit"), 0,
+                             P("jit_cc.sh"));
+    hk_kernel_t *kj = cj ? find(cj, "a_scale") : NULL;
+    if (kj) {
+      CHECK_INT_EQ(hk_kernel_tier(kj), HK_TIER_JIT);
+      check_op("a_scale (tier jit)", kj, OP_SCALE, HK_F32, sizes,
+               COUNT(sizes));
+    }
+    hk_context_destroy(cj);
+    CHECK_MSG(access(mark, F_OK) != 0, "tier jit ran the system compiler");
+  }
+
   /* The same through HK_CC. */
   setenv("HK_CC", "/nonexistent/hk-cc", 1);
   hk_context_t *c4 = mkctx(HK_TIER_AUTO, P("auto"), P("cache_nocc"), 0, NULL);
