@@ -629,6 +629,13 @@ if [ -c /dev/full ]; then
   checks=$((checks + 1))
   [ $got -eq 2 ] || { echo "FAIL: hk list >/dev/full: exit $got"; fails=$((fails + 1)); }
   err_has "cannot write to standard output"
+  for a in --help --version; do
+    "$HK" $a >/dev/full 2>"$T/err"
+    got=$?
+    checks=$((checks + 1))
+    [ $got -eq 2 ] || { echo "FAIL: hk $a >/dev/full: exit $got"; fails=$((fails + 1)); }
+    err_is "hk: cannot write to standard output"
+  done
 fi
 run 0 "$HK" cache list --cache-dir "$T/no/cache/here"
 out_has "no cache there"

@@ -111,12 +111,15 @@ int main(int argc, char **argv) {
     usage(stderr);
     return HK_EXIT_USER;
   }
-  if (hk_cli_is_help(argv[1])) {
-    usage(stdout);
-    return HK_EXIT_OK;
-  }
-  if (!strcmp(argv[1], "--version")) {
-    printf("hk %s\n", HK_VERSION_STRING);
+  if (hk_cli_is_help(argv[1]) || !strcmp(argv[1], "--version")) {
+    if (hk_cli_is_help(argv[1]))
+      usage(stdout);
+    else
+      printf("hk %s\n", HK_VERSION_STRING);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+      fputs("hk: cannot write to standard output\n", stderr);
+      return HK_EXIT_INTERNAL;
+    }
     return HK_EXIT_OK;
   }
   for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
