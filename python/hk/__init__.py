@@ -22,6 +22,7 @@ from typing import Any, Sequence
 from . import _errors, _hk
 from ._core import Context, Kernel, list_kernels
 from ._errors import (ArgumentError, ContextClosedError, DeviceError, Error,
+                      PluginWarning,
                       FileError, KernelError, Location, NotFoundError,
                       RefusedError, UnsupportedError)
 from ._sugar import ElementwiseKernel, ReductionKernel

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from . import _hk
+from . import _errors, _hk
 from ._stdlib import base_name
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -48,6 +49,11 @@ class Context(_hk.Context):
         super().__init__(plugins,
                          None if cache_dir is None else os.fspath(cache_dir),
                          tier, cc, flags)
+        problems = self.problems
+        if problems:  # the others loaded: a warning, not an exception
+            warnings.warn("hk.Context: plugins that did not load (also in "
+                          "Context.problems):\n" + problems.rstrip("\n"),
+                          _errors.PluginWarning, stacklevel=2)
 
     def kernel(self, name: str) -> "Kernel":
         """The kernel registered as ``name`` (``"saxpy"``: every instance,
@@ -103,7 +109,17 @@ class Kernel(_hk.Kernel):
     """
 
     def __init__(self, context: Context, name: str) -> None:
-        super().__init__(context, name)
+        try:
+            super().__init__(context, name)
+        except _errors.NotFoundError as e:
+            problems = getattr(context, "problems", "")
+            if not problems:
+                raise
+            # the kernel may be one the failed plugins define
+            raise _errors.NotFoundError(
+                "%s; plugins of this context that did not load may define "
+                "it:\n%s" % (e.message, problems.rstrip("\n")),
+                e.code) from None
 
     @classmethod
     def from_json(cls, text: str, *, name: str = "string",

@@ -35,6 +35,12 @@ class NotFoundError(Error, LookupError):
     """No such kernel, file or parameter (HK_ENOTFOUND)."""
 
 
+class PluginWarning(UserWarning):
+    """Plugin folders or files that a :class:`hk.Context` could not load
+    (the others are loaded): each problem as hk prints it, the same text
+    as ``Context.problems``."""
+
+
 class UnsupportedError(Error, RuntimeError):
     """Not available in this build or on this machine (HK_EUNSUPPORTED),
     e.g. a GPU array where hk finds no CUDA device."""

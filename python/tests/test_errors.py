@@ -307,3 +307,24 @@ def test_bad_environment_is_warned():
                                 HK_PAR_MIN="100,50"),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "Warning" not in r.stderr, r.stderr
+
+
+def test_plugins_that_fail_to_load_are_warned(tmp_path):
+    # the other files load; the failures are a PluginWarning (and stay in
+    # Context.problems), and a kernel not found says they may define it
+    (tmp_path / "good.json").write_text(
+        '{"schema_version": 1, "name": "twice", "kind": "elementwise",'
+        ' "params": [{"name": "x", "type": "f32", "role": "in"},'
+        ' {"name": "y", "type": "f32", "role": "out"}], "body": "y = 2 * x;"}')
+    (tmp_path / "bad.json").write_text(
+        '{"schema_version": 1, "name": "thrice", "kind": "elementwis",'
+        ' "params": [], "body": ""}')
+    with pytest.warns(hk.PluginWarning, match=r"bad.json:1:\d+: error: kind"):
+        ctx = hk.Context(plugins=str(tmp_path), cache=False)
+    assert "bad.json" in ctx.problems
+    np.testing.assert_array_equal(ctx.kernel("twice")(np.ones(2, np.float32)),
+                                  [2, 2])
+    with pytest.raises(hk.NotFoundError, match="did not load may define it"):
+        ctx.kernel("thrice")
+    with pytest.warns(hk.PluginWarning, match="cannot read"):
+        hk.Context(plugins=str(tmp_path / "nowhere"), cache=False)
