@@ -464,6 +464,28 @@ static int bad_value(PyObject *exc, PyObject *o, hk_dtype_t t,
 /* Stores o as one element of dtype t at dst. */
 static int store_value(PyObject *o, hk_dtype_t t, void *dst,
                        const char *kname, const char *pname) {
+  if (PyArray_Check(o)) { /* a 0-d array (hkpy_arg_take): its element */
+    PyArrayObject *a = (PyArrayObject *)o;
+    const hk_dtype_t at = hkpy_dtype_from_descr(PyArray_DESCR(a));
+    if (at == HK_BF16) { /* bits: as bf16 is what they hold */
+      uint16_t h;
+      memcpy(&h, PyArray_DATA(a), 2);
+      if (t == HK_BF16) {
+        memcpy(dst, &h, 2);
+        return 0;
+      }
+      PyObject *f = PyFloat_FromDouble(hk_bf16_to_double(h));
+      if (!f) return -1;
+      int rc = store_value(f, t, dst, kname, pname);
+      Py_DECREF(f);
+      return rc;
+    }
+    PyObject *item = PyArray_GETITEM(a, PyArray_DATA(a));
+    if (!item) return -1;
+    int rc = store_value(item, t, dst, kname, pname);
+    Py_DECREF(item);
+    return rc;
+  }
   if (t == HK_F32 || t == HK_F64 || t == HK_F16 || t == HK_BF16) {
     /* a complex value (NumPy's complex scalars convert to float with only
      * a warning, dropping the imaginary part) is not a real one */

@@ -328,3 +328,18 @@ def test_plugins_that_fail_to_load_are_warned(tmp_path):
         ctx.kernel("thrice")
     with pytest.warns(hk.PluginWarning, match="cannot read"):
         hk.Context(plugins=str(tmp_path / "nowhere"), cache=False)
+
+
+def test_zero_d_arrays_are_values_of_a_scalar_parameter():
+    # as NumPy scalars are: their element, range-checked; a bf16 one by
+    # the value its bits hold
+    x = np.arange(3, dtype=np.float32)
+    np.testing.assert_array_equal(hk.scale(x, np.array(2.0, np.float32)),
+                                  [0, 2, 4])
+    np.testing.assert_array_equal(hk.scale(x, np.array(3)), [0, 3, 6])
+    two = hk.cast(np.float32([2.0]), dtype="bf16").reshape(())
+    np.testing.assert_array_equal(hk.scale(x, two), [0, 2, 4])
+    with pytest.raises(OverflowError, match="'alpha': 1e.40 does not fit"):
+        hk.scale(x, np.array(1e40))
+    with pytest.raises(TypeError, match=r"'alpha' is f32: \(1\+2j\) is not"):
+        hk.scale(x, np.array(1 + 2j))
