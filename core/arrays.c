@@ -2326,7 +2326,7 @@ HK_API int hk_call_out_shape(const hk_kernel_t *k, const hk_array_t *args,
       return broadcast(&c, role_mask(&c, BIT(HK_ROLE_IN) | BIT(HK_ROLE_INOUT)),
                        ndim, shape);
     case HK_KIND_ROWS:
-      return hk__arrays_rows_shape(k, args, param, ndim, shape);
+      return hk__arrays_rows_shape(k, args, opts, param, ndim, shape);
     default: {
       /* raw: the len of the parameter for n = the first in's size */
       size_t n = 0;

@@ -1,5 +1,6 @@
 /* arrays_rows.c — hk_call_arrays for rows kernels (hk.h, "Arrays"): the
- * last axis is the row, rows is the product of the other axes.
+ * last axis is the row (or the one opts->axes names, moved last in views),
+ * rows is the product of the other axes.
  *
  * The lead array is the first "full" in (or inout) parameter's, else the
  * first "full" out's: shape (..., n). Every "full" array has that shape,
@@ -51,10 +52,11 @@ static int lead_of(const hk_kernel_info_t *in) {
   return out;
 }
 
-/* The shape parameter i must have, given the lead shape (ld dims): into
- * *nd and shape; with alt, the other shape a "one" parameter may have. */
+/* The shape parameter i must have, given the lead shape (ld dims) whose
+ * rows run along axis: into *nd and shape; with alt, the other shape a
+ * "one" parameter may have (the lead's with the axis as 1: keepdims). */
 static void want_shape(const hk_kernel_info_t *in, int i, int ld,
-                       const int64_t *lead, int alt, int *nd,
+                       const int64_t *lead, int axis, int alt, int *nd,
                        int64_t *shape) {
   *nd = 0;
   switch (in->params[i].row) {
@@ -63,15 +65,49 @@ static void want_shape(const hk_kernel_info_t *in, int i, int ld,
       memcpy(shape, lead, sizeof(int64_t) * (size_t)ld);
       return;
     case HK_ROW_ONE:
-      *nd = ld - 1 + (alt != 0);
-      memcpy(shape, lead, sizeof(int64_t) * (size_t)(ld - 1));
-      if (alt) shape[ld - 1] = 1;
+      *nd = alt ? ld : ld - 1;
+      for (int d = 0, o = 0; d < ld; d++)
+        if (d != axis) shape[o++] = lead[d];
+        else if (alt) shape[o++] = 1;
       return;
     case HK_ROW_SHARED:
       *nd = 1;
-      shape[0] = lead[ld - 1];
+      shape[0] = lead[axis];
       return;
   }
+}
+
+/* The axis the rows run along, from opts (default the last of the lead's
+ * ld axes), as an index; -1 with the error set. */
+static int rows_axis(const hk_kernel_info_t *in, const hk_call_opts_t *opts,
+                     int lead, int ld) {
+  if (opts && opts->keepdims)
+    return hk__fail(HK_EINVAL, "%s: a rows kernel takes no keepdims (a "
+                               "\"one\" parameter may have the kept axis: "
+                               "give it that shape)",
+                    in->name), -1;
+  if (!opts || (!opts->axes && !opts->naxes)) return ld - 1;
+  if (opts->naxes != 1 || !opts->axes)
+    return hk__fail(HK_EINVAL, "%s: a rows kernel takes one axis, the one "
+                               "its rows run along; got %d",
+                    in->name, opts->naxes), -1;
+  int ax = opts->axes[0];
+  if (ax < -ld || ax >= ld)
+    return hk__fail(HK_EINVAL, "%s: axis %d is out of range for parameter "
+                               "'%s' of %d axes",
+                    in->name, ax, in->params[lead].name, ld), -1;
+  return ax < 0 ? ax + ld : ax;
+}
+
+/* a with axis moved to the end (a view: shape and strides permuted). */
+static void move_to_last(hk_array_t *a, int axis) {
+  int64_t sh = a->shape[axis], st = a->strides[axis];
+  for (int d = axis; d < a->ndim - 1; d++) {
+    a->shape[d] = a->shape[d + 1];
+    a->strides[d] = a->strides[d + 1];
+  }
+  a->shape[a->ndim - 1] = sh;
+  a->strides[a->ndim - 1] = st;
 }
 
 static int same_shape(const hk_array_t *a, int nd, const int64_t *shape) {
@@ -79,38 +115,46 @@ static int same_shape(const hk_array_t *a, int nd, const int64_t *shape) {
          !memcmp(a->shape, shape, sizeof(int64_t) * (size_t)nd);
 }
 
-/* Checks every buffer's shape against the lead's; HK_OK, or HK_EINVAL
- * naming the parameter and both shapes (last error set). */
+/* The lead array's 0-d refusal; HK_OK when it has an axis. */
+static int check_lead(const hk_kernel_info_t *in, const hk_array_t *a,
+                      int lead) {
+  if (a[lead].ndim >= 1) return HK_OK;
+  return hk__fail(HK_EINVAL,
+                  "%s: parameter '%s': a rows kernel takes arrays of at "
+                  "least one axis (the row); this one is 0-d",
+                  in->name, in->params[lead].name);
+}
+
+/* Checks every buffer's shape against the lead's, whose rows run along
+ * axis; HK_OK, or HK_EINVAL naming the parameter and both shapes (last
+ * error set). */
 static int check_shapes(const hk_kernel_info_t *in, const hk_array_t *a,
-                        int lead) {
+                        int lead, int axis) {
   const hk_array_t *L = &a[lead];
-  if (L->ndim < 1)
-    return hk__fail(HK_EINVAL,
-                    "%s: parameter '%s': a rows kernel takes arrays of at "
-                    "least one axis (the row); this one is 0-d",
-                    in->name, in->params[lead].name);
   for (int i = 0; i < in->nparams; i++) {
     if (!is_buf(in, i)) continue;
     int nd, nd2;
     int64_t s[HK_MAX_DIMS], s2[HK_MAX_DIMS];
-    want_shape(in, i, L->ndim, L->shape, 0, &nd, s);
+    want_shape(in, i, L->ndim, L->shape, axis, 0, &nd, s);
     if (same_shape(&a[i], nd, s)) continue;
     int one = in->params[i].row == HK_ROW_ONE;
     if (one) {
-      want_shape(in, i, L->ndim, L->shape, 1, &nd2, s2);
+      want_shape(in, i, L->ndim, L->shape, axis, 1, &nd2, s2);
       if (same_shape(&a[i], nd2, s2)) continue;
     }
-    char got[128], want[128], want2[128], lt[128];
+    char got[128], want[128], want2[128], lt[128], along[48] = "";
     shape_str(a[i].ndim, a[i].shape, got, sizeof got);
     shape_str(nd, s, want, sizeof want);
     shape_str(L->ndim, L->shape, lt, sizeof lt);
     if (one) shape_str(nd2, s2, want2, sizeof want2);
+    if (axis != L->ndim - 1)
+      snprintf(along, sizeof along, " along axis %d", axis);
     return hk__fail(HK_EINVAL,
                     "%s: parameter '%s': the array's shape is %s; with "
-                    "parameter '%s' of shape %s (rows of %lld) it must be "
+                    "parameter '%s' of shape %s (rows of %lld%s) it must be "
                     "%s%s%s",
                     in->name, in->params[i].name, got, in->params[lead].name,
-                    lt, (long long)L->shape[L->ndim - 1], want,
+                    lt, (long long)L->shape[axis], along, want,
                     one ? " or " : "", one ? want2 : "");
   }
   return HK_OK;
@@ -192,21 +236,33 @@ static void copy_strided(const hk_array_t *a, unsigned char *flat,
   }
 }
 
-int hk__arrays_rows(const hk_kernel_t *k, const hk_array_t *a,
+int hk__arrays_rows(const hk_kernel_t *k, const hk_array_t *args,
                     const hk_call_opts_t *opts) {
   const hk_kernel_info_t *in = atomic_load(&k->info);
   HK_ASSERT(in->kind == HK_KIND_ROWS && in->nparams <= HK__ARRAYS_MAX_ARGS);
-  if (opts && (opts->axes || opts->naxes || opts->keepdims))
-    return hk__fail(HK_EINVAL,
-                    "%s: a rows kernel runs along the last axis; it takes no "
-                    "axes or keepdims",
-                    in->name);
   int lead = lead_of(in), rc;
   if (lead < 0)
     return hk__fail(HK_EINVAL, "%s: no \"full\" parameter gives the rows' "
                                "length", in->name);
-  if ((rc = check_shapes(in, a, lead)) || (rc = check_overlaps(in, a)))
+  if ((rc = check_lead(in, args, lead))) return rc;
+  const int ld = args[lead].ndim, axis = rows_axis(in, opts, lead, ld);
+  if (axis < 0) return HK_EINVAL;
+  if ((rc = check_shapes(in, args, lead, axis)) ||
+      (rc = check_overlaps(in, args)))
     return rc;
+  /* rows along another axis than the last: views with it moved last (a
+   * "one" array given with the kept axis too), as if the call were over
+   * those */
+  hk_array_t moved[HK__ARRAYS_MAX_ARGS];
+  const hk_array_t *a = args;
+  if (axis != ld - 1) {
+    memcpy(moved, args, sizeof *moved * (size_t)in->nparams);
+    for (int i = 0; i < in->nparams; i++)
+      if (is_buf(in, i) && in->params[i].row != HK_ROW_SHARED &&
+          moved[i].ndim == ld)
+        move_to_last(&moved[i], axis);
+    a = moved;
+  }
   const hk_array_t *L = &a[lead];
   size_t n = (size_t)L->shape[L->ndim - 1], rows = 1;
   for (int d = 0; d + 1 < L->ndim; d++) rows *= (size_t)L->shape[d];
@@ -279,18 +335,17 @@ done:
 }
 
 int hk__arrays_rows_shape(const hk_kernel_t *k, const hk_array_t *a,
-                          int param, int *ndim, int64_t *shape) {
+                          const hk_call_opts_t *opts, int param, int *ndim,
+                          int64_t *shape) {
   const hk_kernel_info_t *in = atomic_load(&k->info);
-  int lead = lead_of(in);
+  int lead = lead_of(in), rc;
   if (lead < 0 || is_written(in, lead))
     return hk__fail(HK_EINVAL,
                     "%s: no \"full\" in parameter gives the rows' shape",
                     in->name);
-  if (a[lead].ndim < 1)
-    return hk__fail(HK_EINVAL,
-                    "%s: parameter '%s': a rows kernel takes arrays of at "
-                    "least one axis (the row); this one is 0-d",
-                    in->name, in->params[lead].name);
-  want_shape(in, param, a[lead].ndim, a[lead].shape, 0, ndim, shape);
+  if ((rc = check_lead(in, a, lead))) return rc;
+  const int axis = rows_axis(in, opts, lead, a[lead].ndim);
+  if (axis < 0) return HK_EINVAL;
+  want_shape(in, param, a[lead].ndim, a[lead].shape, axis, 0, ndim, shape);
   return HK_OK;
 }

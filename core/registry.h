@@ -221,9 +221,11 @@ HK_INTERNAL int hk__array_contiguous(const hk_array_t *a);
  * for a bound on the search, past which it says 1). */
 HK_INTERNAL int hk__arrays_may_share(const hk_array_t *a,
                                      const hk_array_t *b);
-/* hk_call_out_shape for rows kernel k's written parameter param. */
+/* hk_call_out_shape for rows kernel k's written parameter param (the
+ * rows along opts' axis, or the last). */
 HK_INTERNAL int hk__arrays_rows_shape(const hk_kernel_t *k,
-                                      const hk_array_t *a, int param,
+                                      const hk_array_t *a,
+                                      const hk_call_opts_t *opts, int param,
                                       int *ndim, int64_t *shape);
 /* rc, with the thread's last error prefixed by k's name when rc is an
  * error (context.c). */

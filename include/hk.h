@@ -573,9 +573,10 @@ HK_API int hk_kernel_prepare(hk_kernel_t *k, hk_backend_t b);
  *                one fixed tree that depends on the shape alone: results
  *                are identical for every thread count, and equal the flat
  *                hk_call() on a contiguous copy of that row.
- *   rows         the last axis is the row: rows = the product of the other
- *                axes; "full" params have the shape (..., n), "one" params
- *                (...) or (..., 1), "shared" params (n).
+ *   rows         the last axis is the row (or the one opts->axes names):
+ *                rows = the product of the other axes; "full" params have
+ *                the shape (..., n), "one" params (...) or (..., 1),
+ *                "shared" params (n).
  *   raw          every buffer contiguous; n as for hk_call().
  * Scalars are 0-d arrays whose data points to the value. Strides count
  * ELEMENTS (as DLPack's do; NumPy's count bytes): they may be 0 (a
@@ -640,8 +641,10 @@ HK_API int64_t hk_array_size(const hk_array_t *a);
 typedef struct hk_call_opts {
   /* Reductions: the axes reduced (negative ones count from the end), each
    * at most once; NULL (or naxes 0 with axes NULL) reduces every axis.
-   * Other kinds refuse axes and keepdims (HK_EINVAL): a rows kernel's
-   * row is its arrays' last axis. */
+   * Rows kernels: one axis, the one the rows run along (NULL: the last);
+   * a "one" array then has the lead's shape without it, or with it as 1.
+   * Other kinds refuse axes, and every kind but reductions keepdims
+   * (HK_EINVAL). */
   const int *axes;
   int naxes;
   int keepdims; /* keep reduced axes as length 1 in the outputs' shape */

@@ -95,6 +95,17 @@ for dt, sfx in ((np.float32, "f32"), (np.float64, "f64")):
     np.save("t.npy", t)
     run(f"softmax_{sfx}", "x=t.npy", "--out", "y=o.npy")
     check(f"softmax_{sfx} fortran 3-d", np.load("o.npy"), softmax_ref(t).astype(dt), rtol=2e-6)
+    # --axis: rows along another axis; a one-a-row output without it
+    for ax in (0, 1, -2):
+        run(f"softmax_{sfx}", "x=t.npy", "--axis", str(ax), "--out", "y=o.npy")
+        e = np.exp(t - t.max(axis=ax, keepdims=True))
+        check(f"softmax_{sfx} axis {ax}", np.load("o.npy"),
+              (e / e.sum(axis=ax, keepdims=True)).astype(dt), rtol=2e-6)
+    w6 = np.ones(6, dt); b6 = np.zeros(6, dt); np.save("w6.npy", w6); np.save("b6.npy", b6)
+    run(f"layernorm_{sfx}", "x=t.npy", "weight=w6.npy", "bias=b6.npy", "eps=1e-5",
+        "--axis", "1", "--out", "y=o.npy", "--out", "mean=m.npy")
+    check(f"layernorm_{sfx} axis 1 mean", np.load("m.npy"),
+          t.astype(np.float64).mean(axis=1).astype(dt), rtol=1e-5, atol=1e-6)
     # one row (1-D): mean and rstd are 0-d
     w = rng.standard_normal(29).astype(dt); bb = rng.standard_normal(29).astype(dt)
     np.save("w.npy", w); np.save("bb.npy", bb)
@@ -160,7 +171,7 @@ np.save("x.npy", x); np.save("y.npy", y)
 run("add", "x=x.npy", "y=y.npy", "--out", "out=o.npy")
 check("add fortran+row f64", np.load("o.npy"), x + y)
 fails_with(["add", "x=x.npy", "y=x.npy", "--out", "out=o.npy", "--axis", "0"],
-           "only reductions take axes")
+           "only reductions take axes (and rows kernels one, their rows')")
 # axis reductions against NumPy, keepdims, negative and several axes
 x = rng.standard_normal((6, 7, 8)).astype(np.float32)
 np.save("x.npy", x)

@@ -545,8 +545,64 @@ static void test_arrays(hk_context_t *ctx) {
                                     "(3, 5, 1)"),
             "%s", hk_last_error());
   hk_array_init(&a[4], mean, HK_F32, 2, s2);
-  hk_call_opts_t axes = {.axes = (int[]){0}, .naxes = 1};
-  CHECK_INT_EQ(hk_call_arrays(k, a, &axes), HK_EINVAL);
+  /* rows along axis 1 (or -2) of a (3, 40, 5) array holding x with that
+   * axis moved: y in that layout, mean (3, 5), rstd kept as (3, 1, 5);
+   * the typed function's bits */
+  {
+    static float xp[R * C], yp[R * C];
+    for (int i = 0; i < A; i++)
+      for (int j = 0; j < B; j++)
+        for (int c = 0; c < C; c++)
+          xp[(i * C + c) * B + j] = x[(i * B + j) * C + c];
+    const int64_t sp[] = {A, C, B}, s1b[] = {A, 1, B};
+    hk_array_t p[7];
+    memcpy(p, a, sizeof p);
+    hk_array_init(&p[0], xp, HK_F32, 3, sp);
+    hk_array_init(&p[3], yp, HK_F32, 3, sp);
+    hk_array_init(&p[5], rstd, HK_F32, 3, s1b);
+    for (int ax = 1; ax >= -2; ax -= 3) {
+      hk_call_opts_t o = {.axes = &ax, .naxes = 1};
+      memset(yp, 0, sizeof yp), memset(mean, 0, sizeof mean),
+          memset(rstd, 0, sizeof rstd);
+      CHECK_MSG(hk_call_arrays(k, p, &o) == HK_OK, "axis %d: %s", ax,
+                hk_last_error());
+      int bad = memcmp(mean, tmean, sizeof mean) || memcmp(rstd, trstd,
+                                                           sizeof rstd);
+      for (int i = 0; i < A; i++)
+        for (int j = 0; j < B; j++)
+          for (int c = 0; c < C; c++)
+            bad |= memcmp(&yp[(i * C + c) * B + j], &ty[(i * B + j) * C + c],
+                          sizeof(float)) != 0;
+      CHECK_MSG(!bad, "layernorm_f32 along axis %d: not the typed bits", ax);
+      CHECK_INT_EQ(hk_call_out_shape(k, p, &o, 3, &nd, shape), HK_OK);
+      CHECK(nd == 3 && shape[0] == A && shape[1] == C && shape[2] == B);
+      CHECK_INT_EQ(hk_call_out_shape(k, p, &o, 4, &nd, shape), HK_OK);
+      CHECK(nd == 2 && shape[0] == A && shape[1] == B);
+    }
+    /* shapes named in the caller's layout, with the axis */
+    int one = 1;
+    hk_call_opts_t o = {.axes = &one, .naxes = 1};
+    static float big[A * C];
+    hk_array_init(&p[4], big, HK_F32, 2, (int64_t[]){A, C});
+    CHECK_INT_EQ(hk_call_arrays(k, p, &o), HK_EINVAL);
+    CHECK_MSG(strstr(hk_last_error(),
+                     "parameter 'mean': the array's shape is (3, 40); with "
+                     "parameter 'x' of shape (3, 40, 5) (rows of 40 along "
+                     "axis 1) it must be (3, 5) or (3, 1, 5)"),
+              "%s", hk_last_error());
+    hk_array_init(&p[4], mean, HK_F32, 2, s2);
+    int three = 3, two[] = {0, 1};
+    hk_call_opts_t far = {.axes = &three, .naxes = 1},
+                   many = {.axes = two, .naxes = 2},
+                   kept = {.axes = &one, .naxes = 1, .keepdims = 1};
+    CHECK_INT_EQ(hk_call_arrays(k, p, &far), HK_EINVAL);
+    CHECK_CONTAINS(hk_last_error(), "axis 3 is out of range for parameter "
+                                    "'x' of 3 axes");
+    CHECK_INT_EQ(hk_call_arrays(k, p, &many), HK_EINVAL);
+    CHECK_CONTAINS(hk_last_error(), "takes one axis");
+    CHECK_INT_EQ(hk_call_arrays(k, p, &kept), HK_EINVAL);
+    CHECK_CONTAINS(hk_last_error(), "takes no keepdims");
+  }
   /* y may not overlap x unless it is x */
   hk_array_t yx = a[0];
   yx.data = x + 1;

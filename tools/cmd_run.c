@@ -45,7 +45,9 @@ static const char *const help =
     "                   [values...]}, nested lists for 2 axes or more (NaN\n"
     "                   and Infinity as in Python's json module)\n"
     "  --axis A[,A...]  reductions: the axes reduced (negative ones count\n"
-    "                   from the end; default: all); repeatable\n"
+    "                   from the end; default: all); repeatable. Rows\n"
+    "                   kernels: the one axis the rows run along (default\n"
+    "                   the last)\n"
     "  --keepdims       reductions: keep the reduced axes, with length 1\n"
     "  --as bf16        .npy files of dtype <u2 given to bf16 parameters hold\n"
     "                   bf16 bits (NumPy has no bfloat16; ml_dtypes' bfloat16\n"
@@ -740,14 +742,23 @@ static int choose_path(const run_call *c, const run_opts *o,
   (void)backend;
   *arrays = k->kind != HK_KIND_RAW && k->kind != HK_KIND_GRID && has_in &&
             !o->n_text;
-  if ((o->naxes || o->keepdims) && k->kind != HK_KIND_REDUCTION)
+  const int rows = k->kind == HK_KIND_ROWS;
+  if ((o->naxes || o->keepdims) && k->kind != HK_KIND_REDUCTION &&
+      (!rows || o->keepdims))
     return hk_cli_error("run", "--%s: %s is %s kernel; only reductions take "
-                               "axes",
-                        o->naxes ? "axis" : "keepdims", k->name,
+                               "%s",
+                        o->keepdims ? "keepdims" : "axis", k->name,
                         k->kind == HK_KIND_ELEMENTWISE ? "an elementwise"
-                        : k->kind == HK_KIND_ROWS      ? "a rows"
+                        : rows                         ? "a rows"
                         : k->kind == HK_KIND_GRID      ? "a grid"
-                                                       : "a raw");
+                                                       : "a raw",
+                        rows ? "--keepdims (a rows kernel's one-a-row "
+                               "outputs have the rows' shape)"
+                             : "axes (and rows kernels one, their rows')");
+  if (rows && o->naxes > 1)
+    return hk_cli_error("run", "--axis: %s is a rows kernel: it takes one "
+                               "axis, the one its rows run along; got %d",
+                        k->name, o->naxes);
   if ((o->naxes || o->keepdims) && !*arrays)
     return hk_cli_error("run", "--%s: not with --n (a reduction over axes "
                                "takes its shape from its input files)",

@@ -505,42 +505,31 @@ static int reduction_axes(hkpy_Kernel *K, hk_kernel_t *k, hkpy_arg *g,
   return 0;
 }
 
-/* Rows kernels run over the last axis; axis= moves another one there (a
- * view: shape and strides permuted, nothing copied). */
-static void move_to_last(hk_array_t *a, int axis) {
-  int64_t sh = a->shape[axis], st = a->strides[axis];
-  for (int d = axis; d < a->ndim - 1; d++) {
-    a->shape[d] = a->shape[d + 1];
-    a->strides[d] = a->strides[d + 1];
-  }
-  a->shape[a->ndim - 1] = sh;
-  a->strides[a->ndim - 1] = st;
-}
-
-/* The axis a rows call runs over, as an index of the full arrays (-1: the
- * last one, nothing to move); -2 with an exception. */
+/* Reads axis= of a rows kernel (the axis its rows run along; hk_call_arrays
+ * takes it) into kw->opts: 0, or -1 with an exception. */
 static int rows_axis(hkpy_Kernel *K, call_kw *kw, hkpy_arg *g) {
-  if (!kw->axis) return -1;
+  if (!kw->axis) return 0;
   int nd = -1;
   for (int p = 0; p < K->nparams && nd < 0; p++)
     if (K->role[p] != HK_ROLE_SCALAR && K->row[p] == HK_ROW_FULL &&
         is_array(&g[p]))
       nd = g[p].a.ndim;
-  int v;
-  /* no array to run over (a value): nothing to move, the axis is only
-   * checked to be an int */
-  if (axis_value(K->cname, kw->axis, nd > 0 ? nd : -1, &v, "an int"))
-    return -2;
-  if (nd <= 0) return -1;
-  v = v < 0 ? v + nd : v;
-  return v == nd - 1 ? -1 : v;
+  /* no array to run over (a value): the axis is only checked to be an
+   * int, and hk_call_arrays refuses the call for its 0-d lead */
+  if (axis_value(K->cname, kw->axis, nd > 0 ? nd : -1, &kw->axes[0],
+                 "an int"))
+    return -1;
+  if (nd > 0) {
+    kw->opts.axes = kw->axes;
+    kw->opts.naxes = 1;
+  }
+  return 0;
 }
 
 /* Allocates out parameter p (not given): a NumPy array, or for a call on
  * the GPU an hk.Array in GPU memory (hk's pool). */
 static int alloc_out(hkpy_Kernel *K, hk_kernel_t *k, hkpy_arg *g,
-                     const hk_call_opts_t *opts, int p, int axis,
-                     int device) {
+                     const hk_call_opts_t *opts, int p, int device) {
   int nd;
   int64_t shape[HK_MAX_DIMS];
   hk_array_t a[HKPY_MAXP];
@@ -551,9 +540,7 @@ static int alloc_out(hkpy_Kernel *K, hk_kernel_t *k, hkpy_arg *g,
     return -1;
   }
   npy_intp dims[HK_MAX_DIMS];
-  int moved = axis >= 0 && K->row[p] == HK_ROW_FULL && nd > axis;
-  for (int d = 0, s = 0; d < nd; d++)
-    dims[d] = moved ? (d == axis ? shape[nd - 1] : shape[s++]) : shape[d];
+  for (int d = 0; d < nd; d++) dims[d] = shape[d];
   hk_dtype_t t = hk_kernel_info(k)->params[p].dtype;
   if (device) {
     PyObject *shp = PyTuple_New(nd), *arr = NULL;
@@ -581,7 +568,6 @@ static int alloc_out(hkpy_Kernel *K, hk_kernel_t *k, hkpy_arg *g,
   }
   g[p].a.dtype = t;
   g[p].obj = NULL; /* allocated here: returned from g->arr */
-  if (moved) move_to_last(&g[p].a, axis);
   return 0;
 }
 
@@ -726,20 +712,11 @@ static PyObject *call_once(hkpy_Kernel *K, PyObject *const *args,
         hkpy_arg_finish(&g[p], pi[p].dtype, K->cname, K->cpname[p]))
       goto done;
   }
-  int axis = -1;
   if (K->kind == HK_KIND_REDUCTION && reduction_axes(K, k, g, &kw))
     goto done;
-  if (K->kind == HK_KIND_ROWS) {
-    axis = rows_axis(K, &kw, g);
-    if (axis == -2) goto done;
-    if (axis >= 0)
-      for (int p = 0; p < np; p++)
-        if (is_array(&g[p]) && K->role[p] != HK_ROLE_SCALAR &&
-            K->row[p] == HK_ROW_FULL && g[p].a.ndim > axis)
-          move_to_last(&g[p].a, axis);
-  }
+  if (K->kind == HK_KIND_ROWS && rows_axis(K, &kw, g)) goto done;
   for (int p = 0; p < np; p++)
-    if (!g[p].obj && alloc_out(K, k, g, &kw.opts, p, axis, device))
+    if (!g[p].obj && alloc_out(K, k, g, &kw.opts, p, device))
       goto done;
   hk_array_t a[HKPY_MAXP];
   int64_t big = 0;
