@@ -175,6 +175,15 @@ fails_with(["add", "x=x.npy", "y=x.npy", "--out", "out=o.npy", "--axis", "0"],
 # axis reductions against NumPy, keepdims, negative and several axes
 x = rng.standard_normal((6, 7, 8)).astype(np.float32)
 np.save("x.npy", x)
+# a whole reduction's result is 0-d, as NumPy's (check compares shapes),
+# with or without --axis and for a 0-d input too
+for extra in ([], ["--axis", "0,1,2"]):
+    run("sum", "x=x.npy", *extra, "--out", "out=o.npy")
+    check(f"sum whole {extra}", np.load("o.npy"),
+          np.sum(x.astype(np.float64)).astype(np.float32), rtol=1e-5)
+np.save("s0.npy", np.float32(2.5))
+run("sum", "x=s0.npy", "--out", "out=o.npy")
+check("sum of 0-d", np.load("o.npy"), np.array(2.5, np.float32))
 for axes in ((0,), (1,), (2,), (-1,), (0, 2), (0, 1, 2), (-3, -2)):
     spec = ",".join(map(str, axes))
     for kd in (False, True):

@@ -39,8 +39,8 @@ static const char *const help =
     "                   is picked from the files' dtypes\n"
     "  PARAM=NUMBER     a scalar parameter\n"
     "  --out PARAM=FILE write out/inout PARAM to FILE.npy (the broadcast\n"
-    "                   shape of the inputs; a reduction's kept axes, or 1\n"
-    "                   element for a whole reduction); outputs not named\n"
+    "                   shape of the inputs; a reduction's kept axes: ()\n"
+    "                   for a whole reduction, as NumPy's); outputs not named\n"
     "                   are printed to stdout as one JSON object {\"param\":\n"
     "                   [values...]}, nested lists for 2 axes or more (NaN\n"
     "                   and Infinity as in Python's json module)\n"
@@ -664,10 +664,9 @@ static int write_outputs(const run_call *c, int quiet) {
     size_t shape[HK_NPY_MAXDIM];
     int ndim = 1;
     shape[0] = p->count;
-    if (c->arr && (p->ndim > 0 || k->kind != HK_KIND_REDUCTION ||
-                   c->opts.axes || c->opts.keepdims)) {
-      /* the array path: its own shape (a whole reduction without --axis
-       * gives 1 element, as on the flat path) */
+    if (c->arr) {
+      /* the array path: its own shape (a whole reduction's is (), as
+       * NumPy's; an inout result keeps its file's) */
       ndim = p->ndim;
       memcpy(shape, p->shape, sizeof(size_t) * (size_t)ndim);
     } else if (!c->arr && c->first >= 0 && p->count == c->n &&
