@@ -281,6 +281,12 @@ err_has "shapes do not broadcast: parameter 'x' (6,) and parameter 'y' (5,)"
 # a placeholder no file decides: the instances that fit, and what is open
 run 1 "$HK" run cast "x=$T/x.npy"
 err_has "cast: the files' dtypes fit 4 instances (cast_f32_bf16, cast_f32_bool, cast_f32_f16, cast_f32_f32): no file gives the type of out; name the instance"
+# a number for an in buffer is a 0-d array of its type (broadcast)
+run 0 "$HK" run arange_f32 start=0 step=1 --n 3 --out "out=$T/a3.npy"
+run 0 "$HK" run add_f32 "x=$T/a3.npy" y=2.5
+out_is '{"out": [2.5, 3.5, 4.5]}'
+run 1 "$HK" run add_f32 "x=$T/a3.npy" y=1e40
+err_has "y=1e40: the value is too large for f32 (y is an f32 in buffer, given a value)"
 run 1 "$HK" run softmax_f32 "x=$T/x.npy" rows=2
 err_has "softmax_f32 has no parameter 'rows'"
 run 1 "$HK" run scale_f32 "x=$T/x.npy" alpha=abc
@@ -289,7 +295,7 @@ run 1 "$HK" run scale_f32 "x=$T/x.npy" alpha=1e39
 err_has "too large for f32"
 # beyond a double too: still named by the scalar's own type
 run 1 "$HK" run scale_f32 "x=$T/x.npy" alpha=1e400
-err_has "alpha=1e400: the value is too large for f32 (alpha is a f32 scalar)"
+err_has "alpha=1e400: the value is too large for f32 (alpha is an f32 scalar)"
 run 1 "$HK" run fill_i32 value=3000000000 --n 1
 err_has "out of range"
 run 1 "$HK" run fill_i32 value=1.5 --n 1
@@ -318,8 +324,9 @@ run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --tier jit
 err_has "stdlib kernel"
 run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --tier fast
 err_has "unknown tier 'fast'"
-run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --threads 0
-err_has "--threads"
+run 1 "$HK" run add_f32 "x=$T/x.npy" "y=$T/y.npy" --threads 257
+err_has "--threads: expected a number from 0 (every CPU, as without it) to 256, got '257'"
+run 0 "$HK" run sum_f32 "x=$T/x.npy" --threads 0
 printf 'garbage, not an array' >"$T/garbage.npy"
 run 1 "$HK" run add_f32 "x=$T/garbage.npy" "y=$T/y.npy"
 err_has "garbage.npy"

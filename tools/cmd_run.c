@@ -37,7 +37,8 @@ static const char *const help =
     "                   rules. KERNEL may name a kernel with placeholders\n"
     "                   (saxpy for saxpy_f32 and saxpy_f64): the instance\n"
     "                   is picked from the files' dtypes\n"
-    "  PARAM=NUMBER     a scalar parameter\n"
+    "  PARAM=NUMBER     a scalar parameter; or an in buffer (when no file\n"
+    "                   has that name): a 0-d array of its type, broadcast\n"
     "  --out PARAM=FILE write out/inout PARAM to FILE.npy (the broadcast\n"
     "                   shape of the inputs; a reduction's kept axes: ()\n"
     "                   for a whole reduction, as NumPy's); outputs not named\n"
@@ -64,7 +65,8 @@ static const char *const help =
     "                   plugin kernels: jit = libtcc, opt = the system\n"
     "                   compiler, waited for; auto = opt from the disk cache\n"
     "                   when there, else jit, and opt is built for next time)\n"
-    "  --threads N      threads to share large calls (default: all CPUs)\n"
+    "  --threads N      threads to share large calls (default, and 0: all\n"
+    "                   CPUs; as hk_set_threads and Python's set_threads)\n"
     "  --allow-unsafe-plugins  load plugin files and folders others can\n"
     "                   write to or own\n"
     "  --no-cache       neither read nor write the disk cache\n"
@@ -632,10 +634,10 @@ static int check_modes(hk_kernel_t *kh, const run_opts *o, const char *backend,
   if (o->threads_text) {
     char *end;
     long t = strtol(o->threads_text, &end, 10);
-    if (*end || end == o->threads_text || hk_set_threads((int)t) != HK_OK ||
-        t < 1)
-      return hk_cli_usage("run", "--threads: expected a number from 1 to 256, "
-                                 "got '%s'",
+    if (*end || end == o->threads_text || t < 0 || t > 256 ||
+        hk_set_threads((int)t) != HK_OK)
+      return hk_cli_usage("run", "--threads: expected a number from 0 (every "
+                                 "CPU, as without it) to 256, got '%s'",
                           o->threads_text);
   }
   return HK_EXIT_OK;

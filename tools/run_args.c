@@ -32,9 +32,19 @@ void run_set_as_bf16(int on) { c_as_bf16 = on; }
 /* Reports that scalar parameter p's value is refused, for the reason why
  * ("is not a number"); returns the exit status. */
 static int scalar_error(const run_param *p, const char *why) {
-  return hk_cli_error("run", "%s=%s: the value %s (%s is a %s scalar)",
+  return hk_cli_error("run", "%s=%s: the value %s (%s is a%s %s %s)",
                       p->info->name, p->value, why, p->info->name,
-                      hk_dtype_name(p->info->dtype));
+                      p->info->dtype == HK_F16 || p->info->dtype == HK_F32 ||
+                              p->info->dtype == HK_F64 ||
+                              p->info->dtype == HK_I8 ||
+                              p->info->dtype == HK_I16 ||
+                              p->info->dtype == HK_I32 ||
+                              p->info->dtype == HK_I64
+                          ? "n" : "",
+                      hk_dtype_name(p->info->dtype),
+                      p->info->role == HK_ROLE_SCALAR
+                          ? "scalar"
+                          : "in buffer, given a value");
 }
 
 /* Parses p's value as a float of p's type into p->s. */
@@ -224,12 +234,43 @@ int run_call_bind(run_call *c, const char *const *assigns, int nassigns,
 /* ---- Inputs --------------------------------------------------------------- */
 
 /* Loads a buffer parameter's .npy and checks its dtype and layout. */
+/* 1 when text is a number (or a bool's word) rather than a file name. */
+static int looks_like_value(const char *text) {
+  char *end;
+  if (!strcmp(text, "true") || !strcmp(text, "false") ||
+      !strcmp(text, "True") || !strcmp(text, "False"))
+    return 1;
+  (void)strtod(text, &end);
+  return end != text && !*end;
+}
+
+/* An in parameter given a number (x=2.5, not a file that exists): a 0-d
+ * array of its type holding the value, parsed as a scalar's is. */
+static int value_buffer(run_param *p) {
+  int rc = parse_scalar(p);
+  if (rc) return rc;
+  hk_npy_t *f = &p->npy;
+  memset(f, 0, sizeof *f);
+  f->itemsize = hk_dtype_size(p->info->dtype);
+  if (!(f->data = malloc(f->itemsize)))
+    return hk_cli_internal("run", "out of memory");
+  memcpy(f->data, &p->s, f->itemsize);
+  f->dtype = p->info->dtype;
+  f->ndim = 0;
+  f->count = 1;
+  p->count = 1;
+  return HK_EXIT_OK;
+}
+
 static int load_buffer(const hk_kernel_info_t *k, run_param *p,
                        int any_order) {
   char what[128];
   hku_diags diags = HKU_DIAGS_INIT;
   hku_buf err = HKU_BUF_INIT;
   int rc = HK_EXIT_OK;
+  if (p->info->role == HK_ROLE_IN && looks_like_value(p->value) &&
+      access(p->value, F_OK) != 0)
+    return value_buffer(p);
   if (hk_npy_read(p->value, &p->npy, &diags) != HK_OK)
     rc = hk_cli_error("run", "%s=%s: %s", p->info->name, p->value,
                       hk_npy_error(&diags, &err));
