@@ -155,12 +155,15 @@ const char *const hkc_type_list =
 
 /* ---- schema_version ------------------------------------------------------- */
 
+/* obj's schema_version (at prefix; owner names obj when it is missing:
+ * "kernel", "kernels[1]", or "file" for a file of several kernels). */
 static void check_version(hkc_parser *P, const hkj_node *obj,
-                          const char *prefix, int required) {
+                          const char *prefix, const char *owner,
+                          int required) {
   const hkj_node *v = hkj_get(obj, "schema_version");
   if (!v) {
     if (required)
-      hkc_err(P, obj, hkc_obj_name(prefix),
+      hkc_err(P, obj, owner,
               "missing required field \"schema_version\" (expected 1)");
     return;
   }
@@ -558,7 +561,7 @@ static int parse_kernel(hkc_parser *P, const hkj_node *obj, const char *prefix,
     return HK_OK;
   }
   hkc_check_keys(P, obj, prefix, keys);
-  check_version(P, obj, prefix, version_required);
+  check_version(P, obj, prefix, hkc_obj_name(prefix), version_required);
   int start_errors = P->errors;
   if (parse_name_doc(P, obj, prefix, k) != HK_OK) return HK_ENOMEM;
   parse_fp(P, obj, prefix, k);
@@ -708,7 +711,7 @@ static void sort_by_position(hku_diags *d, size_t first) {
 static int parse_kernel_list(hkc_parser *P, const hkj_node *root, hkc_file *f) {
   static const char *const keys[] = {"schema_version", "kernels", "doc", NULL};
   check_keys_as(P, root, "", keys, "file");
-  check_version(P, root, "", 1);
+  check_version(P, root, "", "file", 1);
   const hkj_node *fdoc = hkj_get(root, "doc");
   if (fdoc) {
     const char *fs = hkc_want_string(P, fdoc, "doc", "a one-line string");

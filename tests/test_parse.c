@@ -296,7 +296,7 @@ static const pcase json_cases[] = {
 static const pcase top_cases[] = {
     {"schema_version missing",
      "{\n  \"name\": \"k\", \"kind\": \"elementwise\",\n" KBODY "}", 1, NULL,
-     0, 1, 1, "missing required field \"schema_version\"", "expected 1"},
+     0, 1, 1, "kernel: missing required field \"schema_version\"", "expected 1"},
     {"schema_version 2", VERSIONED("2"), 1, "2,", 0, 1, 20,
      "schema_version: unsupported schema_version 2", "newer"},
     {"schema_version \"1\"", VERSIONED("\"1\""), 1, NULL, 0, 1, 20,
@@ -314,7 +314,7 @@ static const pcase top_cases[] = {
     {"schema_version 2.0", VERSIONED("2.0"), 1, NULL, 0, 1, 20,
      "schema_version", NULL},
     {"kernels without schema_version", "{\"kernels\": [\n  " K_OK "\n]}", 1,
-     NULL, 0, 1, 1, "missing required field \"schema_version\"", NULL},
+     NULL, 0, 1, 1, "file: missing required field \"schema_version\"", NULL},
     {"kernels with schema_version 2",
      "{\"schema_version\": 2,\n  \"kernels\": [" K_OK "]}", 1, NULL, 0, 1,
      20, "schema_version: unsupported schema_version 2", NULL},
