@@ -157,6 +157,7 @@ HK_API int hk_context_create(hk_context_t **out, const hk_options_t *opts) {
   pthread_cond_init(&ctx->opt_cond, NULL);
   pthread_cond_init(&ctx->opt_idle, NULL);
   atomic_init(&ctx->stopping, 0);
+  atomic_init(&ctx->watch_cancel, 0);
   hk__map_init(&ctx->names, kernel_name);
   if (opts) ctx->opts = *opts;
   ctx->opts.plugin_dirs = NULL; /* copied into ctx->dirs as they load */

@@ -236,8 +236,12 @@ static void remember_failure(hk_context_t *ctx, hk_module_t *m) {
  * compiler's complaints about the code, a refused object). */
 static int build_opt(hk_context_t *ctx, hk_module_t *m, int jobs, void **h) {
   hk_compiler_t cc = hk__compiler_cc(&ctx->cc);
+  /* on the watcher thread (a forced tier opt reload), the watch's flag:
+   * its stop sets it, and so does hk_context_destroy (through the stop) */
+  const _Atomic int *watch = hk__watch_cancel_flag();
   hk_compile_opts_t o = {.purpose = HK_FOR_OPT, .timeout_s = OPT_TIMEOUT_S,
-                         .cancel = &ctx->stopping, .jobs = jobs};
+                         .cancel = watch ? watch : &ctx->stopping,
+                         .jobs = jobs};
   hk_object_t obj;
   hku_diags d = HKU_DIAGS_INIT;
   int fd = -1;

@@ -128,6 +128,10 @@ struct hk_context {
   _Atomic int stopping;
   /* the watcher (watch.c) */
   struct hk_watch *watch;
+  /* set by hk_watch(ctx, 0) before it waits for the load lock, which a
+   * reload of the watcher holds: a compile that reload runs (forced tier
+   * opt) is cancelled; cleared when a watch starts */
+  _Atomic int watch_cancel;
 };
 
 /* ---- context.c ---- */
@@ -316,5 +320,8 @@ HK_INTERNAL int hk__module_cuda(hk_context_t *ctx, hk_module_t *m);
 /* ---- watch.c ---- */
 HK_INTERNAL int hk__watch_start(hk_context_t *ctx, int rescan);
 HK_INTERNAL void hk__watch_stop(hk_context_t *ctx);
+/* On the watcher thread, the flag that its stop sets (a compile there
+ * checks it, not only ctx->stopping); NULL on any other thread. */
+HK_INTERNAL const _Atomic int *hk__watch_cancel_flag(void);
 
 #endif

@@ -59,6 +59,11 @@ struct hk_watch {
   _Atomic int detached;
 };
 
+/* The watcher thread's cancel flag (NULL on other threads). */
+static _Thread_local const _Atomic int *tls_cancel;
+
+const _Atomic int *hk__watch_cancel_flag(void) { return tls_cancel; }
+
 static void watch_free(struct hk_watch *w) {
   if (w->ifd >= 0) close(w->ifd);
   if (w->stop >= 0) close(w->stop);
@@ -174,6 +179,7 @@ static long now_ms(void) {
 static void *watcher(void *arg) {
   struct hk_watch *w = arg;
   hk_context_t *ctx = w->ctx;
+  tls_cancel = &ctx->watch_cancel;
   long due = w->rescan ? now_ms() : -1; /* when to reload; -1: none */
   long retry = -1; /* when to look for folders that are gone; -1: none */
   long check = now_ms() + CHECK_MS; /* when to check the names */
@@ -229,7 +235,9 @@ static void *watcher(void *arg) {
     }
     if (due >= 0 && t >= due) {
       due = -1;
-      if (hk_reload(ctx) != HK_OK)
+      /* a reload the stop cancelled is said by no log: the next reload
+       * (hk_reload, or a watch started again) does it */
+      if (hk_reload(ctx) != HK_OK && !atomic_load(&ctx->watch_cancel))
         hk__log(ctx, "reload found problems:\n%s", hk_last_error());
     }
   }
@@ -270,6 +278,7 @@ int hk__watch_start(hk_context_t *ctx, int rescan) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
+  atomic_store(&ctx->watch_cancel, 0);
   int e = pthread_create(&w->thread, NULL, watcher, w);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (e) {
@@ -287,6 +296,7 @@ out:
 }
 
 void hk__watch_stop(hk_context_t *ctx) {
+  atomic_store(&ctx->watch_cancel, 1); /* before the lock a reload holds */
   hk__load_lock(ctx);
   struct hk_watch *w = ctx->watch;
   ctx->watch = NULL;

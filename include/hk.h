@@ -345,7 +345,10 @@ HK_API int hk_reload(hk_context_t *ctx);
  * and the name is looked for every 200 ms; a folder made there again (or
  * renamed there, or one that did not exist yet) is loaded and watched;
  * and every second the name is checked to still name the folder watched
- * (a parent renamed or a symlink in the path switched sends no event). */
+ * (a parent renamed or a symlink in the path switched sends no event).
+ * Stopping cancels a compile the watcher's reload is running (tier opt
+ * forced) rather than waiting for it: that file keeps its old code until
+ * the next hk_reload or watch. */
 HK_API int hk_watch(hk_context_t *ctx, int on);
 /* Waits until no opt-tier compile is pending in the background. */
 HK_API int hk_context_wait(hk_context_t *ctx);

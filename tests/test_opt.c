@@ -1348,6 +1348,64 @@ static void test_parts(void) {
   unsetenv("HK_JOBS");
 }
 
+/* A watch stopped while its reload runs a forced tier-opt compile: the
+ * compile is cancelled, not waited for (hk_watch(ctx, 0) used to wait for
+ * it, up to the compile's timeout), the old code stays, and hk_reload
+ * later builds the new. The compiler sleeps 30 s while a mark is there. */
+static float w_times(hk_context_t *c) {
+  hk_kernel_t *k = find(c, "w_k");
+  float x = 2, out = 0;
+  void *args[] = {&x, &out};
+  return k && hk_call(k, 1, args) == HK_OK ? out / x : -1;
+}
+
+static void write_w(float f) {
+  char text[512];
+  snprintf(text, sizeof text,
+           "{\"schema_version\": 1, \"name\": \"w_k\", \"kind\": "
+           "\"elementwise\", \"params\": [{\"name\": \"x\", \"type\": "
+           "\"f32\", \"role\": \"in\"}, {\"name\": \"out\", \"type\": "
+           "\"f32\", \"role\": \"out\"}], \"body\": \"out = x * %.1ff;\"}\n",
+           f);
+  write_text(P("wcancel/w.json"), text);
+}
+
+static void test_watch_cancels(void) {
+  check_make_dir(P("wcancel"));
+  char slow[4096], started[4096], script[9000];
+  snprintf(slow, sizeof slow, "%s", P("w_slow"));
+  snprintf(started, sizeof started, "%s", P("w_started"));
+  snprintf(script, sizeof script,
+           "#!/bin/sh\n"
+           "case \"$*\" in *--version*) exec cc \"$@\";; esac\n"
+           "if [ -f '%s' ]; then : > '%s'; sleep 30; fi\n"
+           "exec cc \"$@\"\n",
+           slow, started);
+  write_text(P("w_cc.sh"), script);
+  CHECK(chmod(P("w_cc.sh"), 0755) == 0);
+  write_w(2.0f);
+  hk_context_t *c = mkctx(HK_TIER_OPT, P("wcancel"), NULL, HK_NO_CACHE,
+                          P("w_cc.sh"));
+  if (!c) return;
+  CHECK(w_times(c) == 2.0f);
+  CHECK_INT_EQ(hk_watch(c, 1), HK_OK);
+  write_text(slow, "");
+  sleep_ms(20);
+  write_w(3.0f);
+  double t0 = now_s();
+  while (access(started, F_OK) != 0 && now_s() - t0 < 20) sleep_ms(20);
+  CHECK_MSG(access(started, F_OK) == 0, "the watcher's compile never began");
+  t0 = now_s();
+  CHECK_INT_EQ(hk_watch(c, 0), HK_OK);
+  const double took = now_s() - t0;
+  CHECK_MSG(took < 10, "hk_watch(ctx, 0) waited %.1f s for the compile", took);
+  CHECK(w_times(c) == 2.0f); /* the old code stays */
+  unlink(slow);
+  CHECK_INT_EQ(hk_reload(c), HK_OK);
+  CHECK(w_times(c) == 3.0f);
+  hk_context_destroy(c);
+}
+
 /* hk_stop_compilers: for good, so last. With no compile running it kills
  * none; then a forced tier-opt load fails at once, saying why, and the
  * kernel is not loaded, while tier jit still works. (Killing a running
@@ -1387,6 +1445,7 @@ int main(int argc, char **argv) {
   PART("batches", test_batches());
   PART("fp modes", test_fp_modes());
   PART("parts", test_parts());
+  PART("watch cancels", test_watch_cancels());
   PART("stop compilers", test_stop_compilers()); /* last: for good */
   fixture_teardown();
   CHECK_DONE();
