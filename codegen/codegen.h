@@ -56,6 +56,8 @@ hk_kind_t hkc_instance_kind(const hkc_instance *in);
 unsigned hkc_instance_targets(const hkc_instance *in);
 /* 1 when its code calls a math function (abi.h, HK_ABI_HEAVY). */
 int hkc_instance_heavy(const hkc_instance *in);
+/* 1 when its kernel asks for "fp": "fast". */
+int hkc_instance_fp_fast(const hkc_instance *in);
 /* Reductions: the accumulator's size in bytes; else 0. */
 size_t hkc_instance_acc_size(const hkc_instance *in);
 /* Where its kernel's "name" field is in file f, for messages about it,

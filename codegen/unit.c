@@ -60,6 +60,8 @@ unsigned hkc_instance_targets(const hkc_instance *in) {
 
 int hkc_instance_heavy(const hkc_instance *in) { return hkc_is_heavy(in->k); }
 
+int hkc_instance_fp_fast(const hkc_instance *in) { return in->k->fp_fast; }
+
 size_t hkc_instance_acc_size(const hkc_instance *in) {
   return hkc_acc_size(in);
 }

@@ -580,6 +580,17 @@ HK_API const char *hk_kernel_note(const hk_kernel_t *k, char *buf, size_t n) {
         if (ctx->opts.tier == HK_TIER_JIT)
           snprintf(buf, n, "opt: not wanted (tier jit)");
         break;
+      case HK__OPT_DONE:
+        /* a fast kernel in a file with strict ones is built strict
+         * (schemas/README.md 8.1): say so, or it looks fast */
+        if (m->file && !hkc_file_fp_fast(m->file, HK_TARGET_CPU))
+          for (int i = 0; i < m->ninst; i++)
+            if (m->kernels && m->kernels[i] == k &&
+                hkc_instance_fp_fast(m->inst[i]))
+              snprintf(buf, n, "opt: built strict, not fast: its file also "
+                               "holds strict kernels (put the fast ones in "
+                               "a file of their own)");
+        break;
       default:
         break;
     }

@@ -1108,6 +1108,23 @@ static void test_fp_modes(void) {
   CHECK_MSG(fast_opt != strict_opt,
             "the fast dot product gave the strict bits: not vectorised?");
   CHECK(fabsf(fast_opt - strict_opt) <= 1e-3f * (1 + fabsf(strict_opt)));
+  CHECK_STR_EQ(note_of(find(opt, "dot_fast")), "");
+
+  /* a fast kernel in a file with a strict one is built strict: its note
+   * says so (it looked fast, and was not) */
+  char one[1024], two[1024];
+  snprintf(one, sizeof one, DOT_JSON_FMT, "dot_mfast", " \"fp\": \"fast\",");
+  snprintf(two, sizeof two, DOT_JSON_FMT, "dot_mstrict", "");
+  one[strlen(one) - 1] = two[strlen(two) - 1] = '\0'; /* the newlines */
+  snprintf(text, sizeof text, "{\"schema_version\": 1, \"kernels\": [%s,\n%s]}",
+           one, two);
+  (void)load_logged(opt, text, "mixed.json", log);
+  CHECK_CONTAINS(note_of(find(opt, "dot_mfast")),
+                 "opt: built strict, not fast: its file also holds strict "
+                 "kernels");
+  CHECK_STR_EQ(note_of(find(opt, "dot_mstrict")), "");
+  const float mixed_fast = dot_on(opt, "dot_mfast");
+  CHECK(memcmp(&mixed_fast, &strict_opt, sizeof(float)) == 0);
 
   /* A for loop's int counter is 64 bits wide (emit_common.c), on every
    * tier and in both modes: from INT_MAX - 2 to INT_MAX + 3 is 5 steps,
