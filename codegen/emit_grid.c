@@ -155,7 +155,6 @@ static void put_extents_fn(hku_buf *o, const hkc_instance *in) {
  * flattened indices [begin, end) in C order. */
 static void put_grid_fn(hku_buf *o, const hkc_instance *in) {
   const hkc_kernel *k = in->k;
-  static const char *const idx[3] = {"hk_i0", "hk_i1", "hk_i2"};
   static const char *const flat[3] = {"hk_g", NULL, NULL};
   hku_buf_printf(o, "HK_INLINE void hk_grid__%s(", in->name);
   hkc_put_params(o, in, "", 1, 0);
@@ -172,7 +171,13 @@ static void put_grid_fn(hku_buf *o, const hkc_instance *in) {
     hku_buf_put(o, "}\n\n");
     return;
   }
-  /* the first index by division, the next ones by carries */
+  /* the first index by division; then runs of the last index, each a
+   * plain loop that the compiler can vectorise (one carry a run, not an
+   * element: a loopless 2-D body took 3-6 times the 1-D form's time), the
+   * indices in the same order as ever */
+  static const char *const idx2[3] = {"hk_i0", "hk_j", NULL};
+  static const char *const idx3[3] = {"hk_i0", "hk_i1", "hk_j"};
+  const int last = k->grid_rank - 1;
   if (k->grid_rank == 2)
     hku_buf_put(o,
                 "    int64_t hk_i0 = hk_begin / hk_e[1], hk_i1 = hk_begin % "
@@ -182,16 +187,20 @@ static void put_grid_fn(hku_buf *o, const hkc_instance *in) {
                 "    int64_t hk_i0 = hk_begin / (hk_e[1] * hk_e[2]);\n"
                 "    int64_t hk_i1 = hk_begin / hk_e[2] % hk_e[1];\n"
                 "    int64_t hk_i2 = hk_begin % hk_e[2];\n");
-  hku_buf_put(o, "    for (int64_t hk_g = hk_begin; hk_g < hk_end; ++hk_g) {\n");
-  put_body_call(o, in, 8, idx);
+  hku_buf_printf(o,
+                 "    for (int64_t hk_g = hk_begin; hk_g < hk_end;) {\n"
+                 "        const int64_t hk_stop = hk_e[%d] - hk_i%d < hk_end - "
+                 "hk_g ? hk_e[%d] : hk_i%d + (hk_end - hk_g);\n"
+                 "        for (int64_t hk_j = hk_i%d; hk_j < hk_stop; ++hk_j)\n",
+                 last, last, last, last, last);
+  put_body_call(o, in, 12, k->grid_rank == 2 ? idx2 : idx3);
+  hku_buf_printf(o, "        hk_g += hk_stop - hk_i%d;\n        hk_i%d = 0;\n",
+                 last, last);
   if (k->grid_rank == 2)
+    hku_buf_put(o, "        ++hk_i0;\n    }\n}\n\n");
+  else
     hku_buf_put(o, "        if (++hk_i1 == hk_e[1]) {\n            hk_i1 = 0;\n"
                    "            ++hk_i0;\n        }\n    }\n}\n\n");
-  else
-    hku_buf_put(o, "        if (++hk_i2 == hk_e[2]) {\n            hk_i2 = 0;\n"
-                   "            if (++hk_i1 == hk_e[1]) {\n"
-                   "                hk_i1 = 0;\n                ++hk_i0;\n"
-                   "            }\n        }\n    }\n}\n\n");
 }
 
 void hkc_emit_grid_c(hku_buf *o, const hkc_instance *in, hkc_emit_mode mode) {
