@@ -281,6 +281,20 @@ err_has "shapes do not broadcast: parameter 'x' (6,) and parameter 'y' (5,)"
 # a placeholder no file decides: the instances that fit, and what is open
 run 1 "$HK" run cast "x=$T/x.npy"
 err_has "cast: the files' dtypes fit 4 instances (cast_f32_bf16, cast_f32_bool, cast_f32_f16, cast_f32_f32): no file gives the type of out; name the instance"
+# a kernel whose code crashes: one line naming it and the likely cause,
+# exit 1 (its author's error), not a bare signal
+if [ -z "${HK_TEST_SANITIZE:-}" ]; then
+  cat >"$T/idiv.json" <<'EOF'
+{"schema_version": 1, "name": "idiv", "kind": "elementwise",
+ "params": [{"name": "x", "type": "i32", "role": "in"},
+            {"name": "y", "type": "i32", "role": "in"},
+            {"name": "q", "type": "i32", "role": "out"}],
+ "body": "q = x / y;"}
+EOF
+  run 0 "$HK" run arange_i32 start=0 step=1 --n 3 --out "out=$T/i3.npy"
+  run 1 "$HK" run "$T/idiv.json" "x=$T/i3.npy" "y=$T/i3.npy" --tier jit --no-cache
+  err_is "hk run: idiv ($T/idiv.json, tier jit) crashed: SIGFPE, an integer division by zero (or INT_MIN / -1)"
+fi
 # a number for an in buffer is a 0-d array of its type (broadcast)
 run 0 "$HK" run arange_f32 start=0 step=1 --n 3 --out "out=$T/a3.npy"
 run 0 "$HK" run add_f32 "x=$T/a3.npy" y=2.5

@@ -80,6 +80,12 @@ int hk_cli_next(hk_cli_parser *p);
 /* 1 when arg is -h or --help. */
 int hk_cli_is_help(const char *arg);
 
+/* What runs now, for a crash's message (hk.c's handler of SIGSEGV, SIGBUS,
+ * SIGFPE, SIGILL): what (e.g. "saxpy_f32 (plugins/saxpy.json, tier jit)"),
+ * and the exit status the crash gives (1 for a user's kernel, 2 for hk's
+ * own); NULL: nothing. */
+void hk_cli_running(const char *what, int status);
+
 /* 1 when path is a directory. */
 int hk_cli_is_dir(const char *path);
 

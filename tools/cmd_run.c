@@ -795,6 +795,13 @@ static int run_kernel(hk_context_t *ctx, const run_opts *o) {
   hk_call_opts_t co = {.axes = o->naxes ? o->axes : NULL,
                        .naxes = o->naxes,
                        .keepdims = o->keepdims};
+  /* a crash in the kernel's code names it (hk.c) */
+  const hk_kernel_info_t *ki = hk_kernel_info(kh);
+  char running[1024];
+  snprintf(running, sizeof running, "%s (%s, tier %s)", ki->name, ki->source,
+           hk_tier_name(hk_kernel_tier(kh)));
+  hk_cli_running(running, strcmp(ki->origin, "stdlib") ? HK_EXIT_USER
+                                                       : HK_EXIT_INTERNAL);
   if (!rc && arrays) {
     rc = run_call_prepare_arrays(&c, &co);
     if (!rc)
@@ -811,6 +818,7 @@ static int run_kernel(hk_context_t *ctx, const run_opts *o) {
       if (r != HK_OK) rc = run_lib_error(r);
     }
   }
+  hk_cli_running(NULL, 0);
   if (!rc) rc = write_outputs(&c, o->quiet);
   run_call_free(&c);
   return rc;

@@ -93,7 +93,82 @@ static void on_signal(int sig) {
   }
 }
 
+/* SIGSEGV, SIGBUS, SIGFPE, SIGILL: a kernel's code crashed (kernel code
+ * is C: an index past a buffer, an integer divided by zero). One line says
+ * which kernel and what the signal usually means, and hk exits 1 (a
+ * user's kernel) or 2, as every error does, rather than dying by the
+ * signal with no word. Only write() and _exit(): the message is made
+ * before the call (hk_cli_running). */
+static char g_running[1024];
+static volatile sig_atomic_t g_running_status = HK_EXIT_INTERNAL;
+
+void hk_cli_running(const char *what, int status) {
+  if (!what) {
+    g_running[0] = '\0';
+    return;
+  }
+  snprintf(g_running, sizeof g_running, "%s", what);
+  g_running_status = status;
+}
+
+static void put_err(const char *s) {
+  ssize_t w = write(STDERR_FILENO, s, strlen(s));
+  (void)w;
+}
+
+static void on_crash(int sig) {
+  const char *name = sig == SIGSEGV   ? "SIGSEGV, an access outside the "
+                                        "memory it may use: in raw and grid "
+                                        "code, check each index against its "
+                                        "buffer's len"
+                     : sig == SIGBUS  ? "SIGBUS, an access outside the "
+                                        "memory it may use"
+                     : sig == SIGFPE  ? "SIGFPE, an integer division by zero "
+                                        "(or INT_MIN / -1)"
+                                      : "SIGILL, an illegal instruction (often "
+                                        "memory an earlier out-of-bounds "
+                                        "write overwrote)";
+  put_err("hk ");
+  put_err(g_command);
+  put_err(": ");
+  if (g_running[0]) {
+    put_err(g_running);
+    put_err(" crashed: ");
+  } else {
+    put_err("crashed: ");
+  }
+  put_err(name);
+  put_err("\n");
+  _exit(g_running[0] ? g_running_status : HK_EXIT_INTERNAL);
+}
+
+static void catch_crashes(void) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return; /* the sanitizer's own report says more */
+#endif
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+  return;
+#endif
+#endif
+  /* its own stack: a body's huge local array overflows the thread's */
+  static char alt[64 * 1024];
+  stack_t st = {.ss_sp = alt, .ss_size = sizeof alt, .ss_flags = 0};
+  sigaltstack(&st, NULL);
+  static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_crash;
+    sa.sa_flags = SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sigs[i], &sa, NULL);
+  }
+}
+
 static void catch_signals(void) {
+  catch_crashes();
   static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
   for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
     struct sigaction old, sa;
