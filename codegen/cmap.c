@@ -82,6 +82,27 @@ static size_t quoted_on_line(const hkc_src *src, size_t off, const char *msg,
   return off;
 }
 
+/* For a subscript of a value (tcc: "pointer expected", gcc and clang:
+ * "subscripted value is ...") in elementwise or reduction code, where a
+ * buffer parameter is its element: what to write instead; else "". */
+static const char *subscript_hint(const hkc_file *f, const hkc_src *src,
+                                  const char *msg, int mlen) {
+  const char *a = "pointer expected", *b = "subscripted value";
+  if (!memmem(msg, (size_t)mlen, a, strlen(a)) &&
+      !memmem(msg, (size_t)mlen, b, strlen(b)))
+    return "";
+  for (int i = 0; i < f->nkernels; i++) {
+    const hkc_kernel *k = &f->kernels[i];
+    if ((k->kind == HK_KIND_ELEMENTWISE && src == &k->body) ||
+        (k->kind == HK_KIND_REDUCTION &&
+         (src == &k->map || src == &k->finalize)))
+      return "; in elementwise and reduction code a buffer parameter is "
+             "its element at i (x, not x[i]): reading other elements needs "
+             "a rows, grid or raw kernel";
+  }
+  return "";
+}
+
 int hkc_report_compiler_output(const char *out, const hkc_linemap *m,
                                const hkc_file *f, const char *compiler,
                                hku_diags *d) {
@@ -126,9 +147,10 @@ int hkc_report_compiler_output(const char *out, const hkc_linemap *m,
           if (off > e->src->len) off = e->src->len;
           if (!near && !gc) off = quoted_on_line(e->src, off, msg, mlen);
           hkc_src_pos(f->doc, e->src, off, &fl, &fc);
-          hku_diag_add(d, HKU_ERROR, f->path, fl, fc, "%s: %.*s (%s%s)",
+          hku_diag_add(d, HKU_ERROR, f->path, fl, fc, "%s: %.*s (%s%s)%s",
                        e->src->field, mlen, msg, compiler,
-                       near ? ", at or near this line" : "");
+                       near ? ", at or near this line" : "",
+                       subscript_hint(f, e->src, msg, mlen));
         } else {
           hku_diag_add(d, HKU_ERROR, f->path, 0, 0,
                        "generated code failed to compile (%s, generated line "

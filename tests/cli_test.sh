@@ -88,6 +88,16 @@ run 1 "$HK" check --frob x.json
 err_has "unknown option '--frob'"
 run 1 "$HK" check "$T/nope.json"
 err_has "$T/nope.json: error: cannot read"
+# a neighbour read in an elementwise body: the compiler's words, and what
+# to do instead (tcc here; hk build's gcc says "subscripted value")
+printf '%s\n' '{"schema_version": 1, "name": "nb", "kind": "elementwise",' \
+  ' "params": [{"name": "x", "type": "f32", "role": "in"},' \
+  '            {"name": "y", "type": "f32", "role": "out"}],' \
+  ' "body": "y = x[i] + x[i + 1];"}' >"$T/nb.json"
+run 1 "$HK" check "$T/nb.json"
+err_has "nb.json:4:11: error: body: pointer expected (tcc); in elementwise and reduction code a buffer parameter is its element at i (x, not x[i]): reading other elements needs a rows, grid or raw kernel"
+run 1 "$HK" build "$T/nb.json" -o "$T/nb.so" --native
+err_has "in elementwise and reduction code a buffer parameter is its element at i"
 
 cat >"$T/bad.json" <<'EOF'
 {
