@@ -182,8 +182,10 @@ typedef struct hk_param_info {
   const char *name;
   hk_dtype_t dtype;
   hk_role_t role;
-  /* Raw kernels: the C expression (over scalars and n) giving this buffer's
-   * element count, or NULL when it is n. Elementwise buffers have n
+  /* Raw and grid kernels: the expression (over integer scalars, consts and
+   * n) giving this buffer's element count, or NULL when it is n (a raw or
+   * grid buffer without "len" has n elements: give one to every buffer a
+   * body indexes past n). Elementwise buffers have n
    * elements; a reduction's in buffers n and each of its results (out and
    * inout buffers) 1. */
   const char *len;
