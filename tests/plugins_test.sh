@@ -38,6 +38,7 @@ mk arange_i32 start=-5 step=3 --n 5 --out "out=$T/i5.npy"         # -5 -2 1 4 7
 mk arange_f32 start=0 step=1 --n 4 --out "out=$T/p4.npy"          # 0 1 2 3
 mk fill_f32 value=1 --n 4 --out "out=$T/t4.npy"
 mk arange_f64 start=0 step=1 --n 6 --out "out=$T/a6.npy"          # [[0 1 2] [3 4 5]]
+mk arange_f64 start=0 step=0.5 --n 10 --out "out=$T/h10.npy"      # 0 0.5 .. 4.5
 mk fill_f64 value=1 --n 3 --out "out=$T/ones3.npy"
 mk arange_i64 start=1 step=1 --n 5 --out "out=$T/l5.npy"          # 1 2 3 4 5
 mk fill_f32 value=0 --n 5 --out "out=$T/zeros5.npy"
@@ -64,6 +65,13 @@ for tier in $tiers; do
   # [[0 1 2] [3 4 5]] . [1 1 1]
   expect '{"y": [3, 12]}' run matvec_f64 "A=$T/a6.npy" "x=$T/ones3.npy" rows=2 cols=3
   expect '{"out": [1, 3, 6, 10, 15]}' run cumsum_i64 "x=$T/l5.npy"
+  # 3 bins over [0, 4.5]: [0, 1.5) 3, [1.5, 3) 3, [3, 4.5] 4 (4.5 in the
+  # last); the same counts from 4 parts (3, 3, 3, 1 elements) and from 1
+  for parts in 4 1; do
+    expect '' run histogram_parts "x=$T/h10.npy" lo=0 hi=4.5 B=3 P=$parts \
+      --out "parts=$T/parts.npy" -q
+    expect '{"counts": [3, 3, 4]}' run histogram_merge "parts=$T/parts.npy" B=3 P=$parts
+  done
   # one row [0 1 2 3 4] (a flat call): mean 2, variance 2, rstd 1/sqrt(2)
   expect '{"y": [-1.41421354, -0.707106769, 0, 0.707106769, 1.41421354], "mean": [2], "rstd": [0.707106769]}' \
     run layernorm_rows_f32 "x=$T/x5.npy" "weight=$T/ones5.npy" "bias=$T/zeros5.npy" eps=0
