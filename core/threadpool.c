@@ -234,9 +234,16 @@ static uint64_t wait_for_job(uint64_t last_gen) {
 /* arg: its worker_start: its index, and the generation of the last job
  * closed before it was made; any later one is new to it (reading g_state
  * here instead could already see the job it was made for, and skip it). */
+/* The stack a fault handler of the program (one that asks for SA_ONSTACK,
+ * as the hk command's does) runs on in a worker whose own stack a kernel
+ * overflowed (a huge local array); nothing else uses it. */
+#define ALT_STACK_BYTES (64u * 1024u)
+
 static void *worker_main(void *arg) {
   tls_in_job = 1; /* a task's own parallel calls run inline */
   const worker_start *st = arg;
+  stack_t alt = {.ss_sp = malloc(ALT_STACK_BYTES), .ss_size = ALT_STACK_BYTES};
+  if (alt.ss_sp) sigaltstack(&alt, NULL);
   uint64_t last_gen = st->gen;
   tls_self = st->index + 1;
   for (;;) {
@@ -267,6 +274,11 @@ static void *worker_main(void *arg) {
       pthread_mutex_unlock(&g_mu);
     }
   }
+  if (alt.ss_sp) {
+    stack_t off = {.ss_flags = SS_DISABLE};
+    sigaltstack(&off, NULL);
+    free(alt.ss_sp);
+  }
   return NULL;
 }
 
@@ -289,9 +301,16 @@ static void resize_workers(int threads) {
   int want = threads - 1;
   if (g_nworkers > want) stop_workers();
   if (g_nworkers < want) {
-    /* Workers take no signals: they belong to the threads the user made. */
+    /* Workers take no signals: they belong to the threads the user made.
+     * But for the faults their own code raises (a kernel's out-of-bounds
+     * access, an integer division by zero): blocked, those kill the
+     * process at once, whatever handler the program installed. */
     sigset_t all, old;
     sigfillset(&all);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGILL);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     uint64_t gen = ST_GEN(atomic_load(&g_state));
     for (; g_nworkers < want; g_nworkers++) {

@@ -304,7 +304,16 @@ EOF
   run 0 "$HK" run arange_i32 start=0 step=1 --n 3 --out "out=$T/i3.npy"
   run 1 "$HK" run "$T/idiv.json" "x=$T/i3.npy" "y=$T/i3.npy" --tier jit --no-cache
   err_is "hk run: idiv ($T/idiv.json, tier jit) crashed: SIGFPE, an integer division by zero (or INT_MIN / -1)"
+  # on the pool's threads too (they blocked every signal: a fault there
+  # killed hk with no word): 100,000 elements in tasks, the zero last
+  run 0 "$HK" run arange_i32 start=99999 step=-1 --n 100000 --out "out=$T/rev.npy"
+  run 1 env HK_PAR_MIN=1 "$HK" run "$T/idiv.json" "x=$T/rev.npy" "y=$T/rev.npy" \
+    --tier jit --no-cache --threads 4
+  err_is "hk run: idiv ($T/idiv.json, tier jit) crashed: SIGFPE, an integer division by zero (or INT_MIN / -1)"
 fi
+# a number for a placeholder's in buffer decides no type
+run 1 "$HK" run scale x=0.1 alpha=1
+err_has "scale: the files' dtypes fit 4 instances (scale_bf16, scale_f16, scale_f32, scale_f64): no file gives the type of x, alpha, out; name the instance"
 # a number for an in buffer is a 0-d array of its type (broadcast)
 run 0 "$HK" run arange_f32 start=0 step=1 --n 3 --out "out=$T/a3.npy"
 run 0 "$HK" run add_f32 "x=$T/a3.npy" y=2.5

@@ -391,6 +391,12 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
         hk_npy_t f;
         hku_diags d = HKU_DIAGS_INIT;
         file[i] = o->assigns[a] + l + 1;
+        /* a number for an in buffer (run_args.c): no file, so it decides
+         * no type */
+        if (hk_run_is_value(file[i])) {
+          file[i] = NULL;
+          continue;
+        }
         if (hk_npy_read(file[i], &f, &d) == HK_OK) {
           given[i] = f.dtype == HK_U16 && o->as ? HK_BF16 : f.dtype;
           if (!given[i]) { /* no hk type: named in words if no instance fits */
@@ -433,9 +439,14 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
       if (differs)
         hku_buf_printf(&open, "%s%s", m++ ? ", " : "", k0->params[i].name);
     }
-    hk_cli_error("run", "%s: the files' dtypes fit %d instances (%s): no "
-                        "file gives the type of %s; name the instance",
-                 name, nhit, hku_buf_str(&fit), hku_buf_str(&open));
+    if (open.len)
+      hk_cli_error("run", "%s: the files' dtypes fit %d instances (%s): no "
+                          "file gives the type of %s; name the instance",
+                   name, nhit, hku_buf_str(&fit), hku_buf_str(&open));
+    else /* a placeholder only the code uses */
+      hk_cli_error("run", "%s: the files' dtypes fit %d instances (%s): "
+                          "name the instance",
+                   name, nhit, hku_buf_str(&fit));
     hku_buf_free(&fit);
     hku_buf_free(&open);
   } else {
@@ -795,20 +806,24 @@ static int run_kernel(hk_context_t *ctx, const run_opts *o) {
   hk_call_opts_t co = {.axes = o->naxes ? o->axes : NULL,
                        .naxes = o->naxes,
                        .keepdims = o->keepdims};
-  /* a crash in the kernel's code names it (hk.c) */
+  /* a crash in the kernel's code names it (hk.c): set around the calls
+   * only, not the loading and checking, which are hk's own */
   const hk_kernel_info_t *ki = hk_kernel_info(kh);
   char running[1024];
   snprintf(running, sizeof running, "%s (%s, tier %s)", ki->name, ki->source,
            hk_tier_name(hk_kernel_tier(kh)));
-  hk_cli_running(running, strcmp(ki->origin, "stdlib") ? HK_EXIT_USER
-                                                       : HK_EXIT_INTERNAL);
+  const int crash_status =
+      strcmp(ki->origin, "stdlib") ? HK_EXIT_USER : HK_EXIT_INTERNAL;
   if (!rc && arrays) {
     rc = run_call_prepare_arrays(&c, &co);
-    if (!rc)
+    if (!rc) {
+      hk_cli_running(running, crash_status);
       rc = strcmp(backend, "cuda") ? run_call_arrays(&c)
                                    : run_call_arrays_gpu(&c);
+    }
   } else if (!rc) {
     rc = run_call_prepare(&c, o->n_text);
+    hk_cli_running(running, crash_status);
     if (!rc && !strcmp(backend, "cuda"))
       rc = run_on_gpu(kh, c.ps, c.args, c.n);
     else if (!rc) {

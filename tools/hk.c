@@ -117,29 +117,36 @@ static void put_err(const char *s) {
 }
 
 static void on_crash(int sig) {
-  const char *name = sig == SIGSEGV   ? "SIGSEGV, an access outside the "
-                                        "memory it may use: in raw and grid "
-                                        "code, check each index against its "
-                                        "buffer's len"
-                     : sig == SIGBUS  ? "SIGBUS, an access outside the "
-                                        "memory it may use"
-                     : sig == SIGFPE  ? "SIGFPE, an integer division by zero "
-                                        "(or INT_MIN / -1)"
-                                      : "SIGILL, an illegal instruction (often "
-                                        "memory an earlier out-of-bounds "
-                                        "write overwrote)";
+  const int kernel = g_running[0] != '\0';
+  const char *name = sig == SIGSEGV   ? "SIGSEGV"
+                     : sig == SIGBUS  ? "SIGBUS"
+                     : sig == SIGFPE  ? "SIGFPE"
+                                      : "SIGILL";
+  const char *why = sig == SIGSEGV || sig == SIGBUS
+                        ? ", an access outside the memory it may use: in raw "
+                          "and grid code, check each index against its "
+                          "buffer's len"
+                    : sig == SIGFPE ? ", an integer division by zero (or "
+                                      "INT_MIN / -1)"
+                                    : ", an illegal instruction (often memory "
+                                      "an earlier out-of-bounds write "
+                                      "overwrote)";
+  (void)hk__cc_interrupt(); /* compilers of ours still running: kill() */
   put_err("hk ");
   put_err(g_command);
   put_err(": ");
-  if (g_running[0]) {
+  if (kernel) {
     put_err(g_running);
     put_err(" crashed: ");
-  } else {
-    put_err("crashed: ");
+    put_err(name);
+    put_err(why);
+  } else { /* hk's own code: a bug to report */
+    put_err("crashed (");
+    put_err(name);
+    put_err("): a bug in hk");
   }
-  put_err(name);
   put_err("\n");
-  _exit(g_running[0] ? g_running_status : HK_EXIT_INTERNAL);
+  _exit(kernel ? g_running_status : HK_EXIT_INTERNAL);
 }
 
 static void catch_crashes(void) {

@@ -235,6 +235,12 @@ int run_call_bind(run_call *c, const char *const *assigns, int nassigns,
 
 /* Loads a buffer parameter's .npy and checks its dtype and layout. */
 /* 1 when text is a number (or a bool's word) rather than a file name. */
+static int looks_like_value(const char *text);
+
+int hk_run_is_value(const char *text) {
+  return looks_like_value(text) && access(text, F_OK) != 0;
+}
+
 static int looks_like_value(const char *text) {
   char *end;
   if (!strcmp(text, "true") || !strcmp(text, "false") ||
@@ -268,8 +274,7 @@ static int load_buffer(const hk_kernel_info_t *k, run_param *p,
   hku_diags diags = HKU_DIAGS_INIT;
   hku_buf err = HKU_BUF_INIT;
   int rc = HK_EXIT_OK;
-  if (p->info->role == HK_ROLE_IN && looks_like_value(p->value) &&
-      access(p->value, F_OK) != 0)
+  if (p->info->role == HK_ROLE_IN && hk_run_is_value(p->value))
     return value_buffer(p);
   if (hk_npy_read(p->value, &p->npy, &diags) != HK_OK)
     rc = hk_cli_error("run", "%s=%s: %s", p->info->name, p->value,

@@ -87,4 +87,8 @@ int run_call_arrays_gpu(run_call *c);
  * (1), anything else hk's (2). */
 int run_lib_error(int code);
 
+/* 1 when a PARAM=VALUE's VALUE is a number (or true/false) that names no
+ * file: for an in buffer, a 0-d array holding it. */
+int hk_run_is_value(const char *text);
+
 #endif /* HK_TOOLS_RUN_ARGS_H */
