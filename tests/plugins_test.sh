@@ -72,6 +72,13 @@ for tier in $tiers; do
       --out "parts=$T/parts.npy" -q
     expect '{"counts": [3, 3, 4]}' run histogram_merge "parts=$T/parts.npy" B=3 P=$parts
   done
+  # an empty range is widened by 0.5 each way, as NumPy's: [0.5, 1.5] in
+  # 3 bins holds 0.5, 1 and 1.5 (1.5 in the last); no bins count nothing
+  expect '' run histogram_parts "x=$T/h10.npy" lo=1 hi=1 B=3 P=2 \
+    --out "parts=$T/parts.npy" -q
+  expect '{"counts": [1, 1, 1]}' run histogram_merge "parts=$T/parts.npy" B=3 P=2
+  expect '' run histogram_parts "x=$T/h10.npy" lo=0 hi=4.5 B=0 P=2 \
+    --out "parts=$T/parts.npy" -q
   # one row [0 1 2 3 4] (a flat call): mean 2, variance 2, rstd 1/sqrt(2)
   expect '{"y": [-1.41421354, -0.707106769, 0, 0.707106769, 1.41421354], "mean": [2], "rstd": [0.707106769]}' \
     run layernorm_rows_f32 "x=$T/x5.npy" "weight=$T/ones5.npy" "bias=$T/zeros5.npy" eps=0
