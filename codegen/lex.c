@@ -494,16 +494,24 @@ static void check_conversion(checker *c, size_t i, const char *name) {
   if (strstr(name, "_to_f32")) {
     const token *a = i + 2 < c->ntoks ? &toks[i + 2] : NULL;
     if (!a || a->kind != TK_IDENT || !in_list(c->floats, t + a->off, a->len) ||
-        (i + 3 < c->ntoks && tok_is(c, &toks[i + 3], "(")))
+        (i + 3 < c->ntoks && (tok_is(c, &toks[i + 3], "(") ||
+                              tok_is(c, &toks[i + 3], ".") ||
+                              tok_is(c, &toks[i + 3], "->"))))
       return;
     err(c, a->off,
-        "%s takes f16 or bf16 bits (a uint16_t), but '%.*s' is a float here: "
-        "elementwise, reduction and rows code sees f16 and bf16 values as "
-        "floats already (schemas/README.md, section 4.1); use '%.*s' as it is",
+        "%s takes f16 or bf16 bits (a uint16_t), but '%.*s' holds floats "
+        "here: f32 and f64 values, f16 and bf16 scalars, and in "
+        "elementwise, reduction and rows code every f16 and bf16 value are "
+        "floats already (schemas/README.md, section 4.1); use '%.*s' as it "
+        "is",
         name, (int)a->len, t + a->off, (int)a->len, t + a->off);
     return;
   }
-  if (i < 2 || !tok_is(c, &toks[i - 1], "=")) return;
+  static const char *const assign[] = {"=", "+=", "-=", "*=", "/=", NULL};
+  int is_assign = 0;
+  for (const char *const *a = assign; i >= 2 && *a; a++)
+    is_assign |= tok_is(c, &toks[i - 1], *a);
+  if (!is_assign) return;
   size_t j = i - 2;
   if (tok_is(c, &toks[j], "]")) {
     j = open_bracket(c, j);
@@ -512,6 +520,9 @@ static void check_conversion(checker *c, size_t i, const char *name) {
   }
   const token *p = &toks[j];
   if (p->kind != TK_IDENT || !in_list(c->floats, t + p->off, p->len)) return;
+  /* a member of that name (s.y, s->y) is not the parameter */
+  if (j > 0 && (tok_is(c, &toks[j - 1], ".") || tok_is(c, &toks[j - 1], "->")))
+    return;
   err(c, toks[i].off,
       "stores the bits %s returns (a uint16_t) in '%.*s', which holds a "
       "float here: assign the float itself; hk rounds what an f16 or bf16 "

@@ -281,10 +281,10 @@ static int check_body(hkc_parser *P, const hkc_kernel *k, const hkc_src *src,
   if (!src->text || blank(src)) return HK_OK;
   const char **calls = hkc_helper_names(k);
   /* raw code sees f16 and bf16 buffers as their uint16_t bits */
-  const int copies = mode != HKC_CODE_RAW_CPU && mode != HKC_CODE_RAW_CUDA;
-  const char **floats = copies ? hkc_float_names(k) : NULL;
+  const int storage = mode == HKC_CODE_RAW_CPU || mode == HKC_CODE_RAW_CUDA;
+  const char **floats = hkc_float_names(k, storage);
   int rc = HK_ENOMEM;
-  if (calls && (floats || !copies))
+  if (calls && floats)
     rc = counted(P, hkc_check_code_floats(P->doc, src, mode, NULL, NULL,
                                           k->targets, calls, floats, P->d));
   free(calls);

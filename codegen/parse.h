@@ -76,9 +76,10 @@ const char **hkc_names_for(const hkc_kernel *k, unsigned role_mask,
                            const char *const *extra);
 /* The parameters whose values kernel code sees as floats in every
  * instance (f32, f64, and f16 and bf16, which elementwise, reduction and
- * rows code sees as float copies), as a malloc'ed NULL-terminated list;
- * NULL when out of memory. */
-const char **hkc_float_names(const hkc_kernel *k);
+ * rows code sees as float copies; with storage, raw and grid code, whose
+ * f16 and bf16 buffers are uint16_t storage, their scalars only), as a
+ * malloc'ed NULL-terminated list; NULL when out of memory. */
+const char **hkc_float_names(const hkc_kernel *k, int storage);
 /* Reads "types" (the placeholders) and "targets" into k. */
 void hkc_parse_types(hkc_parser *P, const hkj_node *obj, const char *prefix,
                      hkc_kernel *k);

@@ -494,9 +494,14 @@ int hkc_check_grid(hkc_parser *P, hkc_kernel *k) {
               (long long)s->count);
     }
   }
+  /* a grid body sees f16 and bf16 buffers as their uint16_t bits */
+  const char **floats = rc == HK_OK ? hkc_float_names(k, 1) : NULL;
+  if (rc == HK_OK && !floats) rc = HK_ENOMEM;
   if (rc == HK_OK && k->body.text)
-    rc = counted(P, hkc_check_code_calls(P->doc, &k->body, HKC_CODE_ROWS, NULL,
-                                         NULL, k->targets, calls, P->d));
+    rc = counted(P, hkc_check_code_floats(P->doc, &k->body, HKC_CODE_ROWS,
+                                          NULL, NULL, k->targets, calls,
+                                          floats, P->d));
+  free(floats);
   free(calls);
   for (int i = 0; i < k->nparams && rc == HK_OK; i++)
     if (k->params[i].len.text)

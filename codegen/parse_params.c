@@ -200,23 +200,28 @@ int hkc_parse_params(hkc_parser *P, const hkj_node *obj, const char *prefix,
   return HK_OK;
 }
 
-static int is_float_type(hk_dtype_t t) {
-  return t == HK_F32 || t == HK_F64 || t == HK_F16 || t == HK_BF16;
+/* t's values are floats in code: f32 and f64, and f16 and bf16 unless
+ * held as uint16_t (a raw or grid buffer's storage). */
+static int is_float_type(hk_dtype_t t, int bits) {
+  return t == HK_F32 || t == HK_F64 ||
+         (!bits && (t == HK_F16 || t == HK_BF16));
 }
 
-const char **hkc_float_names(const hkc_kernel *k) {
+const char **hkc_float_names(const hkc_kernel *k, int storage) {
   const char **v = calloc((size_t)k->nparams + 1, sizeof *v);
   if (!v) return NULL;
   size_t n = 0;
   for (int i = 0; i < k->nparams; i++) {
     const hkc_param *p = &k->params[i];
     if (p->refused || !p->name) continue;
-    int all = is_float_type(p->dtype);
+    const int bits = storage && p->role != HK_ROLE_SCALAR;
+    int all = is_float_type(p->dtype, bits);
     for (int h = 0; h < k->nholders && p->placeholder; h++) {
       const hkc_placeholder *ph = &k->holders[h];
       if (ph->letter != p->placeholder) continue;
       all = ph->ntypes > 0;
-      for (int t = 0; t < ph->ntypes; t++) all &= is_float_type(ph->types[t]);
+      for (int t = 0; t < ph->ntypes; t++)
+        all &= is_float_type(ph->types[t], bits);
     }
     if (all) v[n++] = p->name;
   }

@@ -273,7 +273,7 @@ static int check_expr(hkc_parser *P, hkc_kernel *k, hkc_src *s, unsigned roles,
   if (!s->text) return HK_OK;
   const char **names = hkc_names_for(k, roles, extra);
   const char **calls = hkc_helper_names(k);
-  const char **floats = hkc_float_names(k);
+  const char **floats = hkc_float_names(k, 0);
   int rc = HK_ENOMEM;
   if (names && calls && floats) /* the kernel's helpers may be called too */
     rc = hkc_check_code_floats(P->doc, s, HKC_CODE_EXPR, names, what,
@@ -317,7 +317,7 @@ static int check_stmts(hkc_parser *P, const hkc_kernel *k, const hkc_src *s,
     return HK_OK;
   }
   const char **calls = hkc_helper_names(k);
-  const char **floats = hkc_float_names(k);
+  const char **floats = hkc_float_names(k, 0);
   int rc = HK_ENOMEM;
   if (calls && floats)
     rc = hkc_check_code_floats(P->doc, s, HKC_CODE_STMTS, NULL, NULL,

@@ -1011,7 +1011,7 @@ static void check_format(hk_context_t *ctx) {
                  "\"in\"}, {\"name\": \"y\", \"type\": \"f32\", \"role\": "
                  "\"out\"}],\n \"body\": \"y = hk_f16_to_f32(x) * 2;\"}",
                  "3:29: error: body: hk_f16_to_f32 takes f16 or bf16 bits "
-                 "(a uint16_t), but 'x' is a float here");
+                 "(a uint16_t), but 'x' holds floats here");
   expect_refused(ctx,
                  "{\"schema_version\": 1, \"name\": \"l7\", \"kind\": "
                  "\"rows\",\n \"params\": [{\"name\": \"x\", \"type\": "
@@ -1028,6 +1028,25 @@ static void check_format(hk_context_t *ctx) {
                  "\"hk_f16_to_f32(x)\", \"combine\": \"a + b\", \"identity\": "
                  "\"0\"}",
                  "map: hk_f16_to_f32 takes f16 or bf16 bits");
+  /* raw and grid code: an f16 scalar is a float (its f16 buffers are the
+   * bits); a member named as a float parameter is not it */
+  expect_refused(ctx,
+                 "{\"schema_version\": 1, \"name\": \"l9\", \"kind\": "
+                 "\"grid\", \"targets\": [\"cpu\"],\n \"params\": [{\"name\": "
+                 "\"x\", \"type\": \"f16\", \"role\": \"out\"}, {\"name\": "
+                 "\"s\", \"type\": \"f16\", \"role\": \"scalar\"}],\n"
+                 " \"grid\": {\"k\": \"n\"},\n \"body\": \"x[k] = "
+                 "hk_f32_to_f16(hk_f16_to_f32(s));\"}",
+                 "hk_f16_to_f32 takes f16 or bf16 bits (a uint16_t), but 's' "
+                 "holds floats here");
+  static const char members[] =
+      "{\"schema_version\": 1, \"name\": \"l10\", \"kind\": \"raw\", "
+      "\"targets\": [\"cpu\"],\n \"params\": [{\"name\": \"y\", \"type\": "
+      "\"f32\", \"role\": \"out\", \"len\": \"1\"}],\n \"cpu\": \"struct "
+      "{ uint16_t y[1]; } s; s.y[0] = hk_f32_to_f16(2); y[0] = "
+      "hk_f16_to_f32(s.y[0]);\"}";
+  CHECK_MSG(hk_load_string(ctx, members, strlen(members), "m.json") == HK_OK,
+            "%s", hk_last_error());
   /* other hk_ names stay reserved */
   expect_refused(ctx,
                  "{\"schema_version\": 1, \"name\": \"l4\", \"kind\": "
