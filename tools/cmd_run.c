@@ -687,6 +687,9 @@ static int write_outputs(const run_call *c, int quiet) {
                k->kind != HK_KIND_REDUCTION) {
       ndim = c->ps[c->first].npy.ndim;
       memcpy(shape, c->ps[c->first].npy.shape, sizeof shape);
+    } else if (k->kind == HK_KIND_REDUCTION &&
+               p->info->role == HK_ROLE_OUT && p->count == 1) {
+      ndim = 0; /* a whole reduction's result on the flat path (--n) too */
     }
     hku_buf_printf(&said, "hk run: %s: shape (", p->info->name);
     for (int d = 0; d < ndim; d++)

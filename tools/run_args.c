@@ -523,10 +523,10 @@ int run_call_prepare_arrays(run_call *c, const hk_call_opts_t *opts) {
     } else if (p->info->role != HK_ROLE_OUT) {
       if (p->info->role == HK_ROLE_INOUT && (rc = to_c_order(&p->npy))) break;
       rc = npy_array(p, &c->arr[i]);
-      /* the result of a whole reduction is written as one element of
-       * shape (1,) (write_outputs), and an inout result read back so must
-       * be the 0-d array the call takes: `dbias=r.npy --out dbias=r.npy`
-       * accumulates across runs */
+      /* an inout result of a whole reduction read from a file of one
+       * element of shape (1,) (as hk run wrote them before 2026-11-30;
+       * now they are 0-d) must be the 0-d array the call takes:
+       * `dbias=r.npy --out dbias=r.npy` accumulates across runs */
       if (!rc && p->info->role == HK_ROLE_INOUT &&
           k->kind == HK_KIND_REDUCTION && !c->opts.axes && !c->opts.naxes &&
           !c->opts.keepdims && c->arr[i].ndim > 0 &&

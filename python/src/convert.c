@@ -5,6 +5,7 @@
  * scalars and 0-d inputs. Every refusal names the kernel and the parameter. */
 #include "hkpy.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -466,6 +467,8 @@ static int store_value(PyObject *o, hk_dtype_t t, void *dst,
                        const char *kname, const char *pname) {
   if (PyArray_Check(o)) { /* a 0-d array (hkpy_arg_take): its element */
     PyArrayObject *a = (PyArrayObject *)o;
+    /* an object array's element may be any object, itself included */
+    if (PyArray_TYPE(a) == NPY_OBJECT) goto bad;
     const hk_dtype_t at = hkpy_dtype_from_descr(PyArray_DESCR(a));
     if (at == HK_BF16) { /* bits: as bf16 is what they hold */
       uint16_t h;
@@ -503,6 +506,10 @@ static int store_value(PyObject *o, hk_dtype_t t, void *dst,
      * refuses it): 1e40 for an f32, 1e6 for an f16 */
     double back;
     if (t == HK_F32) {
+      /* past FLT_MAX by half an ulp rounds to infinity; converting such a
+       * double is undefined, so it is caught first */
+      if (!isinf(d) && !isnan(d) && fabs(d) >= (double)FLT_MAX + 0x1p103)
+        return bad_value(PyExc_OverflowError, o, t, kname, pname);
       *(float *)dst = (float)d;
       back = *(float *)dst;
     } else if (t == HK_F64) {

@@ -343,3 +343,9 @@ def test_zero_d_arrays_are_values_of_a_scalar_parameter():
         hk.scale(x, np.array(1e40))
     with pytest.raises(TypeError, match=r"'alpha' is f32: \(1\+2j\) is not"):
         hk.scale(x, np.array(1 + 2j))
+    # an object array's element may be the array itself: refused, no
+    # endless recursion
+    a = np.empty((), object)
+    a[()] = a
+    with pytest.raises(TypeError, match="'alpha' is f32"):
+        hk.scale(x, a)
