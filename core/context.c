@@ -484,7 +484,10 @@ HK_API int hk_reload(hk_context_t *ctx) {
     int r = scan_dir(ctx, ctx->dirs[i], &d);
     if (rc == HK_OK) rc = r;
   }
-  set_problems(ctx, &d);
+  /* a watcher's reload its stop cancelled says nothing of the files: their
+   * problems stay those of the last reload that ran to its end */
+  const _Atomic int *cancel = hk__watch_cancel_flag();
+  if (!cancel || !atomic_load(cancel)) set_problems(ctx, &d);
   hk__load_unlock(ctx);
   if (rc != HK_OK || d.oom) rc = report(&d, d.oom ? HK_ENOMEM : rc);
   hku_diags_free(&d);
