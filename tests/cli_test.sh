@@ -485,6 +485,11 @@ sed 's/"kind"/"knd"/' "$T/dir/good.json" >"$T/plug3/twice.json"
 run 1 "$HK" run twice "x=$T/o3.npy" --plugins="$T/plug3" --tier=jit --no-cache
 err_has "twice.json:"
 err_has "no kernel named 'twice' is loaded (the plugin folders or files that failed above may define it)"
+# tier opt asked for on a machine without the compiler: its failure, exit
+# 2 (as hk build's), each file saying why
+run 2 env HK_CC=/nonexistent/cc "$HK" run twice "x=$T/o3.npy" \
+  --plugins="$T/plug2" --tier opt --no-cache
+err_has "tier opt failed: no system compiler: '/nonexistent/cc' was not found (HK_CC)"
 run 0 "$HK" gen --target=cuda "$T/dir/good.json"
 out_has "extern \"C\" __global__ void hk_cuda__twice("
 run 0 "$HK" gen -o"$T/gen2.c" "$T/dir/good.json" --target cpu

@@ -75,7 +75,8 @@ static const char *const help =
     "                   went (one line each on stderr: \"hk run: out: shape\n"
     "                   (3, 4), f32, written to y.npy\")\n"
     "Every in/inout buffer and every scalar must be given. Exit status: 0\n"
-    "success, 1 a user error (named on stderr), 2 an internal failure.\n";
+    "success, 1 a user error (named on stderr; a crash in a plugin kernel's\n"
+    "code too), 2 an internal failure (no system compiler for --tier opt).\n";
 
 /* ---- Output --------------------------------------------------------------- */
 
@@ -798,7 +799,14 @@ static int run_kernel(hk_context_t *ctx, const run_opts *o) {
                                "or auto)",
                         tier);
   hk_kernel_t *kh = find_kernel(ctx, o);
-  if (!kh) return HK_EXIT_USER;
+  /* with tier opt asked for and no system compiler, nothing could load:
+   * the machine's failure, as hk build's (exit 2), not the user's */
+  if (!kh)
+    return !strcmp(tier, "opt") &&
+                   strstr(hk_context_problems(ctx),
+                          "tier opt failed: no system compiler")
+               ? HK_EXIT_INTERNAL
+               : HK_EXIT_USER;
   int rc = check_modes(kh, o, backend, tier);
   if (rc) return rc;
   run_call c;
