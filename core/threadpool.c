@@ -231,19 +231,27 @@ static uint64_t wait_for_job(uint64_t last_gen) {
   return s;
 }
 
+/* The stack a fault handler of the program (one that asks for SA_ONSTACK,
+ * as the hk command's does) runs on in a worker whose own stack a kernel
+ * overflowed (a huge local array); nothing else uses it. A thread that has
+ * one already (a sanitizer's) keeps it. */
+#define ALT_STACK_BYTES (64u * 1024u)
+
 /* arg: its worker_start: its index, and the generation of the last job
  * closed before it was made; any later one is new to it (reading g_state
  * here instead could already see the job it was made for, and skip it). */
-/* The stack a fault handler of the program (one that asks for SA_ONSTACK,
- * as the hk command's does) runs on in a worker whose own stack a kernel
- * overflowed (a huge local array); nothing else uses it. */
-#define ALT_STACK_BYTES (64u * 1024u)
-
 static void *worker_main(void *arg) {
   tls_in_job = 1; /* a task's own parallel calls run inline */
   const worker_start *st = arg;
-  stack_t alt = {.ss_sp = malloc(ALT_STACK_BYTES), .ss_size = ALT_STACK_BYTES};
-  if (alt.ss_sp) sigaltstack(&alt, NULL);
+  stack_t alt = {0}, cur;
+  if (sigaltstack(NULL, &cur) == 0 && (cur.ss_flags & SS_DISABLE) &&
+      (alt.ss_sp = malloc(ALT_STACK_BYTES))) {
+    alt.ss_size = ALT_STACK_BYTES;
+    if (sigaltstack(&alt, NULL) != 0) {
+      free(alt.ss_sp);
+      alt.ss_sp = NULL;
+    }
+  }
   uint64_t last_gen = st->gen;
   tls_self = st->index + 1;
   for (;;) {
