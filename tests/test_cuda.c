@@ -1730,6 +1730,23 @@ static void test_arrays_gpu(hk_context_t *ctx) {
   ran += arrays_both(ctx, "softmax_f32",
                      (vspec[]){{0, 0, C2(33, 65)}, {TRANSPOSED(33, 65)}}, NULL,
                      1e-6);
+  /* rows along another axis than the last (hk_call_opts_t.axes: moved
+   * views, staged by the strided copies): softmax over axis 0 of (40, 50);
+   * layernorm over axis 1 of (3, 40, 5), its mean (3, 5), its rstd kept as
+   * (3, 1, 5) */
+  ran += arrays_both(ctx, "softmax_f32",
+                     (vspec[]){{0, 0, C2(40, 50)}, {0, 0, C2(40, 50)}}, &ax0,
+                     1e-6);
+  hk_call_opts_t ax1 = {.axes = (int[]){1}, .naxes = 1};
+  ran += arrays_both(ctx, "layernorm_f32",
+                     (vspec[]){{0, 0, C3(3, 40, 5)},
+                               {0, 0, C1(40)},
+                               {0, 0, C1(40)},
+                               {0, 0, C3(3, 40, 5)},
+                               {0, 0, C2(3, 5)},
+                               {0, 0, C3(3, 1, 5)},
+                               {0, 0, C1(1)}},
+                     &ax1, 1e-5);
   ran += arrays_both(ctx, "add_f32",
                      (vspec[]){{TRANSPOSED(300, 517)},
                                {0, 0, C2(300, 517)},
@@ -1759,7 +1776,7 @@ static void test_arrays_gpu(hk_context_t *ctx) {
                               {TRANSPOSED(64, 100)}},
                     NULL, 0, VIA_ARRAYS | IN_PLACE);
   printf("arrays on the GPU: %d calls compared with the CPU's\n", ran);
-  CHECK_INT_EQ(ran, 53);
+  CHECK_INT_EQ(ran, 55);
 
   /* a host array among device ones: refused, naming it */
   hk_kernel_t *k = find(ctx, "add_f32");
