@@ -492,14 +492,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--no-numpy")) numpy = 0;
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!strcmp(argv[i], "--hk") && i + 1 < argc) i++;
-    else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      return 0;
-    } else {
-      fprintf(stderr, "%s: unknown argument '%s'\n", bench_name, argv[i]);
-      usage(stderr);
-      return 1;
-    }
+    else
+      return bench_other_arg(argv[i], usage);
   }
   if (quick) {
     bench_reps = quick == 2 ? 1 : 5;

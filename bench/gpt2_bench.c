@@ -457,14 +457,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--kernels") && i + 1 < argc) dir = argv[++i];
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--hk") && i + 1 < argc) i++;
-    else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      return 0;
-    } else {
-      fprintf(stderr, "%s: unknown argument '%s'\n", bench_name, argv[i]);
-      usage(stderr);
-      return 1;
-    }
+    else
+      return bench_other_arg(argv[i], usage);
   }
   if (threads < 1) threads = 1;
   if (variant_only > 2 || (variant_only >= 0 && (!only || isolated))) {

@@ -157,19 +157,14 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+  bench_name = "hk bench --math";
   int quick = 0, numpy = 1;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) quick = 1;
     else if (!strcmp(argv[i], "--no-numpy")) numpy = 0;
     else if (!strcmp(argv[i], "--hk")) i++; /* hk bench passes itself */
-    else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      return 0;
-    } else {
-      fprintf(stderr, "hk bench --math: unknown argument '%s'\n", argv[i]);
-      usage(stderr);
-      return 1;
-    }
+    else
+      return bench_other_arg(argv[i], usage);
   }
   const size_t sizes[] = {65536, 1048576};
   const int nsizes = 2, reps = quick ? 3 : 11;

@@ -12,6 +12,16 @@ double bench_min_rep_ns = 20e6;
 FILE *bench_json;
 const char *bench_name = "hk bench";
 
+int bench_other_arg(const char *arg, void (*usage)(FILE *)) {
+  if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+    usage(stdout);
+    return 0;
+  }
+  fprintf(stderr, "%s: unknown argument '%s'\n", bench_name, arg);
+  usage(stderr);
+  return 1;
+}
+
 double bench_now_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);

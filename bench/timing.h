@@ -25,6 +25,11 @@ extern double bench_min_rep_ns; /* the shortest repetition (20 ms) */
 extern FILE *bench_json;        /* a JSON copy of the report, or NULL */
 extern const char *bench_name;  /* "hk bench --arrays": error messages */
 
+/* An argument main's own loop does not take: --help or -h prints usage
+ * on stdout (status 0); anything else is named, with bench_name, and
+ * usage goes to stderr (status 1). Returns the exit status. */
+int bench_other_arg(const char *arg, void (*usage)(FILE *));
+
 double bench_now_ns(void);
 /* The Python that has NumPy, as hk bench's main table finds it:
  * $HK_NUMPY_PYTHON when set, else python3 on PATH (a virtual
