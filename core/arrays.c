@@ -2328,17 +2328,31 @@ HK_API int hk_call_out_shape(const hk_kernel_t *k, const hk_array_t *args,
     case HK_KIND_ROWS:
       return hk__arrays_rows_shape(k, args, opts, param, ndim, shape);
     default: {
-      /* raw: the len of the parameter for n = the first in's size */
+      /* raw and grid: the len of the parameter for n = the first in or
+       * inout buffer's size (as call_flat), shaped by its factors
+       * (lens.c), or, without a len, the first's shape */
       size_t n = 0;
+      int first = -1;
       void *ptrs[ARR_MAX_ARGS];
       for (int i = 0; i < c.nargs; i++) {
         ptrs[i] = args[i].data;
-        if (!n && c.info->params[i].role == HK_ROLE_IN)
+        if (first < 0 && is_buffer(&c, i) &&
+            c.info->params[i].role != HK_ROLE_OUT) {
+          first = i;
           n = (size_t)hk_array_size(&args[i]);
+        }
       }
       int64_t lens[ARR_MAX_ARGS];
       int rc = hk_kernel_lens(k, n, ptrs, lens);
       if (rc) return rc;
+      if (hk__len_shape(c.info, param, args, n, lens[param], ndim, shape))
+        return HK_OK;
+      if (!c.info->params[param].len && first >= 0 &&
+          args[first].ndim <= HK_MAX_DIMS) {
+        *ndim = args[first].ndim;
+        memcpy(shape, args[first].shape, sizeof(int64_t) * (size_t)*ndim);
+        return HK_OK;
+      }
       *ndim = 1;
       shape[0] = lens[param];
       return HK_OK;

@@ -696,10 +696,28 @@ HK_API int hk_call_arrays(const hk_kernel_t *k, const hk_array_t *args,
 /* The shape parameter `param` (an out or inout) must have for a call of k
  * with these arrays (only the in arrays and scalars are looked at) and
  * opts: *ndim and shape[0..*ndim). HK_OK or HK_EINVAL as
- * hk_call_arrays(). */
+ * hk_call_arrays(). A raw or grid kernel's buffers are flat (any shape of
+ * the right element count): the shape given is its len read as one axis
+ * per factor when the len is a product of integer literals, integer
+ * scalars and n ("M * N": (M, N); "B * T * 3 * C": (B, T, 3, C)), the
+ * first in or inout array's shape when it has no len (n elements), and
+ * (len,) otherwise. */
 HK_API int hk_call_out_shape(const hk_kernel_t *k, const hk_array_t *args,
                              const hk_call_opts_t *opts, int param, int *ndim,
                              int64_t *shape);
+/* Raw and grid kernels: the value an in or inout array's shape gives the
+ * integer scalar `param`, so that a caller may leave it out. A buffer
+ * whose len is a product as above ("rows * cols") and whose array has one
+ * axis per factor gives each scalar factor its axis's length (x of shape
+ * (3, 4): rows = 3, cols = 4). Only the in and inout arrays of args are
+ * read. HK_OK with *value; HK_ENOTFOUND when no in or inout buffer's len
+ * names the scalar (its value must be given); HK_EINVAL when one does but
+ * its array has another number of axes (the message says which, and
+ * how many it needs), or when two axes give different values (the
+ * message names both). */
+HK_API int hk_kernel_scalar_from_shapes(const hk_kernel_t *k,
+                                        const hk_array_t *args, int param,
+                                        int64_t *value);
 
 /* Dispatch by dtype: the kernel named name when the dtypes of
  * args[0..nargs) (one per parameter; scalars too) are its parameter types,

@@ -413,7 +413,7 @@ static void test_exact_tier(hk_tier_t tier) {
     int nd = 0;
     int64_t shp[HK_MAX_DIMS] = {0};
     CHECK_INT_EQ(hk_call_out_shape(k, a, NULL, 0, &nd, shp), HK_OK);
-    CHECK(nd == 1 && shp[0] == 300 * 500);
+    CHECK(nd == 2 && shp[0] == 300 && shp[1] == 500); /* "R * C" */
     free(out);
   }
   hk_set_threads(0);
@@ -565,8 +565,138 @@ static void test_errors(void) {
   hk_context_destroy(ctx);
 }
 
+/* ---- Shapes from lens (lens.c) ---------------------------------------------------------- */
+
+static const char lens_json[] =
+    "{\"schema_version\": 1, \"kernels\": [\n"
+    "{\"name\": \"lens_t\", \"kind\": \"raw\", \"targets\": [\"cpu\"],\n"
+    " \"params\": [\n"
+    "  {\"name\": \"A\", \"type\": \"f32\", \"role\": \"in\", \"len\": \"rows * cols\"},\n"
+    "  {\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\", \"len\": \"cols\"},\n"
+    "  {\"name\": \"y\", \"type\": \"f32\", \"role\": \"out\", \"len\": \"rows * 2 * cols\"},\n"
+    "  {\"name\": \"z\", \"type\": \"f32\", \"role\": \"out\", \"len\": \"rows + cols\"},\n"
+    "  {\"name\": \"w\", \"type\": \"f32\", \"role\": \"out\", \"len\": \"(rows) * 2\"},\n"
+    "  {\"name\": \"v\", \"type\": \"f32\", \"role\": \"out\"},\n"
+    "  {\"name\": \"rows\", \"type\": \"i32\", \"role\": \"scalar\"},\n"
+    "  {\"name\": \"cols\", \"type\": \"u8\", \"role\": \"scalar\"},\n"
+    "  {\"name\": \"s\", \"type\": \"f32\", \"role\": \"scalar\"},\n"
+    "  {\"name\": \"t\", \"type\": \"i64\", \"role\": \"scalar\"}],\n"
+    " \"cpu\": [\"for (int64_t r = 0; r < rows; r++)\",\n"
+    "         \"  for (int64_t c = 0; c < cols; c++) {\",\n"
+    "         \"    y[(2 * r) * cols + c] = A[r * cols + c];\",\n"
+    "         \"    y[(2 * r + 1) * cols + c] = x[c] * s + (float)t;\",\n"
+    "         \"  }\"]},\n"
+    "{\"name\": \"lens_ew\", \"kind\": \"elementwise\", \"targets\": [\"cpu\"],\n"
+    " \"params\": [{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\"},\n"
+    "  {\"name\": \"y\", \"type\": \"f32\", \"role\": \"out\"},\n"
+    "  {\"name\": \"k\", \"type\": \"i32\", \"role\": \"scalar\"}],\n"
+    " \"body\": \"y = x + k;\"}]}\n";
+
+/* A raw kernel's outputs shaped by their lens' factors, and the scalars
+ * its in arrays' shapes give (hk_kernel_scalar_from_shapes). */
+static void test_lens_shapes(void) {
+  hk_context_t *ctx = context_of(HK_TIER_JIT);
+  CHECK_MSG(hk_load_string(ctx, lens_json, sizeof lens_json - 1,
+                           "lens.json") == HK_OK,
+            "%s", hk_last_error());
+  hk_kernel_t *k = NULL, *ew = NULL;
+  CHECK_INT_EQ(hk_kernel_find(ctx, "lens_t", &k), HK_OK);
+  CHECK_INT_EQ(hk_kernel_find(ctx, "lens_ew", &ew), HK_OK);
+  if (!k || !ew) {
+    hk_context_destroy(ctx);
+    return;
+  }
+  enum { A_, X_, Y_, Z_, W_, V_, ROWS, COLS, S_, T_, NP };
+  float A[12], x[5], y[24], z[7], w[6], v[12];
+  for (int i = 0; i < 12; i++) A[i] = (float)i;
+  for (int i = 0; i < 5; i++) x[i] = (float)(10 + i);
+  int32_t rows = 3;
+  uint8_t cols = 4;
+  float sc = 2;
+  int64_t t = 1;
+  hk_array_t a[NP];
+  hk_array_init(&a[A_], A, HK_F32, 2, (int64_t[]){3, 4});
+  hk_array_init(&a[X_], x, HK_F32, 1, (int64_t[]){4});
+  hk_array_init(&a[ROWS], &rows, HK_I32, 0, NULL);
+  hk_array_init(&a[COLS], &cols, HK_U8, 0, NULL);
+  hk_array_init(&a[S_], &sc, HK_F32, 0, NULL);
+  hk_array_init(&a[T_], &t, HK_I64, 0, NULL);
+  /* the scalars that A's (3, 4) and x's (4,) give */
+  int64_t val = -1;
+  CHECK_INT_EQ(hk_kernel_scalar_from_shapes(k, a, ROWS, &val), HK_OK);
+  CHECK(val == 3);
+  CHECK_INT_EQ(hk_kernel_scalar_from_shapes(k, a, COLS, &val), HK_OK);
+  CHECK(val == 4);
+  /* not integers, named by no len, not a raw or grid kernel */
+  CHECK_INT_EQ(hk_kernel_scalar_from_shapes(k, a, S_, &val), HK_EINVAL);
+  CHECK_CONTAINS(hk_last_error(), "not an integer scalar");
+  CHECK_INT_EQ(hk_kernel_scalar_from_shapes(k, a, T_, &val), HK_ENOTFOUND);
+  CHECK_CONTAINS(hk_last_error(), "no in or inout buffer's len names scalar 't'");
+  CHECK_INT_EQ(hk_kernel_scalar_from_shapes(k, a, A_, &val), HK_EINVAL);
+  hk_array_t e[3];
+  hk_array_init(&e[0], x, HK_F32, 1, (int64_t[]){4});
+  hk_array_init(&e[1], y, HK_F32, 1, (int64_t[]){4});
+  hk_array_init(&e[2], &rows, HK_I32, 0, NULL);
+  CHECK_INT_EQ(hk_kernel_scalar_from_shapes(ew, e, 2, &val), HK_ENOTFOUND);
+  CHECK_CONTAINS(hk_last_error(), "only raw and grid kernels");
+  /* x of (5,) against A's 4 columns: both named */
+  a[X_].shape[0] = 5;
+  CHECK_INT_EQ(hk_kernel_scalar_from_shapes(k, a, COLS, &val), HK_EINVAL);
+  CHECK_CONTAINS(hk_last_error(), "scalar 'cols' is 4 by axis 1 of A (3, 4) "
+                                  "(len rows * cols), but 5 by axis 0 of x (5,)");
+  a[X_].shape[0] = 4;
+  /* A flat: rows is named, but A has one axis, not two; cols still
+   * comes from x */
+  hk_array_init(&a[A_], A, HK_F32, 1, (int64_t[]){12});
+  CHECK_INT_EQ(hk_kernel_scalar_from_shapes(k, a, ROWS, &val), HK_EINVAL);
+  CHECK_CONTAINS(hk_last_error(), "missing scalar 'rows' (i32): give its "
+                                  "value, or give A with one axis per factor "
+                                  "of its len, rows * cols (2 axes; it has 1)");
+  CHECK_INT_EQ(hk_kernel_scalar_from_shapes(k, a, COLS, &val), HK_OK);
+  CHECK(val == 4);
+  /* the outputs' shapes: y (3, 2, 4) from its factors; z (7,) (a sum),
+   * w (6,) (parentheses); v without a len: A's shape, flat or
+   * not */
+  struct {
+    int param, nd;
+    int64_t shape[3];
+  } want[] = {{Y_, 3, {3, 2, 4}}, {Z_, 1, {7}}, {W_, 1, {6}}, {V_, 1, {12}}};
+  for (int flat = 1; flat >= 0; flat--) {
+    if (!flat) hk_array_init(&a[A_], A, HK_F32, 2, (int64_t[]){3, 4});
+    want[3].nd = flat ? 1 : 2;
+    want[3].shape[0] = flat ? 12 : 3;
+    want[3].shape[1] = 4;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+      int nd = -1;
+      int64_t shp[HK_MAX_DIMS] = {0};
+      CHECK_INT_EQ(hk_call_out_shape(k, a, NULL, want[i].param, &nd, shp),
+                   HK_OK);
+      CHECK_MSG(nd == want[i].nd &&
+                    !memcmp(shp, want[i].shape, sizeof(int64_t) * (size_t)nd),
+                "param %d: %d axes (%lld, %lld, ...)", want[i].param, nd,
+                (long long)shp[0], (long long)shp[1]);
+    }
+  }
+  /* a call with the outputs in those shapes */
+  hk_array_init(&a[Y_], y, HK_F32, 3, (int64_t[]){3, 2, 4});
+  hk_array_init(&a[Z_], z, HK_F32, 1, (int64_t[]){7});
+  hk_array_init(&a[W_], w, HK_F32, 1, (int64_t[]){6});
+  hk_array_init(&a[V_], v, HK_F32, 2, (int64_t[]){3, 4});
+  CHECK_MSG(hk_call_arrays(k, a, NULL) == HK_OK, "%s", hk_last_error());
+  CHECK(y[0] == 0 && y[3] == 3 && y[4] == 21 && y[7] == 27 && y[8] == 4 &&
+        y[23] == 27);
+  /* a u8 scalar's value from a shape too large for it is the caller's
+   * to refuse (hk run: out of range) */
+  hk_array_init(&a[A_], A, HK_F32, 2, (int64_t[]){1, 300});
+  hk_array_init(&a[X_], x, HK_F32, 1, (int64_t[]){300});
+  CHECK_INT_EQ(hk_kernel_scalar_from_shapes(k, a, COLS, &val), HK_OK);
+  CHECK(val == 300);
+  hk_context_destroy(ctx);
+}
+
 int main(void) {
   test_errors();
+  test_lens_shapes();
   for (int t = 0; t < 2; t++) {
     hk_tier_t tier = t ? HK_TIER_OPT : HK_TIER_JIT;
     test_exact_tier(tier);

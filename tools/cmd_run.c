@@ -39,7 +39,12 @@ static const char *const help =
     "                   (saxpy for saxpy_f32 and saxpy_f64): the instance\n"
     "                   is picked from the files' dtypes\n"
     "  PARAM=NUMBER     a scalar parameter; or an in buffer (when no file\n"
-    "                   has that name): a 0-d array of its type, broadcast\n"
+    "                   has that name): a 0-d array of its type, broadcast.\n"
+    "                   Raw and grid kernels: an integer scalar left out\n"
+    "                   takes its value from an in file with one axis per\n"
+    "                   factor of its len (\"rows * cols\": x of (3, 4)\n"
+    "                   gives rows = 3, cols = 4), and an out whose len is\n"
+    "                   such a product has that shape\n"
     "  --out PARAM=FILE write out/inout PARAM to FILE.npy (the broadcast\n"
     "                   shape of the inputs; a reduction's kept axes: ()\n"
     "                   for a whole reduction, as NumPy's); outputs not named\n"
@@ -679,9 +684,10 @@ static int write_outputs(const run_call *c, int quiet) {
     size_t shape[HK_NPY_MAXDIM];
     int ndim = 1;
     shape[0] = p->count;
-    if (c->arr) {
+    if (p->shaped) {
       /* the array path: its own shape (a whole reduction's is (), as
-       * NumPy's; an inout result keeps its file's) */
+       * NumPy's; an inout result keeps its file's); a raw or grid
+       * kernel's, from its len */
       ndim = p->ndim;
       memcpy(shape, p->shape, sizeof(size_t) * (size_t)ndim);
     } else if (!c->arr && c->first >= 0 && p->count == c->n &&

@@ -214,20 +214,35 @@ static int bind_out(run_call *c, const char *out) {
   return HK_EXIT_OK;
 }
 
+/* Says that parameter i was not given; returns the exit status. */
+static int missing(const run_call *c, int i) {
+  const hk_param_info_t *pi = c->ps[i].info;
+  return hk_cli_error("run", "missing %s, %s of %s (%s): give %s=%s",
+                      pi->name, role_word(pi->role), c->k->name,
+                      hk_dtype_name(pi->dtype), pi->name,
+                      pi->role == HK_ROLE_SCALAR ? "NUMBER" : "FILE.npy");
+}
+
+/* 1 for a scalar that may be left out: a raw or grid kernel's integer
+ * scalar, which an in buffer's shape may give (infer_scalars). */
+static int may_infer(const run_call *c, int i) {
+  const hk_param_info_t *pi = c->ps[i].info;
+  return pi->role == HK_ROLE_SCALAR &&
+         (c->k->kind == HK_KIND_RAW || c->k->kind == HK_KIND_GRID) &&
+         pi->dtype != HK_F16 && pi->dtype != HK_BF16 && pi->dtype != HK_F32 &&
+         pi->dtype != HK_F64 && pi->dtype != HK_BOOL;
+}
+
 int run_call_bind(run_call *c, const char *const *assigns, int nassigns,
                   const char *const *outs, int nouts) {
   int rc = HK_EXIT_OK;
   for (int a = 0; a < nassigns && !rc; a++) rc = bind_assign(c, assigns[a]);
   for (int a = 0; a < nouts && !rc; a++) rc = bind_out(c, outs[a]);
   /* every in, inout and scalar must be given */
-  for (int i = 0; i < c->k->nparams && !rc; i++) {
-    const hk_param_info_t *pi = c->ps[i].info;
-    if (pi->role != HK_ROLE_OUT && !c->ps[i].value)
-      rc = hk_cli_error("run", "missing %s, %s of %s (%s): give %s=%s",
-                        pi->name, role_word(pi->role), c->k->name,
-                        hk_dtype_name(pi->dtype), pi->name,
-                        pi->role == HK_ROLE_SCALAR ? "NUMBER" : "FILE.npy");
-  }
+  for (int i = 0; i < c->k->nparams && !rc; i++)
+    if (c->ps[i].info->role != HK_ROLE_OUT && !c->ps[i].value &&
+        !may_infer(c, i))
+      rc = missing(c, i);
   return rc;
 }
 
@@ -315,12 +330,57 @@ static int load_buffer(const hk_kernel_info_t *k, run_param *p,
 
 /* Parses the scalars and loads the in/inout buffers into c->args; notes
  * the first buffer in c->first. */
+static int npy_array(const run_param *p, hk_array_t *a);
+
+/* Descriptors of the scalars (0-d) and the loaded in/inout buffers into
+ * a[0..nparams), for the library's shape functions. */
+static int flat_arrays(const run_call *c, hk_array_t *a) {
+  for (int i = 0; i < c->k->nparams; i++) {
+    const run_param *p = &c->ps[i];
+    memset(&a[i], 0, sizeof a[i]);
+    if (p->info->role == HK_ROLE_SCALAR)
+      hk_array_init(&a[i], (void *)&p->s, p->info->dtype, 0, NULL);
+    else if (p->info->role != HK_ROLE_OUT && npy_array(p, &a[i]))
+      return HK_EXIT_USER;
+  }
+  return HK_EXIT_OK;
+}
+
+/* The scalars left out (may_infer): their values from the in buffers'
+ * shapes, parsed as if given (so checked against their type's range). */
+static int infer_scalars(run_call *c) {
+  hk_array_t *a = calloc((size_t)c->k->nparams + 1, sizeof *a);
+  if (!a) return hk_cli_internal("run", "out of memory");
+  int rc = flat_arrays(c, a);
+  for (int i = 0; i < c->k->nparams && !rc; i++) {
+    run_param *p = &c->ps[i];
+    if (p->info->role != HK_ROLE_SCALAR || p->value) continue;
+    int64_t v;
+    int lrc = hk_kernel_scalar_from_shapes(c->kh, a, i, &v);
+    if (lrc == HK_ENOTFOUND) {
+      rc = missing(c, i);
+    } else if (lrc) {
+      rc = run_lib_error(lrc);
+    } else {
+      snprintf(p->inferred, sizeof p->inferred, "%lld", (long long)v);
+      p->value = p->inferred;
+      rc = parse_scalar(p);
+      c->args[i] = &p->s;
+    }
+  }
+  free(a);
+  return rc;
+}
+
 static int load_inputs(run_call *c, int any_order) {
   c->first = -1;
+  int left_out = 0;
   for (int i = 0; i < c->k->nparams; i++) {
     run_param *p = &c->ps[i];
     int rc;
-    if (p->info->role == HK_ROLE_SCALAR) {
+    if (p->info->role == HK_ROLE_SCALAR && !p->value) {
+      left_out = 1; /* may_infer: after the buffers */
+    } else if (p->info->role == HK_ROLE_SCALAR) {
       if ((rc = parse_scalar(p))) return rc;
       c->args[i] = &p->s;
     } else if (p->info->role != HK_ROLE_OUT) {
@@ -329,7 +389,7 @@ static int load_inputs(run_call *c, int any_order) {
       if (c->first < 0) c->first = i;
     }
   }
-  return HK_EXIT_OK;
+  return left_out ? infer_scalars(c) : HK_EXIT_OK;
 }
 
 /* Sets c->n: the first buffer's element count (--n, when given, must agree),
@@ -436,11 +496,44 @@ static int settle_buffers(run_call *c) {
   return HK_EXIT_OK;
 }
 
+/* A raw or grid kernel's outputs: the shapes hk_call_out_shape gives
+ * (out buffers; their lens' factors), the files' own (inout buffers). */
+static int shape_outputs(run_call *c) {
+  const hk_kernel_info_t *k = c->k;
+  if (k->kind != HK_KIND_RAW && k->kind != HK_KIND_GRID) return HK_EXIT_OK;
+  hk_array_t *a = calloc((size_t)k->nparams + 1, sizeof *a);
+  if (!a) return hk_cli_internal("run", "out of memory");
+  int rc = flat_arrays(c, a);
+  for (int i = 0; i < k->nparams && !rc; i++) {
+    run_param *p = &c->ps[i];
+    int nd = 0;
+    int64_t shape[HK_MAX_DIMS];
+    if (p->info->role == HK_ROLE_INOUT) {
+      nd = a[i].ndim;
+      memcpy(shape, a[i].shape, sizeof(int64_t) * (size_t)nd);
+    } else if (p->info->role != HK_ROLE_OUT) {
+      continue;
+    } else {
+      int lrc = hk_call_out_shape(c->kh, a, NULL, i, &nd, shape);
+      if (lrc) {
+        rc = run_lib_error(lrc);
+        break;
+      }
+    }
+    p->shaped = 1;
+    p->ndim = nd;
+    for (int d = 0; d < nd; d++) p->shape[d] = (size_t)shape[d];
+  }
+  free(a);
+  return rc;
+}
+
 int run_call_prepare(run_call *c, const char *n_text) {
   int rc = load_inputs(c, 0);
   if (!rc) rc = settle_n(c, n_text);
   if (!rc) rc = compute_lens(c);
   if (!rc) rc = settle_buffers(c);
+  if (!rc) rc = shape_outputs(c);
   return rc;
 }
 
@@ -533,6 +626,7 @@ int run_call_prepare_arrays(run_call *c, const hk_call_opts_t *opts) {
           hk_array_size(&c->arr[i]) == 1)
         c->arr[i].ndim = 0;
       c->args[i] = c->arr[i].data;
+      p->shaped = 1;
       p->ndim = p->npy.ndim;
       memcpy(p->shape, p->npy.shape, sizeof(size_t) * (size_t)p->ndim);
     }
@@ -551,6 +645,7 @@ int run_call_prepare_arrays(run_call *c, const hk_call_opts_t *opts) {
       count *= (size_t)shape[d];
       p->shape[d] = (size_t)shape[d];
     }
+    p->shaped = 1;
     p->ndim = nd;
     if ((rc = alloc_out(c, i, count))) return rc;
     hk_array_init(&c->arr[i], c->args[i], p->info->dtype, nd, shape);

@@ -639,6 +639,44 @@ static PyObject *results(hkpy_Kernel *K, hkpy_arg *g) {
   return t;
 }
 
+/* The scalars left out of a raw or grid kernel's call (g[p].obj NULL):
+ * their values from the in arrays' shapes (hk_kernel_scalar_from_shapes:
+ * row_sum(x) of a (3, 4) x has rows = 3, cols = 4), converted as if
+ * given (made[p] holds each value object). 0, or -1 with an exception. */
+static int infer_scalars(hkpy_Kernel *K, hk_kernel_t *k, hkpy_arg *g,
+                         PyObject **made) {
+  const hk_param_info_t *pi = hk_kernel_info(k)->params;
+  hk_array_t a[HKPY_MAXP];
+  for (int p = 0; p < K->nparams; p++) {
+    if (g[p].obj) a[p] = g[p].a;
+    else memset(&a[p], 0, sizeof a[p]);
+  }
+  for (int p = 0; p < K->nparams; p++) {
+    if (g[p].obj || K->role[p] != HK_ROLE_SCALAR) continue;
+    int64_t v = 0;
+    hk_dtype_t t = pi[p].dtype;
+    int integer = t != HK_F16 && t != HK_BF16 && t != HK_F32 &&
+                  t != HK_F64 && t != HK_BOOL;
+    int rc = integer ? hk_kernel_scalar_from_shapes(k, a, p, &v)
+                     : HK_ENOTFOUND;
+    if (rc == HK_ENOTFOUND) {
+      PyErr_Format(PyExc_TypeError, "%s: missing argument '%s' (scalar)",
+                   K->cname, K->cpname[p]);
+      return -1;
+    }
+    if (rc != HK_OK) {
+      hkpy_raise(rc, NULL);
+      return -1;
+    }
+    if (!(made[p] = PyLong_FromLongLong((long long)v))) return -1;
+    if (hkpy_arg_take(&g[p], made[p], K->cname, K->cpname[p],
+                      HK_ROLE_SCALAR) ||
+        hkpy_arg_finish(&g[p], t, K->cname, K->cpname[p]))
+      return -1;
+  }
+  return 0;
+}
+
 static PyObject *call_once(hkpy_Kernel *K, PyObject *const *args,
                            Py_ssize_t nargs, PyObject *kwnames, int *stale) {
   if (!K->ctx) {
@@ -666,12 +704,18 @@ static PyObject *call_once(hkpy_Kernel *K, PyObject *const *args,
   }
   hkpy_arg g[HKPY_MAXP];
   memset(g, 0, sizeof(hkpy_arg) * (size_t)np);
-  PyObject *ret = NULL;
+  PyObject *ret = NULL, *made[HKPY_MAXP] = {0};
   hk_dtype_t key[HKPY_MAXP + 1];
+  int left_out = 0; /* scalars that the arrays' shapes may give */
   for (int p = 0; p < np; p++) {
     key[p] = HK_DTYPE_INVALID;
     if (!slot[p]) {
       if (K->role[p] == HK_ROLE_OUT) continue;
+      if (K->role[p] == HK_ROLE_SCALAR &&
+          (K->kind == HK_KIND_RAW || K->kind == HK_KIND_GRID)) {
+        left_out = 1; /* infer_scalars, once the instance is known */
+        continue;
+      }
       PyErr_Format(PyExc_TypeError, "%s: missing argument '%s' (%s)",
                    K->cname, K->cpname[p], hk_role_name(K->role[p]));
       goto done;
@@ -712,6 +756,7 @@ static PyObject *call_once(hkpy_Kernel *K, PyObject *const *args,
         hkpy_arg_finish(&g[p], pi[p].dtype, K->cname, K->cpname[p]))
       goto done;
   }
+  if (left_out && infer_scalars(K, k, g, made)) goto done;
   if (K->kind == HK_KIND_REDUCTION && reduction_axes(K, k, g, &kw))
     goto done;
   if (K->kind == HK_KIND_ROWS && rows_axis(K, &kw, g)) goto done;
@@ -747,7 +792,10 @@ static PyObject *call_once(hkpy_Kernel *K, PyObject *const *args,
   }
   ret = results(K, g);
 done:
-  for (int p = 0; p < np; p++) hkpy_arg_release(&g[p]);
+  for (int p = 0; p < np; p++) {
+    hkpy_arg_release(&g[p]);
+    Py_XDECREF(made[p]);
+  }
   return ret;
 }
 

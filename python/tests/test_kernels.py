@@ -357,6 +357,34 @@ def test_raw_kernel_out_from_len():
     assert k(e, np.ones(3, np.float32), 0, 3).shape == (0,)
 
 
+def test_raw_kernel_scalars_and_shapes_from_lens():
+    k = hk.Kernel.from_file(ROOT / "plugins" / "matvec.json")
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x = np.ones(3, np.float32)
+    # rows and cols from A's shape (its len: rows * cols) and x's
+    np.testing.assert_array_equal(k(a, x), a.sum(axis=1))
+    np.testing.assert_array_equal(k(A=a, x=x, rows=2), a.sum(axis=1))
+    with pytest.raises(hk.ArgumentError,
+                       match=r"give A with one axis per factor of its len, "
+                             r"rows \* cols \(2 axes; it has 1\)"):
+        k(a.ravel(), x)
+    with pytest.raises(hk.ArgumentError,
+                       match=r"'cols' is 3 by axis 1 of A \(2, 3\).* but 4 "
+                             r"by axis 0 of x \(4,\)"):
+        k(a, np.ones(4, np.float32))
+    # a matmul's out is (BT, OC), its len BT * OC; every scalar inferred
+    ctx = hk.Context(plugins=[ROOT / "plugins"], tier="jit")
+    m = ctx.kernel("matmul_forward")
+    rng = np.random.default_rng(1)
+    i = rng.standard_normal((8, 16)).astype(np.float32)
+    w = rng.standard_normal((5, 16)).astype(np.float32)
+    b = rng.standard_normal(5).astype(np.float32)
+    o = m(inp=i, weight=w, bias=b)
+    assert o.shape == (8, 5)
+    np.testing.assert_allclose(o, i @ w.T + b, rtol=1e-5, atol=1e-5)
+    ctx.close()
+
+
 def test_plugins_may_be_one_folder(plugins):
     for one in (str(plugins), plugins):
         ctx = hk.Context(plugins=one)
