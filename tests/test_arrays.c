@@ -361,6 +361,63 @@ static void test_reductions(void) {
   }
 }
 
+/* dot (x * y summed) over one axis of a (R, C) x, y broadcast: (R, 1),
+ * (C,), 0-d, or x's shape; each output must have the bits of the flat
+ * dot over its column (or row) copied out. Along axis 0 a broadcast y
+ * goes through the column reduction's staged copies (stage_cols), along
+ * axis 1 the rows read x in place beside y's repeated element. */
+static void test_broadcast_reduction(void) {
+  hk_kernel_t *k = kfind("dot_f32");
+  if (!k) return;
+  const int64_t shapes[][2] = {{37, 53}, {300, 200}, {40000, 24}};
+  for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+    const int64_t R = shapes[sh][0], C = shapes[sh][1];
+    float *x = malloc((size_t)(R * C) * 4), *y = malloc((size_t)(R * C) * 4);
+    const size_t most = (size_t)(R > C ? R : C);
+    float *out = malloc(most * 4), *cx = malloc(most * 4),
+          *cy = malloc(most * 4);
+    for (int64_t i = 0; i < R * C; i++) {
+      x[i] = (float)(urand() * 2 - 1);
+      y[i] = (float)(urand() * 2 - 1);
+    }
+    for (int yform = 0; yform < 4; yform++) /* (R,1), (C,), 0-d, (R,C) */
+      for (int axis = 0; axis < 2; axis++)
+        for (int threads = 1; threads <= 2; threads++) {
+          hk_array_t a[3];
+          hk_array_init(&a[0], x, HK_F32, 2, (int64_t[]){R, C});
+          if (yform == 0) hk_array_init(&a[1], y, HK_F32, 2, (int64_t[]){R, 1});
+          if (yform == 1) hk_array_init(&a[1], y, HK_F32, 1, (int64_t[]){C});
+          if (yform == 2) hk_array_init(&a[1], y, HK_F32, 0, NULL);
+          if (yform == 3) hk_array_init(&a[1], y, HK_F32, 2, (int64_t[]){R, C});
+          const int64_t npos = axis ? R : C, m = axis ? C : R;
+          hk_array_init(&a[2], out, HK_F32, 1, (int64_t[]){npos});
+          hk_call_opts_t o = {.axes = (int[]){axis}, .naxes = 1};
+          hk_set_threads(threads);
+          int rc = hk_call_arrays(k, a, &o);
+          hk_set_threads(0);
+          CHECK_MSG(rc == HK_OK, "%s", hk_last_error());
+          int64_t bad = 0;
+          for (int64_t p = 0; p < npos; p++) {
+            for (int64_t j = 0; j < m; j++) {
+              int64_t r = axis ? p : j, c = axis ? j : p;
+              cx[j] = x[r * C + c];
+              cy[j] = yform == 0 ? y[r] : yform == 1 ? y[c]
+                      : yform == 2 ? y[0] : y[r * C + c];
+            }
+            float want;
+            void *args[] = {cx, cy, &want};
+            hk_call(k, (size_t)m, args);
+            bad += memcmp(&want, &out[p], 4) != 0;
+          }
+          CHECK_MSG(!bad, "dot over axis %d of (%lld, %lld), y form %d, %d "
+                    "thread(s): %lld of %lld outputs differ", axis,
+                    (long long)R, (long long)C, yform, threads,
+                    (long long)bad, (long long)npos);
+        }
+    free(x), free(y), free(out), free(cx), free(cy);
+  }
+}
+
 /* 16-bit and bool arrays: a transposed f16 view gives its contiguous
  * copy's bits (2-byte copies through the tiled path); a bool mask (N, 1)
  * broadcast against (1, M) picks from bf16 arrays. */
@@ -877,6 +934,7 @@ int main(void) {
   test_transposed_sizes();
   test_small_types();
   test_reductions();
+  test_broadcast_reduction();
   test_select();
   test_errors();
   test_overlap_exact();
