@@ -423,6 +423,13 @@ HK_INTERNAL int hk__cache_get(hk_cache_t *c, const uint8_t key[32],
   }
   struct stat st;
   size_t esz = 0;
+  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    /* a folder bearing the name is not hk's and stays (the store that
+     * follows says so): a miss, not a damaged entry removed */
+    close(fd);
+    *status = HK_CACHE_MISS;
+    return -1;
+  }
   int rc = fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)
                ? HK_EIO
                : verify(fd, (uint64_t)st.st_size, key, &esz, meta);
@@ -542,6 +549,14 @@ static int publish_link(hk_cache_t *c, const char *tmp, const char *name,
 
 static DIR *open_stream(hk_cache_t *c);
 
+/* cc-<32 lowercase hex>.id: a compiler's identity (compiler_cc.c). */
+static int is_id_name(const char *s) {
+  if (strncmp(s, "cc-", 3) != 0) return 0;
+  for (int i = 0; i < 32; i++)
+    if (!is_lower_hex(s[3 + i])) return 0;
+  return strcmp(s + 35, ".id") == 0;
+}
+
 /* .hk-build-XXXXXX (mkdtemp's letters and digits): a system compiler's
  * build folder (compiler_cc.c). */
 static int is_build_dir_name(const char *s) {
@@ -633,9 +648,14 @@ HK_INTERNAL int hk__cache_put_keys(hk_cache_t *c, const uint8_t (*keys)[32],
                 c->dir, strerror(errno));
   }
   entry_name(keys[0], name);
-  if (rc == HK_OK && renameat(c->dfd, tmp, c->dfd, name) != 0)
-    rc = fail(d, HK_EIO, c->dir, "cannot rename a cache entry into %s: %s",
-              c->dir, strerror(errno));
+  if (rc == HK_OK && renameat(c->dfd, tmp, c->dfd, name) != 0) {
+    int err = errno;
+    rc = fail(d, HK_EIO, c->dir, "cannot rename a cache entry to %s/%s: %s%s",
+              c->dir, name, strerror(err),
+              err == EISDIR || err == ENOTEMPTY || err == EEXIST
+                  ? " (a folder of that name is not hk's: remove it)"
+                  : "");
+  }
   if (rc) {
     (void)unlinkat(c->dfd, tmp, 0);
     return rc;
@@ -780,7 +800,8 @@ HK_INTERNAL int hk__cache_list(hk_cache_t *c, hk_cache_list_fn fn, void *ctx) {
   return count;
 }
 
-HK_INTERNAL int hk__cache_clear(hk_cache_t *c) {
+HK_INTERNAL int hk__cache_clear(hk_cache_t *c, int *kept, hku_diags *why) {
+  *kept = 0;
   DIR *d = open_stream(c);
   if (!d) return HK_EIO;
   int count = 0;
@@ -803,10 +824,23 @@ HK_INTERNAL int hk__cache_clear(hk_cache_t *c) {
       }
       continue;
     }
-    if (!is_entry_name(de->d_name) && !temp && !is_fail_name(de->d_name))
+    if (!is_entry_name(de->d_name) && !temp && !is_fail_name(de->d_name) &&
+        !is_id_name(de->d_name))
       continue;
-    /* Flags 0: a directory that happens to bear such a name stays. */
-    if (unlinkat(c->dfd, de->d_name, 0) == 0) count++;
+    /* Flags 0: a directory that happens to bear such a name stays (and
+     * is said to); a file that cannot be removed (a folder the caller
+     * may not write) is said to, not counted as removed */
+    if (unlinkat(c->dfd, de->d_name, 0) == 0) {
+      count++;
+    } else if (errno != ENOENT) {
+      int e = errno;
+      if (!*kept)
+        (void)fail(why, HK_EIO, NULL, "cannot remove %s/%s: %s", c->dir,
+                   de->d_name,
+                   e == EISDIR ? "it is a folder, which hk leaves alone"
+                               : strerror(e));
+      ++*kept;
+    }
   }
   closedir(d);
   return count;

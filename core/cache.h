@@ -131,12 +131,15 @@ typedef void (*hk_cache_list_fn)(void *ctx, const char *path, size_t size,
  * when the directory cannot be read. */
 HK_INTERNAL int hk__cache_list(hk_cache_t *c, hk_cache_list_fn fn, void *ctx);
 
-/* Removes every entry, every remembered failure, and the temp files and
- * compiler build folders older than HK_CACHE_TEMP_AGE (younger ones may
- * belong to a writer or a compile still running, in this process or
- * another); nothing else in the directory is touched. Returns the number
- * of files and build folders removed, or HK_EIO when the directory cannot
- * be read. */
-HK_INTERNAL int hk__cache_clear(hk_cache_t *c);
+/* Removes every entry, every remembered failure, the compilers'
+ * identities, and the temp files and compiler build folders older than
+ * HK_CACHE_TEMP_AGE (younger ones may belong to a writer or a compile
+ * still running, in this process or another); nothing else in the
+ * directory is touched. Returns the number of files and build folders
+ * removed, or HK_EIO when the directory cannot be read; *kept counts the
+ * names that could not be removed (a folder of an entry's name, a
+ * directory the caller may not write), an error in why (may be NULL)
+ * naming the first. */
+HK_INTERNAL int hk__cache_clear(hk_cache_t *c, int *kept, hku_diags *why);
 
 #endif /* HK_CACHE_H */

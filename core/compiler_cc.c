@@ -339,13 +339,21 @@ static int run_captured(char *const *argv, hku_buf *out, int timeout_s,
 
 /* ---- Identity ------------------------------------------------------------------ */
 
+/* The text of the compiler identity file path (a regular file of 1 to
+ * 8191 bytes, no NUL), or NULL: anything else there (a FIFO, which an
+ * open would wait on forever; a link to a device; a large or binary file)
+ * is not ours, and the probe runs cc --version and replaces it. */
 static char *read_small(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  struct stat st;
   char buf[8192];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  if (n == 0) return NULL;
+  ssize_t n = -1;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+      st.st_size < (off_t)sizeof buf)
+    n = read(fd, buf, (size_t)st.st_size);
+  close(fd);
+  if (n <= 0 || n != st.st_size || memchr(buf, '\0', (size_t)n)) return NULL;
   buf[n] = '\0';
   return strdup(buf);
 }

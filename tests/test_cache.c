@@ -521,7 +521,11 @@ static void test_corrupt(void) {
   expect_status(c, key, HK_CACHE_CORRUPT);
   CHECK(!exists(path));
   CHECK(mkdir(path, 0700) == 0);
-  expect_status(c, key, HK_CACHE_CORRUPT);
+  /* a miss: it is left alone, so "a damaged entry was removed" would be
+   * untrue, and the put after the compile says what is in the way */
+  expect_status(c, key, HK_CACHE_MISS);
+  CHECK(put_file(c, key, so, meta, err, sizeof err) != 0);
+  CHECK_CONTAINS(err, "(a folder of that name is not hk's: remove it)");
   CHECK(rmdir(path) == 0); /* it was left alone */
   /* A put replaces whatever was there. */
   CHECK(symlink(target, path) == 0);
@@ -743,8 +747,27 @@ static void test_list_clear(void) {
   CHECK_INT_EQ(l.bad_time, 0);
   CHECK_INT_EQ(hk__cache_list(c, NULL, NULL), 5); /* listing changed nothing */
 
-  CHECK_INT_EQ(hk__cache_clear(c),
-               5); /* 3 entries, the corrupt one, the temp */
+  /* the directory is a miss to a lookup, not a damaged entry "removed" */
+  key_of(21, key);
+  expect_status(c, key, HK_CACHE_MISS);
+  /* a compiler identity, here a FIFO (which a reader must not open:
+   * compiler_cc.c) and a regular one: the cache's, cleared */
+  snprintf(path, sizeof path, "%s/cc-0123456789abcdef0123456789abcdef.id",
+           dir);
+  CHECK(mkfifo(path, 0600) == 0);
+  snprintf(path, sizeof path, "%s/cc-00000000000000000000000000000000.id",
+           dir);
+  CHECK(write_file(path, "gcc 12", 6) == 0);
+
+  int kept = -1;
+  hku_diags kd = HKU_DIAGS_INIT;
+  CHECK_INT_EQ(hk__cache_clear(c, &kept, &kd),
+               7); /* 3 entries, the corrupt one, the temp, 2 identities */
+  CHECK_INT_EQ(kept, 1); /* the directory, said to stay */
+  CHECK_CONTAINS(hku_diags_words(&kd, ""), "it is a folder, which hk leaves "
+                                           "alone");
+  hku_diags_free(&kd);
+  CHECK(!exists(path));
   for (size_t i = 0; i < sizeof foreign / sizeof foreign[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, foreign[i]);
     CHECK_MSG(exists(path), "clear removed %s", foreign[i]);
@@ -755,7 +778,11 @@ static void test_list_clear(void) {
   CHECK_INT_EQ(hk__cache_list(c, NULL, NULL), 1);
   key_of(10, key);
   expect_status(c, key, HK_CACHE_MISS);
-  CHECK_INT_EQ(hk__cache_clear(c), 0);
+  CHECK_INT_EQ(hk__cache_clear(c, &kept, NULL), 0);
+  CHECK_INT_EQ(kept, 1);
+  CHECK(rmdir(path) == 0);
+  CHECK_INT_EQ(hk__cache_clear(c, &kept, NULL), 0);
+  CHECK_INT_EQ(kept, 0);
   hk__cache_close(c);
 }
 
@@ -817,10 +844,11 @@ static void test_sweep(void) {
             "removed");
   /* clear takes the entry but not a young build folder: a compile may be
    * running in it (a clear beside one made it fail); an old one it takes */
-  CHECK_INT_EQ(hk__cache_clear(c), 1);
+  int kept = 0;
+  CHECK_INT_EQ(hk__cache_clear(c, &kept, NULL), 1);
   CHECK_MSG(exists(young), "clear removed a young build folder");
   CHECK(utimensat(AT_FDCWD, young, ts, 0) == 0);
-  CHECK_INT_EQ(hk__cache_clear(c), 1);
+  CHECK_INT_EQ(hk__cache_clear(c, &kept, NULL), 1);
   CHECK_MSG(!exists(young), "clear left an old build folder");
   CHECK_MSG(exists(alike), "clear removed a look-alike");
   hk__cache_close(c);
@@ -879,7 +907,8 @@ static void test_failures(void) {
     free(note);
     free(big);
   }
-  CHECK_INT_EQ(hk__cache_clear(c), 1);
+  int kept = 0;
+  CHECK_INT_EQ(hk__cache_clear(c, &kept, NULL), 1);
   CHECK_INT_EQ(hk__cache_get_failure(c, key, &note), HK_ENOTFOUND);
   hku_diags_free(&d);
   hk__cache_close(c);

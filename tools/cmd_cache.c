@@ -110,12 +110,19 @@ int hk_cmd_cache(int argc, char **argv) {
     else
       printf("%d entries in %s\n", count, hk__cache_dir(c));
   } else {
-    int n = hk__cache_clear(c);
-    if (n < 0)
+    int kept = 0;
+    hku_diags kd = HKU_DIAGS_INIT;
+    int n = hk__cache_clear(c, &kept, &kd);
+    if (n < 0) {
       rc = hk_cli_error("cache", "%s: cannot read the folder",
                         hk__cache_dir(c));
-    else
+    } else {
       printf("removed %d files from %s\n", n, hk__cache_dir(c));
+      if (kept)
+        rc = hk_cli_error("cache", "%d more could not be removed: %s", kept,
+                          hku_diags_words(&kd, "(no reason given)"));
+    }
+    hku_diags_free(&kd);
   }
   hk__cache_close(c);
   return rc;
