@@ -78,11 +78,13 @@ static void watch_free(struct hk_watch *w) {
  * or, for a rename, follows it to where it is no longer looked for). */
 #define GONE (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT)
 
+/* IN_ATTRIB too: a file refused for its permissions (writable by others)
+ * is loaded once they are fixed (chmod go-w, as the refusal says). */
 static int watch_dir(struct hk_watch *w, const char *dir) {
   return inotify_add_watch(w->ifd, dir,
                            IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM |
-                               IN_DELETE | IN_CREATE | IN_DELETE_SELF |
-                               IN_MOVE_SELF | IN_ONLYDIR);
+                               IN_DELETE | IN_CREATE | IN_ATTRIB |
+                               IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR);
 }
 
 /* Watches every remembered folder not watched yet (load lock held); a

@@ -315,6 +315,18 @@ static void check_watch(hk_context_t *c, hk_kernel_t *k1, const char *r1) {
   write_kernel(P("rel/r5.json"), "r_watched", "out = x * 8.0f;");
   CHECK_MSG(wait_runs_times(c, "r_watched", 8.0f),
             "the watcher did not load a new file within 10 s");
+  /* a rewrite refused for its permissions (others may write it) keeps
+   * the old code; the chmod its refusal asks for is seen (IN_ATTRIB) and
+   * loads the new one */
+  write_kernel(P("rel/r5.tmp"), "r_watched", "out = x * 9.0f;");
+  CHECK(chmod(P("rel/r5.tmp"), 0666) == 0);
+  CHECK(rename(P("rel/r5.tmp"), P("rel/r5.json")) == 0);
+  sleep_ms(600);
+  CHECK_MSG(wait_runs_times(c, "r_watched", 8.0f),
+            "a file others can write was not refused");
+  CHECK(chmod(P("rel/r5.json"), 0644) == 0);
+  CHECK_MSG(wait_runs_times(c, "r_watched", 9.0f),
+            "the watcher did not see the chmod within 10 s");
   CHECK_INT_EQ(hk_watch(c, 0), HK_OK);
   CHECK_INT_EQ(hk_watch(c, 0), HK_OK); /* twice is harmless */
   /* on and off at once, many times: the thread may not have started when
