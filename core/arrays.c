@@ -404,10 +404,19 @@ static int check_overlaps(const call *c, int allow_in_place) {
       if (allow_in_place && !is_written(c, j) && same_array(wa, &c->a[j]))
         continue;
       if (!hk__arrays_may_share(wa, &c->a[j])) continue;
-      return hk__fail(HK_EINVAL,
-                      "%s: parameter '%s' overlaps parameter '%s' in memory "
-                      "(only the very same array may be written in place)",
-                      c->info->name, pname(c, w), pname(c, j));
+      hk_kind_t kind = c->info->kind;
+      return hk__fail(
+          HK_EINVAL, "%s: parameter '%s' overlaps parameter '%s' in memory (%s)",
+          c->info->name, pname(c, w), pname(c, j),
+          kind == HK_KIND_ELEMENTWISE
+              ? "only the very same array may be written in place"
+          : kind == HK_KIND_REDUCTION
+              ? "a reduction's results may share no memory with its inputs "
+                "or each other"
+              : "a raw or grid body may read any element of one after "
+                "writing the other's, so an array call takes no array "
+                "twice: pass a copy, or give hk_call the same pointer for "
+                "a body written to run in place");
     }
   }
   return HK_OK;

@@ -587,8 +587,11 @@ HK_API int hk_kernel_prepare(hk_kernel_t *k, hk_backend_t b);
  * ELEMENTS (as DLPack's do; NumPy's count bytes): they may be 0 (a
  * broadcast axis) or negative (a reversed view). Non-contiguous arrays give
  * the same results as their contiguous copies. An out or inout array may
- * not overlap another parameter's array unless it is exactly the same
- * array (in place: the same data, dtype, shape and strides); arrays whose
+ * not overlap another parameter's array unless, for an elementwise or rows
+ * kernel, it is exactly the same array (in place: the same data, dtype,
+ * shape and strides; a reduction's results and a raw or grid kernel's
+ * buffers share nothing: a body may read one's elements after writing
+ * another's, and hk_call is there for a body written to run in place); arrays whose
  * spans meet but that share no byte are allowed (interleaved views, x[0::2]
  * and x[1::2]; a[:, :4] and a[:, 4:]): decided exactly, as NumPy's
  * shares_memory, within a bound on the search (200,000 steps) past which

@@ -685,6 +685,13 @@ static void test_lens_shapes(void) {
   CHECK_MSG(hk_call_arrays(k, a, NULL) == HK_OK, "%s", hk_last_error());
   CHECK(y[0] == 0 && y[3] == 3 && y[4] == 21 && y[7] == 27 && y[8] == 4 &&
         y[23] == 27);
+  /* an out that is an in's array: refused, saying why for this kind */
+  hk_array_init(&a[V_], A, HK_F32, 2, (int64_t[]){3, 4});
+  CHECK_INT_EQ(hk_call_arrays(k, a, NULL), HK_EINVAL);
+  CHECK_CONTAINS(hk_last_error(), "parameter 'v' overlaps parameter 'A' in "
+                                  "memory (a raw or grid body may read any "
+                                  "element of one after writing the other's");
+  hk_array_init(&a[V_], v, HK_F32, 2, (int64_t[]){3, 4});
   /* a u8 scalar's value from a shape too large for it is the caller's
    * to refuse (hk run: out of range) */
   hk_array_init(&a[A_], A, HK_F32, 2, (int64_t[]){1, 300});
