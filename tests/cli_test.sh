@@ -490,6 +490,13 @@ err_has "no kernel named 'twice' is loaded (the plugin folders or files that fai
 run 2 env HK_CC=/nonexistent/cc "$HK" run twice "x=$T/o3.npy" \
   --plugins="$T/plug2" --tier opt --no-cache
 err_has "tier opt failed: no system compiler: '/nonexistent/cc' was not found (HK_CC)"
+# tier auto without the cache runs jit alone: no opt build beside it
+# (hk run waited for one, up to its time limit, to keep nothing)
+printf '#!/bin/sh\ntouch "%s/cc-ran"\nexit 1\n' "$T" >"$T/markcc"
+chmod +x "$T/markcc"
+run 0 env HK_CC="$T/markcc" "$HK" run "$T/dir/good.json" "x=$T/x.npy" --no-cache -q
+checks=$((checks + 1))
+[ ! -e "$T/cc-ran" ] || { echo "FAIL: hk run --no-cache (tier auto) ran the compiler"; fails=$((fails + 1)); }
 run 0 "$HK" gen --target=cuda "$T/dir/good.json"
 out_has "extern \"C\" __global__ void hk_cuda__twice("
 run 0 "$HK" gen -o"$T/gen2.c" "$T/dir/good.json" --target cpu

@@ -75,7 +75,8 @@ static const char *const help =
     "                   CPUs; as hk_set_threads and Python's set_threads)\n"
     "  --allow-unsafe-plugins  load plugin files and folders others can\n"
     "                   write to or own\n"
-    "  --no-cache       neither read nor write the disk cache\n"
+    "  --no-cache       neither read nor write the disk cache (tier auto\n"
+    "                   then runs jit, with no opt build beside it)\n"
     "  -q, --quiet      do not say each output's shape, dtype and where it\n"
     "                   went (one line each on stderr: \"hk run: out: shape\n"
     "                   (3, 4), f32, written to y.npy\")\n"
@@ -881,7 +882,11 @@ int hk_cmd_run(int argc, char **argv) {
       opts.plugin_dirs = none;
     else if (o.nplugins)
       opts.plugin_dirs = o.plugins;
-    opts.tier = !strcmp(tier, "jit")   ? HK_TIER_JIT
+    /* tier auto without the cache is tier jit: the run ends with its
+     * result, and the opt build started beside it could be kept for
+     * nothing (a run waited for it, up to the compile's time limit) */
+    opts.tier = !strcmp(tier, "jit") || (!strcmp(tier, "auto") && o.no_cache)
+                    ? HK_TIER_JIT
                 : !strcmp(tier, "opt") ? HK_TIER_OPT
                                        : HK_TIER_AUTO;
     opts.log = log_stderr;
@@ -901,7 +906,7 @@ int hk_cmd_run(int argc, char **argv) {
   if (!rc && !help_shown) rc = run_kernel(ctx, &o);
   /* tier auto: let a pending opt build finish, so that the disk cache has
    * it for the next run */
-  if (ctx && !rc && !strcmp(tier, "auto")) hk_context_wait(ctx);
+  if (ctx && !rc && !strcmp(tier, "auto") && !o.no_cache) hk_context_wait(ctx);
   hk_context_destroy(ctx);
   free(o.assigns);
   free(o.outs);
