@@ -356,10 +356,10 @@ static int pick_fn(hk_kernel_t *k, void *user) {
 /* KERNEL names a kernel with placeholders (saxpy for saxpy_f32, ...): picks
  * the instance whose buffer types are the dtypes of the .npy files given.
  * 1 and *out, 0 when name has no instances, -1 after printing why none
- * fits. */
+ * fits (quiet: 0, printing nothing). */
 static int pick_instance(hk_context_t *ctx, const run_opts *o,
                          const char *name, const char *source,
-                         hk_kernel_t **out) {
+                         hk_kernel_t **out, int quiet) {
   pick_ctx pc = {.name = name, .source = source};
   hk_kernel_foreach(ctx, pick_fn, &pc);
   if (!pc.n) return 0;
@@ -404,7 +404,7 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
           file[i] = NULL;
           continue;
         }
-        if (hk_npy_read(file[i], &f, &d) == HK_OK) {
+        if (run_npy_peek(file[i], &f, &d) == HK_OK) {
           given[i] = f.dtype == HK_U16 && o->as ? HK_BF16 : f.dtype;
           if (!given[i]) { /* no hk type: named in words if no instance fits */
             char words[40];
@@ -433,6 +433,8 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
   if (nhit == 1 || (nhit > 1 && unread)) {
     *out = pc.kh[hit];
     rc = 1;
+  } else if (quiet) {
+    rc = 0;
   } else if (nhit > 1) {
     /* the fitting instances, and the parameters no file decides */
     hku_buf fit = HKU_BUF_INIT, open = HKU_BUF_INIT;
@@ -497,6 +499,31 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
   return rc;
 }
 
+/* 1 unless a .npy file given to one of k's buffers holds another dtype
+ * than the buffer's type (a file that cannot be read fits: its own error
+ * comes with the load). */
+static int files_fit(const run_opts *o, const hk_kernel_info_t *k) {
+  for (int i = 0; i < k->nparams; i++) {
+    if (k->params[i].role == HK_ROLE_SCALAR) continue;
+    size_t l = strlen(k->params[i].name);
+    for (int a = 0; a < o->nassigns; a++) {
+      const char *v = o->assigns[a] + l + 1;
+      if (strncmp(o->assigns[a], k->params[i].name, l) ||
+          o->assigns[a][l] != '=' || hk_run_is_value(v))
+        continue;
+      hk_npy_t f;
+      hku_diags d = HKU_DIAGS_INIT;
+      int fits = run_npy_peek(v, &f, &d) != HK_OK ||
+                 (f.dtype == HK_U16 && o->as ? HK_BF16 : f.dtype) ==
+                     k->params[i].dtype;
+      hk_npy_free(&f);
+      hku_diags_free(&d);
+      if (!fits) return 0;
+    }
+  }
+  return 1;
+}
+
 /* The kernel name of an instance name ("saxpy" for "saxpy_f32",
  * "cast" for "cast_f32_f16"): the shortest prefix followed by type
  * suffixes only. 0 when name has no type suffix. */
@@ -552,7 +579,7 @@ static hk_kernel_t *find_kernel(hk_context_t *ctx, const run_opts *o) {
                    path, c.n, hku_buf_str(&names), path);
     else if ((hk_kernel_find(ctx, want, &k) != HK_OK ||
               strcmp(hk_kernel_info(k)->source, path)) &&
-             (k = NULL, picked = pick_instance(ctx, o, want, path, &k)) == 0) {
+             (k = NULL, picked = pick_instance(ctx, o, want, path, &k, 0)) == 0) {
       hk_cli_error("run", "%s defines no kernel named '%s' (it defines: %s)",
                    path, want, hku_buf_str(&names));
       k = NULL;
@@ -562,8 +589,17 @@ static hk_kernel_t *find_kernel(hk_context_t *ctx, const run_opts *o) {
     free(path);
     return k;
   }
-  if (hk_kernel_find(ctx, name, &k) == HK_OK) return k;
-  int picked = pick_instance(ctx, o, name, NULL, &k);
+  if (hk_kernel_find(ctx, name, &k) == HK_OK) {
+    /* a kernel of this very name that the files' dtypes do not fit, beside
+     * instances of the name (a plugin's exp taking f32, the stdlib's
+     * exp_f64): the instance that fits, as hk_kernel_select picks */
+    hk_kernel_t *inst = NULL;
+    if (!files_fit(o, hk_kernel_info(k)) &&
+        pick_instance(ctx, o, name, NULL, &inst, 1) == 1)
+      return inst;
+    return k;
+  }
+  int picked = pick_instance(ctx, o, name, NULL, &k, 0);
   if (picked == 1) return k;
   if (picked < 0) return NULL;
   closest c = {name, NULL, 4, ""};
@@ -904,6 +940,7 @@ int hk_cmd_run(int argc, char **argv) {
       fputs(hk_context_problems(ctx), stderr);
   }
   if (!rc && !help_shown) rc = run_kernel(ctx, &o);
+  run_npy_forget();
   /* tier auto: let a pending opt build finish, so that the disk cache has
    * it for the next run */
   if (ctx && !rc && !strcmp(tier, "auto") && !o.no_cache) hk_context_wait(ctx);

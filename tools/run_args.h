@@ -100,4 +100,13 @@ int run_lib_error(int code);
  * file: for an in buffer, a 0-d array holding it. */
 int hk_run_is_value(const char *text);
 
+/* Reads the .npy file path into *f (as hk_npy_read), and keeps a copy of
+ * what was read for the first run_call_prepare* load of that path:
+ * picking an instance by the files' dtypes (cmd_run.c) reads them before
+ * the load, and a pipe (x=/dev/stdin) can be read once only. The caller
+ * frees *f as usual. */
+int run_npy_peek(const char *path, hk_npy_t *f, hku_diags *d);
+/* Frees what run_npy_peek kept and no load took. */
+void run_npy_forget(void);
+
 #endif /* HK_TOOLS_RUN_ARGS_H */
