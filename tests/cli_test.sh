@@ -565,6 +565,40 @@ if [ -x "$(dirname "$HK")/hk-bench" ]; then # handed on as --opt value
 fi
 run 1 "$HK" bench extra
 err_has "unexpected argument 'extra'"
+# an option that takes one value, given twice: refused (the last one was
+# kept without a word: build -o a.so -o b.so wrote only b.so)
+run 1 "$HK" build "$T/dir/good.json" -o "$T/twice1.so" -o "$T/twice2.so"
+err_has "hk build: -o is given twice"
+err_has "Try 'hk build --help'."
+checks=$((checks + 1))
+if [ -e "$T/twice1.so" ] || [ -e "$T/twice2.so" ]; then
+  echo "FAIL: hk build -o given twice wrote a file"
+  fails=$((fails + 1))
+fi
+run 1 "$HK" gen "$T/dir/good.json" -o "$T/twice1.c" -o"$T/twice2.c"
+err_has "hk gen: -o is given twice"
+run 1 "$HK" gen "$T/dir/good.json" --target cpu --target=cuda
+err_has "hk gen: --target is given twice"
+run 1 "$HK" run sum_f32 "x=$T/x.npy" --n 6 --n=6
+err_has "hk run: --n is given twice"
+run 1 "$HK" run sum_f32 "x=$T/x.npy" --tier inline --tier=auto
+err_has "hk run: --tier is given twice"
+run 1 "$HK" run sum_f32 "x=$T/x.npy" --backend cpu --back cpu
+err_has "hk run: --backend is given twice"
+run 1 "$HK" run sum_f32 "x=$T/x.npy" --threads 1 --threads 2
+err_has "hk run: --threads is given twice"
+run 1 "$HK" cache list --cache-dir "$T/c2" --cache-dir="$T/c3"
+err_has "hk cache: --cache-dir is given twice"
+run 1 "$HK" check --cuda --arch sm_80 --arch=sm_90 "$T/dir/good.json"
+err_has "hk check: --arch is given twice"
+run 1 "$HK" bench --ops add --ops=mul
+err_has "hk bench: --ops is given twice"
+# the repeatable ones stay so, and a flag twice changes nothing
+mkdir "$T/plug4"
+run 0 "$HK" list --plugins "$T/plug2" --plugins "$T/plug4" --json --json
+out_has '"name": "twice"'
+run 0 "$HK" run minmax_f32 "x=$T/o3.npy" --out "lo=$T/lo3.npy" --out "hi=$T/hi3.npy" -q -q
+err_empty
 # the operand errors are unchanged
 run 1 "$HK" gen "$T/dir/good.json" "$T/again.json"
 err_has "one kernel file at a time"

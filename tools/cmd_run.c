@@ -79,7 +79,8 @@ static const char *const help =
     "  -q, --quiet      do not say each output's shape, dtype and where it\n"
     "                   went (one line each on stderr: \"hk run: out: shape\n"
     "                   (3, 4), f32, written to y.npy\")\n"
-    "Every in/inout buffer and every scalar must be given. Exit status: 0\n"
+    "Every in/inout buffer and every scalar must be given; an option with\n"
+    "a value is given once (but --out, --axis, --plugins). Exit status: 0\n"
     "success, 1 a user error (named on stderr; a crash in a plugin kernel's\n"
     "code too), 2 an internal failure (no system compiler for --tier opt).\n";
 
@@ -177,18 +178,18 @@ enum {
   OPT_QUIET
 };
 static const hk_cli_opt options[] = {
-    [OPT_OUT] = {"out", 0, "PARAM=FILE.npy"},
-    [OPT_BACKEND] = {"backend", 0, "a value"},
-    [OPT_TIER] = {"tier", 0, "a value"},
-    [OPT_N] = {"n", 0, "a value"},
-    [OPT_THREADS] = {"threads", 0, "a value"},
-    [OPT_PLUGINS] = {"plugins", 0, "a folder"},
-    [OPT_UNSAFE] = {"allow-unsafe-plugins", 0, NULL},
-    [OPT_NO_CACHE] = {"no-cache", 0, NULL},
-    [OPT_AXIS] = {"axis", 0, "a list of axes"},
-    [OPT_KEEPDIMS] = {"keepdims", 0, NULL},
-    [OPT_AS] = {"as", 0, "a type"},
-    [OPT_QUIET] = {"quiet", 'q', NULL},
+    [OPT_OUT] = {"out", 0, "PARAM=FILE.npy", HK_CLI_REPEAT},
+    [OPT_BACKEND] = {"backend", 0, "a value", HK_CLI_ONCE},
+    [OPT_TIER] = {"tier", 0, "a value", HK_CLI_ONCE},
+    [OPT_N] = {"n", 0, "a value", HK_CLI_ONCE},
+    [OPT_THREADS] = {"threads", 0, "a value", HK_CLI_ONCE},
+    [OPT_PLUGINS] = {"plugins", 0, "a folder", HK_CLI_REPEAT},
+    [OPT_UNSAFE] = {"allow-unsafe-plugins", 0, NULL, 0},
+    [OPT_NO_CACHE] = {"no-cache", 0, NULL, 0},
+    [OPT_AXIS] = {"axis", 0, "a list of axes", HK_CLI_REPEAT},
+    [OPT_KEEPDIMS] = {"keepdims", 0, NULL, 0},
+    [OPT_AS] = {"as", 0, "a type", HK_CLI_ONCE},
+    [OPT_QUIET] = {"quiet", 'q', NULL, 0},
 };
 
 /* --axis A[,A...]: appends to o->axes. */
