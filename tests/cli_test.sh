@@ -320,6 +320,10 @@ run 0 "$HK" run add_f32 "x=$T/a3.npy" y=2.5
 out_is '{"out": [2.5, 3.5, 4.5]}'
 run 1 "$HK" run add_f32 "x=$T/a3.npy" y=1e40
 err_has "y=1e40: the value is too large for f32 (y is an f32 in buffer, given a value)"
+# ... but not for an inout buffer, which is updated in place: said so,
+# not "1.5: cannot open"
+run 1 "$HK" run axpy_f32 alpha=2 "x=$T/x.npy" y=1.5
+err_is "hk run: y=1.5: y is an inout buffer of axpy_f32, which needs a .npy file (a number is taken only for in buffers)"
 run 1 "$HK" run softmax_f32 "x=$T/x.npy" rows=2
 err_has "softmax_f32 has no parameter 'rows'"
 run 1 "$HK" run scale_f32 "x=$T/x.npy" alpha=abc

@@ -291,6 +291,13 @@ static int load_buffer(const hk_kernel_info_t *k, run_param *p,
   int rc = HK_EXIT_OK;
   if (p->info->role == HK_ROLE_IN && hk_run_is_value(p->value))
     return value_buffer(p);
+  /* an inout buffer is updated in place, which a number cannot be: say
+   * that, rather than "1.5: cannot open" as if a file had been meant */
+  if (p->info->role == HK_ROLE_INOUT && hk_run_is_value(p->value))
+    return hk_cli_error("run", "%s=%s: %s is an inout buffer of %s, which "
+                               "needs a .npy file (a number is taken only "
+                               "for in buffers)",
+                        p->info->name, p->value, p->info->name, k->name);
   if (hk_npy_read(p->value, &p->npy, &diags) != HK_OK)
     rc = hk_cli_error("run", "%s=%s: %s", p->info->name, p->value,
                       hk_npy_error(&diags, &err));
