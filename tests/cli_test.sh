@@ -311,6 +311,21 @@ EOF
     --tier jit --no-cache --threads 4
   err_is "hk run: idiv ($T/idiv.json, tier jit) crashed: SIGFPE, an integer division by zero (or INT_MIN / -1)"
 fi
+# a kernel that writes a little past its out buffer: said, exit 1, nothing
+# written (it corrupted the heap: "written to", then glibc's abort, 134)
+cat >"$T/past.json" <<'EOF'
+{"schema_version": 1, "name": "past", "kind": "raw",
+ "params": [{"name": "x", "type": "f32", "role": "in"},
+            {"name": "y", "type": "f32", "role": "out", "len": "n"}],
+ "cpu": "for (size_t j = 0; j < n; j++) y[j + 8] = x[j];", "targets": ["cpu"]}
+EOF
+run 0 "$HK" run arange_f32 start=0 step=1 --n 1000 --out "out=$T/x1000.npy"
+run 1 "$HK" run "$T/past.json" "x=$T/x1000.npy" --out "y=$T/past.npy" --tier jit --no-cache
+err_is "hk run: past wrote past the end of out buffer y (1000 elements)"
+checks=$((checks + 1))
+[ -e "$T/past.npy" ] && { echo "FAIL: --out written after a write past the end"; fails=$((fails + 1)); }
+run 1 "$HK" run "$T/past.json" "x=$T/x1000.npy" --tier jit --no-cache
+out_empty
 # a number for a placeholder's in buffer decides no type
 run 1 "$HK" run scale x=0.1 alpha=1
 err_has "scale: the files' dtypes fit 4 instances (scale_bf16, scale_f16, scale_f32, scale_f64): no file gives the type of x, alpha, out; name the instance"

@@ -83,7 +83,9 @@ static const char *const help =
     "Every in/inout buffer and every scalar must be given; an option with\n"
     "a value is given once (but --out, --axis, --plugins). Exit status: 0\n"
     "success, 1 a user error (named on stderr; a crash in a plugin kernel's\n"
-    "code too), 2 an internal failure (no system compiler for --tier opt).\n";
+    "code too, or its writing past the end of an out buffer, found before\n"
+    "anything is written), 2 an internal failure (no system compiler for\n"
+    "--tier opt).\n";
 
 /* ---- Output --------------------------------------------------------------- */
 
@@ -853,6 +855,9 @@ static int run_kernel(hk_context_t *ctx, const run_opts *o) {
     }
   }
   hk_cli_running(NULL, 0);
+  /* a body that wrote past an out buffer: its results are not to be
+   * trusted, so nothing is written */
+  if (!rc) rc = run_call_check_guards(&c, crash_status);
   if (!rc) rc = write_outputs(&c, o->quiet);
   run_call_free(&c);
   return rc;
