@@ -290,6 +290,16 @@ int hku_output_prepare(const char *path, const hku_part *parts, int nparts,
                    strerror(er));
       return HK_EIO;
     }
+    /* a file the caller may not write is not replaced either: the rename
+     * below needs only the folder's permission, so a 0444 file, or root's
+     * 0644 one in a folder the caller may write, would be swapped for a
+     * new one where `echo > FILE` is refused */
+    if (access(path, W_OK) != 0) {
+      int er = errno;
+      hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot write: %s (nothing was "
+                   "changed)", strerror(er));
+      return HK_EIO;
+    }
   }
   /* a regular file, none yet, maybe through links (to none: it is
    * created): the file itself is replaced */

@@ -780,6 +780,40 @@ cmp -s "$T/outs/real.npy" "$T/outs/keep.npy" ||
   { echo "FAIL: a failing run changed another --out file"; fails=$((fails + 1)); }
 checks=$((checks + 2))
 ls -a "$T/outs" | grep -q "tmp-" && { echo "FAIL: a temporary file was left"; fails=$((fails + 1)); }
+# an existing file the caller may not write is refused, as `echo > FILE`
+# refuses it, not replaced (the rename beside it needs only the folder's
+# permission): a 0444 file, or as root (who writes any file) root's 0644
+# file in a folder everyone may write, written by nobody
+mkdir "$T/outs/ro"
+chmod 777 "$T/outs/ro"
+cp "$T/outs/real.npy" "$T/outs/ro/ro.npy"
+as_caller=
+if [ "$(id -u)" -ne 0 ]; then
+  chmod 444 "$T/outs/ro/ro.npy"
+elif command -v setpriv >/dev/null 2>&1 && id nobody >/dev/null 2>&1; then
+  chmod 711 "$T" # for nobody to reach the folder and the inputs
+  as_caller="setpriv --reuid=$(id -u nobody) --regid=$(id -g nobody) --clear-groups"
+  $as_caller "$HK" --version >/dev/null 2>&1 || as_caller=skip
+else
+  as_caller=skip
+fi
+if [ "$as_caller" = skip ]; then
+  echo "SKIP: an unwritable --out file (as root this needs setpriv and a user nobody who can run $HK)"
+else
+  run 1 $as_caller "$HK" run fill_f32 value=7 --n 3 --out "out=$T/outs/ro/ro.npy"
+  err_is "hk run: --out out: $T/outs/ro/ro.npy: cannot write: Permission denied (nothing was changed)"
+  checks=$((checks + 2))
+  cmp -s "$T/outs/real.npy" "$T/outs/ro/ro.npy" ||
+    { echo "FAIL: an unwritable --out file was replaced"; fails=$((fails + 1)); }
+  ls -a "$T/outs/ro" | grep -q "tmp-" && { echo "FAIL: a temporary file was left"; fails=$((fails + 1)); }
+  # hk gen -o and hk build -o write their outputs the same way
+  run 1 $as_caller "$HK" gen "$T/dir/good.json" -o "$T/outs/ro/ro.npy"
+  err_has "ro.npy: error: cannot write: Permission denied (nothing was changed)"
+  checks=$((checks + 1))
+  cmp -s "$T/outs/real.npy" "$T/outs/ro/ro.npy" ||
+    { echo "FAIL: an unwritable -o file was replaced"; fails=$((fails + 1)); }
+fi
+chmod 700 "$T"
 
 # ---- found by trying hk as a new user ---------------------------------------
 # a grid's extent is the user's scalar: a negative one is the user's error
