@@ -769,7 +769,22 @@ run 1 "$HK" gen "$T/outs/self.json" -o "$T/outs/./self.json"
 err_has "is the kernel file itself"
 run 1 "$HK" build "$T/outs/self.json" -o "$T/outs/self.json"
 err_has "is the kernel file itself"
-cmp -s "$T/dir/good.json" "$T/outs/self.json" ||
+# nor hk run's --out: the kernel file run, or a plugin file of its folders
+run 1 "$HK" run "$T/outs/self.json" "x=$T/o3.npy" --out "out=$T/outs/./self.json" \
+  --tier jit --no-cache
+err_is "hk run: --out out=$T/outs/./self.json is the kernel file itself; it would be overwritten"
+mkdir "$T/outs/plug"
+cp "$T/dir/good.json" "$T/outs/plug/twice.json"
+ln -s plug/twice.json "$T/outs/plug.npy"
+run 1 "$HK" run twice "x=$T/o3.npy" --plugins "$T/outs/plug" \
+  --out "out=$T/outs/plug.npy" --tier jit --no-cache
+err_is "hk run: --out out=$T/outs/plug.npy is $T/outs/plug/twice.json, a plugin file of --plugins $T/outs/plug; it would be overwritten"
+run 1 env HK_PLUGIN_PATH="$T/outs/plug" "$HK" run twice "x=$T/o3.npy" \
+  --out "out=$T/outs/plug/twice.json" --tier jit --no-cache
+err_has "a plugin file of HK_PLUGIN_PATH's folder $T/outs/plug; it would be overwritten"
+checks=$((checks + 1))
+cmp -s "$T/dir/good.json" "$T/outs/self.json" &&
+  cmp -s "$T/dir/good.json" "$T/outs/plug/twice.json" ||
   { echo "FAIL: the kernel file was changed"; fails=$((fails + 1)); }
 # several --out: one that cannot be written leaves every other alone
 cp "$T/outs/real.npy" "$T/outs/keep.npy"

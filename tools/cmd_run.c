@@ -51,8 +51,9 @@ static const char *const help =
     "                   for a whole reduction, as NumPy's); outputs not named\n"
     "                   are printed to stdout as one JSON object {\"param\":\n"
     "                   [values...]}, nested lists for 2 axes or more (NaN\n"
-    "                   and Infinity as in Python's json module). An\n"
-    "                   existing FILE must be one the caller may write (as\n"
+    "                   and Infinity as in Python's json module). FILE is\n"
+    "                   neither the kernel file nor a plugin file, and an\n"
+    "                   existing one must be one the caller may write (as\n"
     "                   `echo > FILE` needs): else exit 1 and nothing is\n"
     "                   written\n"
     "  --axis A[,A...]  reductions: the axes reduced (negative ones count\n"
@@ -322,6 +323,16 @@ static int is_kernel_file(const char *name) {
          (len > 3 && !strncmp(name + len - 3, ".so", 3));
 }
 
+/* The file of KERNEL when it names one (FILE.json of FILE.json:NAME),
+ * malloc'ed; NULL on no memory. */
+static char *kernel_path(const char *name) {
+  char *path = strdup(name);
+  if (!path) return NULL;
+  char *colon = whole_file(path) ? NULL : strrchr(path, ':');
+  if (colon && !strchr(colon, '/')) *colon = '\0';
+  return path;
+}
+
 static int list_file_kernels(hk_kernel_t *k, void *user) {
   struct {
     const char *path;
@@ -522,14 +533,11 @@ static hk_kernel_t *find_kernel(hk_context_t *ctx, const run_opts *o) {
   const char *name = o->kernel;
   hk_kernel_t *k;
   if (is_kernel_file(name)) {
-    char *path = strdup(name);
+    char *path = kernel_path(name);
     if (!path) return NULL;
-    char *colon = whole_file(path) ? NULL : strrchr(path, ':');
-    const char *want = NULL;
-    if (colon && !strchr(colon, '/')) {
-      *colon = '\0';
-      want = colon + 1;
-    }
+    /* FILE.json:NAME: the kernel NAME of it */
+    const char *want = strlen(path) < strlen(name) ? name + strlen(path) + 1
+                                                   : NULL;
     if (hk_load_file(ctx, path) != HK_OK) {
       fputs(hk_last_error(), stderr);
       free(path);
@@ -666,6 +674,64 @@ static int check_modes(hk_kernel_t *kh, const run_opts *o, const char *backend,
                           o->threads_text);
   }
   return HK_EXIT_OK;
+}
+
+/* ---- Where the outputs go -------------------------------------------------- */
+
+/* The plugin file in folder dir that path is (device and inode), or NULL;
+ * malloc'ed. */
+static char *plugin_file_at(const char *dir, const char *path) {
+  static const char *const suffixes[] = {".json", ".so", NULL};
+  char **files;
+  int n = hku_list_dir(dir, suffixes, &files);
+  char *hit = NULL;
+  for (int f = 0; f < n && !hit; f++)
+    if (hk_cli_same_file(files[f], path)) hit = strdup(files[f]);
+  if (n > 0) hku_free_list(files, n);
+  return hit;
+}
+
+/* Checks the --out files before anything runs: none may be the kernel
+ * file or a plugin file (--plugins DIR, else HK_PLUGIN_PATH's folders),
+ * which the .npy would replace. */
+static int check_outputs(const run_call *c, const run_opts *o) {
+  const hk_kernel_info_t *k = c->k;
+  char *kfile = is_kernel_file(o->kernel) ? kernel_path(o->kernel) : NULL;
+  const char *env = o->nplugins ? NULL : getenv("HK_PLUGIN_PATH");
+  int rc = HK_EXIT_OK;
+  for (int i = 0; i < k->nparams && !rc; i++) {
+    const char *out = c->ps[i].out_path, *name = k->params[i].name;
+    if (!out) continue;
+    if (kfile && hk_cli_same_file(kfile, out)) {
+      rc = hk_cli_error("run", "--out %s=%s is the kernel file itself; it "
+                               "would be overwritten",
+                        name, out);
+      break;
+    }
+    for (int d = 0; d < o->nplugins && !rc; d++) {
+      char *hit = plugin_file_at(o->plugins[d], out);
+      if (hit)
+        rc = hk_cli_error("run", "--out %s=%s is %s, a plugin file of "
+                                 "--plugins %s; it would be overwritten",
+                          name, out, hit, o->plugins[d]);
+      free(hit);
+    }
+    if (env && *env) {
+      char *list = strdup(env), *s = list;
+      for (char *dir; !rc && s && (dir = strsep(&s, ":"));) {
+        char *hit = *dir ? plugin_file_at(dir, out) : NULL;
+        if (hit)
+          rc = hk_cli_error("run", "--out %s=%s is %s, a plugin file of "
+                                   "HK_PLUGIN_PATH's folder %s; it would be "
+                                   "overwritten",
+                            name, out, hit, dir);
+        free(hit);
+      }
+      free(list);
+    }
+  }
+  free(kfile);
+  return rc;
 }
 
 /* Writes the out and inout buffers of the call made: to their --out files
@@ -825,6 +891,7 @@ static int run_kernel(hk_context_t *ctx, const run_opts *o) {
   run_call c;
   rc = run_call_init(&c, kh);
   if (!rc) rc = run_call_bind(&c, o->assigns, o->nassigns, o->outs, o->nouts);
+  if (!rc) rc = check_outputs(&c, o);
   int arrays = 0;
   if (!rc) rc = choose_path(&c, o, backend, &arrays);
   hk_call_opts_t co = {.axes = o->naxes ? o->axes : NULL,
