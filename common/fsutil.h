@@ -100,4 +100,10 @@ HK_INTERNAL void hku_free_list(char **v, int n);
  * which holds files only. What cannot be removed stays. */
 HK_INTERNAL void hku_remove_flat_dir(int dirfd, const char *name);
 
+/* The file path names after following symbolic links (malloc'ed; up to 40
+ * of them, as the kernel allows), whether or not it exists: the file an
+ * output to path replaces or creates. NULL with errno set (ELOOP, ENOMEM,
+ * a readlink error). */
+HK_INTERNAL char *hku_follow_links(const char *path);
+
 #endif /* HK_FSUTIL_H */

@@ -786,6 +786,25 @@ checks=$((checks + 1))
 cmp -s "$T/dir/good.json" "$T/outs/self.json" &&
   cmp -s "$T/dir/good.json" "$T/outs/plug/twice.json" ||
   { echo "FAIL: the kernel file was changed"; fails=$((fails + 1)); }
+# two outputs to one file: refused (the second rename dropped the first
+# output without a word), whether the file exists or not
+run 1 "$HK" run minmax_f32 "x=$T/x.npy" --out "lo=$T/outs/one.npy" \
+  --out "hi=$T/outs/./one.npy"
+err_is "hk run: --out lo=$T/outs/one.npy and --out hi=$T/outs/./one.npy are one file: one output would replace the other (give each its own file)"
+checks=$((checks + 1))
+[ -e "$T/outs/one.npy" ] && { echo "FAIL: two outputs to one file wrote it"; fails=$((fails + 1)); }
+cp "$T/outs/real.npy" "$T/outs/one.npy"
+cp "$T/outs/real.npy" "$T/outs/orig.npy"
+run 1 "$HK" run minmax_f32 "x=$T/x.npy" --out "lo=$T/outs/link.npy" \
+  --out "hi=$T/outs/real.npy"
+err_has "--out lo=$T/outs/link.npy and --out hi=$T/outs/real.npy are one file"
+run 1 "$HK" run minmax_f32 "x=$T/x.npy" --out "hi=$T/outs/one.npy" \
+  --out "lo=$T/outs/../outs/one.npy"
+err_has "--out lo=$T/outs/../outs/one.npy and --out hi=$T/outs/one.npy are one file"
+checks=$((checks + 1))
+cmp -s "$T/outs/orig.npy" "$T/outs/one.npy" &&
+  cmp -s "$T/outs/orig.npy" "$T/outs/real.npy" ||
+  { echo "FAIL: two outputs to one file changed it"; fails=$((fails + 1)); }
 # several --out: one that cannot be written leaves every other alone
 cp "$T/outs/real.npy" "$T/outs/keep.npy"
 run 1 "$HK" run minmax_f32 "x=$T/x.npy" --out "lo=$T/outs/keep.npy" \

@@ -51,11 +51,11 @@ static const char *const help =
     "                   for a whole reduction, as NumPy's); outputs not named\n"
     "                   are printed to stdout as one JSON object {\"param\":\n"
     "                   [values...]}, nested lists for 2 axes or more (NaN\n"
-    "                   and Infinity as in Python's json module). FILE is\n"
-    "                   neither the kernel file nor a plugin file, and an\n"
-    "                   existing one must be one the caller may write (as\n"
-    "                   `echo > FILE` needs): else exit 1 and nothing is\n"
-    "                   written\n"
+    "                   and Infinity as in Python's json module). Each\n"
+    "                   output needs a file of its own, neither the kernel\n"
+    "                   file nor a plugin file, and one the caller may\n"
+    "                   write (as `echo > FILE` needs): else exit 1 and\n"
+    "                   nothing is written\n"
     "  --axis A[,A...]  reductions: the axes reduced (negative ones count\n"
     "                   from the end; default: all); repeatable. Rows\n"
     "                   kernels: the one axis the rows run along (default\n"
@@ -678,6 +678,45 @@ static int check_modes(hk_kernel_t *kh, const run_opts *o, const char *backend,
 
 /* ---- Where the outputs go -------------------------------------------------- */
 
+/* Where an output to path lands, as one string for every spelling of a
+ * file not made yet ("a.npy", "./a.npy", "d/../a.npy"): links followed,
+ * the folder as its real path. malloc'ed; NULL on no memory. */
+static char *output_place(const char *path) {
+  char *real = hku_follow_links(path);
+  if (!real) return strdup(path); /* a loop of links: its write fails */
+  char *slash = strrchr(real, '/');
+  const char *base = slash ? slash + 1 : real;
+  char *dir = slash ? strndup(real, slash == real ? 1 : (size_t)(slash - real))
+                    : strdup(".");
+  char *rdir = dir ? realpath(dir, NULL) : NULL;
+  char *place = NULL;
+  if (!rdir) { /* no such folder: its write fails; the path as it is */
+    place = real;
+    real = NULL;
+  } else if ((place = malloc(strlen(rdir) + strlen(base) + 2))) {
+    sprintf(place, "%s/%s", rdir, base);
+  }
+  free(rdir);
+  free(dir);
+  free(real);
+  return place;
+}
+
+/* 1 when outputs to a and b would land in one file: the same regular
+ * file when either exists (device and inode), else the same place. */
+static int same_output(const char *a, const char *b) {
+  struct stat sa, sb;
+  int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+  if (ea || eb)
+    return ea && eb && S_ISREG(sa.st_mode) && S_ISREG(sb.st_mode) &&
+           sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  char *pa = output_place(a), *pb = output_place(b);
+  int same = pa && pb && !strcmp(pa, pb);
+  free(pa);
+  free(pb);
+  return same;
+}
+
 /* The plugin file in folder dir that path is (device and inode), or NULL;
  * malloc'ed. */
 static char *plugin_file_at(const char *dir, const char *path) {
@@ -693,7 +732,8 @@ static char *plugin_file_at(const char *dir, const char *path) {
 
 /* Checks the --out files before anything runs: none may be the kernel
  * file or a plugin file (--plugins DIR, else HK_PLUGIN_PATH's folders),
- * which the .npy would replace. */
+ * which the .npy would replace, and no two outputs may go to one file,
+ * where the second rename would drop the first output without a word. */
 static int check_outputs(const run_call *c, const run_opts *o) {
   const hk_kernel_info_t *k = c->k;
   char *kfile = is_kernel_file(o->kernel) ? kernel_path(o->kernel) : NULL;
@@ -729,6 +769,12 @@ static int check_outputs(const run_call *c, const run_opts *o) {
       }
       free(list);
     }
+    for (int j = 0; j < i && !rc; j++)
+      if (c->ps[j].out_path && same_output(c->ps[j].out_path, out))
+        rc = hk_cli_error("run", "--out %s=%s and --out %s=%s are one file: "
+                                 "one output would replace the other (give "
+                                 "each its own file)",
+                          k->params[j].name, c->ps[j].out_path, name, out);
   }
   free(kfile);
   return rc;
