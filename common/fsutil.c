@@ -218,10 +218,7 @@ int hku_write_parts_atomic(const char *path, const hku_part *parts,
 
 /* ---- Output files the user named ---------------------------------------- */
 
-/* The file path names after following symbolic links (malloc'ed; up to 40
- * of them, as the kernel allows), whether or not it exists; NULL with
- * errno set (ELOOP, ENOMEM, a readlink error). */
-static char *follow_links(const char *path) {
+char *hku_follow_links(const char *path) {
   char *cur = strdup(path);
   for (int hops = 0; cur && hops <= 40; hops++) {
     struct stat st;
@@ -290,10 +287,20 @@ int hku_output_prepare(const char *path, const hku_part *parts, int nparts,
                    strerror(er));
       return HK_EIO;
     }
+    /* a file the caller may not write is not replaced either: the rename
+     * below needs only the folder's permission, so a 0444 file, or root's
+     * 0644 one in a folder the caller may write, would be swapped for a
+     * new one where `echo > FILE` is refused */
+    if (access(path, W_OK) != 0) {
+      int er = errno;
+      hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot write: %s (nothing was "
+                   "changed)", strerror(er));
+      return HK_EIO;
+    }
   }
   /* a regular file, none yet, maybe through links (to none: it is
    * created): the file itself is replaced */
-  char *real = follow_links(path);
+  char *real = hku_follow_links(path);
   if (!real) {
     int er = errno;
     hku_diag_add(d, HKU_ERROR, path, 0, 0, "cannot write: %s (nothing was "

@@ -63,7 +63,9 @@ HK_INTERNAL int hku_write_parts_atomic(const char *path, const hku_part *parts,
  * written as hku_write_parts_atomic writes path, but a symbolic link is
  * followed (the file it names is replaced, the link stays), and a device,
  * FIFO or socket (/dev/stdout, a pipe) is written in place, not replaced
- * by a regular file; a folder is refused. In two steps, so that several
+ * by a regular file; a folder is refused, and so is a file the caller
+ * may not write (access W_OK), as a shell's `> FILE` refuses it, though
+ * the folder would let it be replaced. In two steps, so that several
  * outputs are all written or none: hku_output_prepare writes the bytes
  * into a new file beside the target (a device: writes them, done), then
  * hku_output_commit renames it over the target, or hku_output_abort
@@ -97,5 +99,11 @@ HK_INTERNAL void hku_free_list(char **v, int n);
  * in it, not following a symbolic link to it: a compiler's build folder,
  * which holds files only. What cannot be removed stays. */
 HK_INTERNAL void hku_remove_flat_dir(int dirfd, const char *name);
+
+/* The file path names after following symbolic links (malloc'ed; up to 40
+ * of them, as the kernel allows), whether or not it exists: the file an
+ * output to path replaces or creates. NULL with errno set (ELOOP, ENOMEM,
+ * a readlink error). */
+HK_INTERNAL char *hku_follow_links(const char *path);
 
 #endif /* HK_FSUTIL_H */

@@ -311,6 +311,21 @@ EOF
     --tier jit --no-cache --threads 4
   err_is "hk run: idiv ($T/idiv.json, tier jit) crashed: SIGFPE, an integer division by zero (or INT_MIN / -1)"
 fi
+# a kernel that writes a little past its out buffer: said, exit 1, nothing
+# written (it corrupted the heap: "written to", then glibc's abort, 134)
+cat >"$T/past.json" <<'EOF'
+{"schema_version": 1, "name": "past", "kind": "raw",
+ "params": [{"name": "x", "type": "f32", "role": "in"},
+            {"name": "y", "type": "f32", "role": "out", "len": "n"}],
+ "cpu": "for (size_t j = 0; j < n; j++) y[j + 8] = x[j];", "targets": ["cpu"]}
+EOF
+run 0 "$HK" run arange_f32 start=0 step=1 --n 1000 --out "out=$T/x1000.npy"
+run 1 "$HK" run "$T/past.json" "x=$T/x1000.npy" --out "y=$T/past.npy" --tier jit --no-cache
+err_is "hk run: past wrote past the end of out buffer y (1000 elements)"
+checks=$((checks + 1))
+[ -e "$T/past.npy" ] && { echo "FAIL: --out written after a write past the end"; fails=$((fails + 1)); }
+run 1 "$HK" run "$T/past.json" "x=$T/x1000.npy" --tier jit --no-cache
+out_empty
 # a number for a placeholder's in buffer decides no type
 run 1 "$HK" run scale x=0.1 alpha=1
 err_has "scale: the files' dtypes fit 4 instances (scale_bf16, scale_f16, scale_f32, scale_f64): no file gives the type of x, alpha, out; name the instance"
@@ -320,6 +335,10 @@ run 0 "$HK" run add_f32 "x=$T/a3.npy" y=2.5
 out_is '{"out": [2.5, 3.5, 4.5]}'
 run 1 "$HK" run add_f32 "x=$T/a3.npy" y=1e40
 err_has "y=1e40: the value is too large for f32 (y is an f32 in buffer, given a value)"
+# ... but not for an inout buffer, which is updated in place: said so,
+# not "1.5: cannot open"
+run 1 "$HK" run axpy_f32 alpha=2 "x=$T/x.npy" y=1.5
+err_is "hk run: y=1.5: y is an inout buffer of axpy_f32, which needs a .npy file (a number is taken only for in buffers)"
 run 1 "$HK" run softmax_f32 "x=$T/x.npy" rows=2
 err_has "softmax_f32 has no parameter 'rows'"
 run 1 "$HK" run scale_f32 "x=$T/x.npy" alpha=abc
@@ -572,6 +591,40 @@ if [ -x "$(dirname "$HK")/hk-bench" ]; then # handed on as --opt value
 fi
 run 1 "$HK" bench extra
 err_has "unexpected argument 'extra'"
+# an option that takes one value, given twice: refused (the last one was
+# kept without a word: build -o a.so -o b.so wrote only b.so)
+run 1 "$HK" build "$T/dir/good.json" -o "$T/twice1.so" -o "$T/twice2.so"
+err_has "hk build: -o is given twice"
+err_has "Try 'hk build --help'."
+checks=$((checks + 1))
+if [ -e "$T/twice1.so" ] || [ -e "$T/twice2.so" ]; then
+  echo "FAIL: hk build -o given twice wrote a file"
+  fails=$((fails + 1))
+fi
+run 1 "$HK" gen "$T/dir/good.json" -o "$T/twice1.c" -o"$T/twice2.c"
+err_has "hk gen: -o is given twice"
+run 1 "$HK" gen "$T/dir/good.json" --target cpu --target=cuda
+err_has "hk gen: --target is given twice"
+run 1 "$HK" run sum_f32 "x=$T/x.npy" --n 6 --n=6
+err_has "hk run: --n is given twice"
+run 1 "$HK" run sum_f32 "x=$T/x.npy" --tier inline --tier=auto
+err_has "hk run: --tier is given twice"
+run 1 "$HK" run sum_f32 "x=$T/x.npy" --backend cpu --back cpu
+err_has "hk run: --backend is given twice"
+run 1 "$HK" run sum_f32 "x=$T/x.npy" --threads 1 --threads 2
+err_has "hk run: --threads is given twice"
+run 1 "$HK" cache list --cache-dir "$T/c2" --cache-dir="$T/c3"
+err_has "hk cache: --cache-dir is given twice"
+run 1 "$HK" check --cuda --arch sm_80 --arch=sm_90 "$T/dir/good.json"
+err_has "hk check: --arch is given twice"
+run 1 "$HK" bench --ops add --ops=mul
+err_has "hk bench: --ops is given twice"
+# the repeatable ones stay so, and a flag twice changes nothing
+mkdir "$T/plug4"
+run 0 "$HK" list --plugins "$T/plug2" --plugins "$T/plug4" --json --json
+out_has '"name": "twice"'
+run 0 "$HK" run minmax_f32 "x=$T/o3.npy" --out "lo=$T/lo3.npy" --out "hi=$T/hi3.npy" -q -q
+err_empty
 # the operand errors are unchanged
 run 1 "$HK" gen "$T/dir/good.json" "$T/again.json"
 err_has "one kernel file at a time"
@@ -723,8 +776,42 @@ run 1 "$HK" gen "$T/outs/self.json" -o "$T/outs/./self.json"
 err_has "is the kernel file itself"
 run 1 "$HK" build "$T/outs/self.json" -o "$T/outs/self.json"
 err_has "is the kernel file itself"
-cmp -s "$T/dir/good.json" "$T/outs/self.json" ||
+# nor hk run's --out: the kernel file run, or a plugin file of its folders
+run 1 "$HK" run "$T/outs/self.json" "x=$T/o3.npy" --out "out=$T/outs/./self.json" \
+  --tier jit --no-cache
+err_is "hk run: --out out=$T/outs/./self.json is the kernel file itself; it would be overwritten"
+mkdir "$T/outs/plug"
+cp "$T/dir/good.json" "$T/outs/plug/twice.json"
+ln -s plug/twice.json "$T/outs/plug.npy"
+run 1 "$HK" run twice "x=$T/o3.npy" --plugins "$T/outs/plug" \
+  --out "out=$T/outs/plug.npy" --tier jit --no-cache
+err_is "hk run: --out out=$T/outs/plug.npy is $T/outs/plug/twice.json, a plugin file of --plugins $T/outs/plug; it would be overwritten"
+run 1 env HK_PLUGIN_PATH="$T/outs/plug" "$HK" run twice "x=$T/o3.npy" \
+  --out "out=$T/outs/plug/twice.json" --tier jit --no-cache
+err_has "a plugin file of HK_PLUGIN_PATH's folder $T/outs/plug; it would be overwritten"
+checks=$((checks + 1))
+cmp -s "$T/dir/good.json" "$T/outs/self.json" &&
+  cmp -s "$T/dir/good.json" "$T/outs/plug/twice.json" ||
   { echo "FAIL: the kernel file was changed"; fails=$((fails + 1)); }
+# two outputs to one file: refused (the second rename dropped the first
+# output without a word), whether the file exists or not
+run 1 "$HK" run minmax_f32 "x=$T/x.npy" --out "lo=$T/outs/one.npy" \
+  --out "hi=$T/outs/./one.npy"
+err_is "hk run: --out lo=$T/outs/one.npy and --out hi=$T/outs/./one.npy are one file: one output would replace the other (give each its own file)"
+checks=$((checks + 1))
+[ -e "$T/outs/one.npy" ] && { echo "FAIL: two outputs to one file wrote it"; fails=$((fails + 1)); }
+cp "$T/outs/real.npy" "$T/outs/one.npy"
+cp "$T/outs/real.npy" "$T/outs/orig.npy"
+run 1 "$HK" run minmax_f32 "x=$T/x.npy" --out "lo=$T/outs/link.npy" \
+  --out "hi=$T/outs/real.npy"
+err_has "--out lo=$T/outs/link.npy and --out hi=$T/outs/real.npy are one file"
+run 1 "$HK" run minmax_f32 "x=$T/x.npy" --out "hi=$T/outs/one.npy" \
+  --out "lo=$T/outs/../outs/one.npy"
+err_has "--out lo=$T/outs/../outs/one.npy and --out hi=$T/outs/one.npy are one file"
+checks=$((checks + 1))
+cmp -s "$T/outs/orig.npy" "$T/outs/one.npy" &&
+  cmp -s "$T/outs/orig.npy" "$T/outs/real.npy" ||
+  { echo "FAIL: two outputs to one file changed it"; fails=$((fails + 1)); }
 # several --out: one that cannot be written leaves every other alone
 cp "$T/outs/real.npy" "$T/outs/keep.npy"
 run 1 "$HK" run minmax_f32 "x=$T/x.npy" --out "lo=$T/outs/keep.npy" \
@@ -734,6 +821,40 @@ cmp -s "$T/outs/real.npy" "$T/outs/keep.npy" ||
   { echo "FAIL: a failing run changed another --out file"; fails=$((fails + 1)); }
 checks=$((checks + 2))
 ls -a "$T/outs" | grep -q "tmp-" && { echo "FAIL: a temporary file was left"; fails=$((fails + 1)); }
+# an existing file the caller may not write is refused, as `echo > FILE`
+# refuses it, not replaced (the rename beside it needs only the folder's
+# permission): a 0444 file, or as root (who writes any file) root's 0644
+# file in a folder everyone may write, written by nobody
+mkdir "$T/outs/ro"
+chmod 777 "$T/outs/ro"
+cp "$T/outs/real.npy" "$T/outs/ro/ro.npy"
+as_caller=
+if [ "$(id -u)" -ne 0 ]; then
+  chmod 444 "$T/outs/ro/ro.npy"
+elif command -v setpriv >/dev/null 2>&1 && id nobody >/dev/null 2>&1; then
+  chmod 711 "$T" # for nobody to reach the folder and the inputs
+  as_caller="setpriv --reuid=$(id -u nobody) --regid=$(id -g nobody) --clear-groups"
+  $as_caller "$HK" --version >/dev/null 2>&1 || as_caller=skip
+else
+  as_caller=skip
+fi
+if [ "$as_caller" = skip ]; then
+  echo "SKIP: an unwritable --out file (as root this needs setpriv and a user nobody who can run $HK)"
+else
+  run 1 $as_caller "$HK" run fill_f32 value=7 --n 3 --out "out=$T/outs/ro/ro.npy"
+  err_is "hk run: --out out: $T/outs/ro/ro.npy: cannot write: Permission denied (nothing was changed)"
+  checks=$((checks + 2))
+  cmp -s "$T/outs/real.npy" "$T/outs/ro/ro.npy" ||
+    { echo "FAIL: an unwritable --out file was replaced"; fails=$((fails + 1)); }
+  ls -a "$T/outs/ro" | grep -q "tmp-" && { echo "FAIL: a temporary file was left"; fails=$((fails + 1)); }
+  # hk gen -o and hk build -o write their outputs the same way
+  run 1 $as_caller "$HK" gen "$T/dir/good.json" -o "$T/outs/ro/ro.npy"
+  err_has "ro.npy: error: cannot write: Permission denied (nothing was changed)"
+  checks=$((checks + 1))
+  cmp -s "$T/outs/real.npy" "$T/outs/ro/ro.npy" ||
+    { echo "FAIL: an unwritable -o file was replaced"; fails=$((fails + 1)); }
+fi
+chmod 700 "$T"
 
 # ---- found by trying hk as a new user ---------------------------------------
 # a grid's extent is the user's scalar: a negative one is the user's error

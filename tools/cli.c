@@ -179,6 +179,10 @@ int hk_cli_next(hk_cli_parser *p) {
   }
   int i = opt_index(p, c);
   if (i < 0) return stop(p, hk_cli_internal(p->cmd, "getopt returned %d", c));
+  if (p->opts[i].needs && p->opts[i].repeat == HK_CLI_ONCE && p->given[i]++) {
+    spelling(p, i, name, sizeof name);
+    return stop(p, hk_cli_usage(p->cmd, "%s is given twice", name));
+  }
   p->value = optarg;
   return i;
 }

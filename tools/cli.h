@@ -44,7 +44,17 @@ typedef struct hk_cli_opt {
   char short_name;   /* -C, or 0 */
   const char *needs; /* NULL: a flag; else it takes a value, and a missing
                       * one is reported as "--NAME needs NEEDS" */
+  int repeat;        /* an option with a value: HK_CLI_ONCE or
+                      * HK_CLI_REPEAT; a flag (0 here) may be repeated,
+                      * which changes nothing */
 } hk_cli_opt;
+
+/* An option's value taken once: given twice, it is a usage error ("-o is
+ * given twice"), since keeping either value silently would drop what the
+ * user asked for (hk build k.json -o a.so -o b.so wrote only b.so). */
+#define HK_CLI_ONCE 0
+/* An option that collects its values (--plugins DIR, --out, --axis). */
+#define HK_CLI_REPEAT 1
 
 #define HK_CLI_MAXOPTS 32
 #define HK_CLI_END (-1)     /* no more arguments */
@@ -63,6 +73,7 @@ typedef struct hk_cli_parser {
   const char *value; /* the option's value (NULL for a flag), or the operand */
   int status;        /* after HK_CLI_EXIT: the exit status */
   int rest;          /* after "--" or the end: the next operand's index */
+  unsigned char given[HK_CLI_MAXOPTS]; /* HK_CLI_ONCE options seen */
   struct option longopts[HK_CLI_MAXOPTS + 2];
   char shortopts[3 * HK_CLI_MAXOPTS + 8];
 } hk_cli_parser;

@@ -36,7 +36,7 @@
   X("ops", 0, "a value")                                                 \
   X("sizes", 0, "a value")                                               \
   X("variants", 0, "a value")
-#define AS_OPT(name, c, needs) {name, c, needs},
+#define AS_OPT(name, c, needs) {name, c, needs, HK_CLI_ONCE},
 #define AS_SPELLING(name, c, needs) "--" name,
 static const hk_cli_opt options[] = {BENCH_OPTIONS(AS_OPT)};
 static const char *const spelling[] = {BENCH_OPTIONS(AS_SPELLING)};

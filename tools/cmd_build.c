@@ -33,8 +33,8 @@ static const char *const help =
 
 enum { OPT_OUT, OPT_NATIVE };
 static const hk_cli_opt options[] = {
-    [OPT_OUT] = {NULL, 'o', "a file"},
-    [OPT_NATIVE] = {"native", 0, NULL},
+    [OPT_OUT] = {NULL, 'o', "a file", HK_CLI_ONCE},
+    [OPT_NATIVE] = {"native", 0, NULL, 0},
 };
 
 int hk_cmd_build(int argc, char **argv) {

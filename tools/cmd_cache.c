@@ -55,7 +55,7 @@ static void print_entry(void *ctx, const char *path, size_t size,
 
 enum { OPT_CACHE_DIR };
 static const hk_cli_opt options[] = {
-    [OPT_CACHE_DIR] = {"cache-dir", 0, "a folder"},
+    [OPT_CACHE_DIR] = {"cache-dir", 0, "a folder", HK_CLI_ONCE},
 };
 
 int hk_cmd_cache(int argc, char **argv) {

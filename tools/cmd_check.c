@@ -35,8 +35,9 @@ static const char *const help =
 
 enum { OPT_CUDA, OPT_ARCH };
 static const hk_cli_opt options[] = {
-    [OPT_CUDA] = {"cuda", 0, NULL},
-    [OPT_ARCH] = {"arch", 0, "an architecture (compute_80, sm_90)"},
+    [OPT_CUDA] = {"cuda", 0, NULL, 0},
+    [OPT_ARCH] = {"arch", 0, "an architecture (compute_80, sm_90)",
+                  HK_CLI_ONCE},
 };
 
 /* f's CUDA compiled by NVRTC for arch; its errors, located, into d. */

@@ -18,8 +18,8 @@ static const char *const help =
 
 enum { OPT_TARGET, OPT_OUT };
 static const hk_cli_opt options[] = {
-    [OPT_TARGET] = {"target", 0, "a value"},
-    [OPT_OUT] = {NULL, 'o', "a value"},
+    [OPT_TARGET] = {"target", 0, "a value", HK_CLI_ONCE},
+    [OPT_OUT] = {NULL, 'o', "a value", HK_CLI_ONCE},
 };
 
 int hk_cmd_gen(int argc, char **argv) {

@@ -175,9 +175,9 @@ static void print_table(const listing *l) {
 
 enum { OPT_PLUGINS, OPT_JSON, OPT_UNSAFE };
 static const hk_cli_opt options[] = {
-    [OPT_PLUGINS] = {"plugins", 0, "a folder"},
-    [OPT_JSON] = {"json", 0, NULL},
-    [OPT_UNSAFE] = {"allow-unsafe-plugins", 0, NULL},
+    [OPT_PLUGINS] = {"plugins", 0, "a folder", HK_CLI_REPEAT},
+    [OPT_JSON] = {"json", 0, NULL, 0},
+    [OPT_UNSAFE] = {"allow-unsafe-plugins", 0, NULL, 0},
 };
 
 int hk_cmd_list(int argc, char **argv) {

@@ -39,7 +39,8 @@ static const char *const help =
     "                   (saxpy for saxpy_f32 and saxpy_f64): the instance\n"
     "                   is picked from the files' dtypes\n"
     "  PARAM=NUMBER     a scalar parameter; or an in buffer (when no file\n"
-    "                   has that name): a 0-d array of its type, broadcast.\n"
+    "                   has that name): a 0-d array of its type, broadcast\n"
+    "                   (not an inout buffer: that needs a .npy file).\n"
     "                   Raw and grid kernels: an integer scalar left out\n"
     "                   takes its value from an in file with one axis per\n"
     "                   factor of its len (\"rows * cols\": x of (3, 4)\n"
@@ -50,7 +51,11 @@ static const char *const help =
     "                   for a whole reduction, as NumPy's); outputs not named\n"
     "                   are printed to stdout as one JSON object {\"param\":\n"
     "                   [values...]}, nested lists for 2 axes or more (NaN\n"
-    "                   and Infinity as in Python's json module)\n"
+    "                   and Infinity as in Python's json module). Each\n"
+    "                   output needs a file of its own, neither the kernel\n"
+    "                   file nor a plugin file, and one the caller may\n"
+    "                   write (as `echo > FILE` needs): else exit 1 and\n"
+    "                   nothing is written\n"
     "  --axis A[,A...]  reductions: the axes reduced (negative ones count\n"
     "                   from the end; default: all); repeatable. Rows\n"
     "                   kernels: the one axis the rows run along (default\n"
@@ -80,9 +85,12 @@ static const char *const help =
     "  -q, --quiet      do not say each output's shape, dtype and where it\n"
     "                   went (one line each on stderr: \"hk run: out: shape\n"
     "                   (3, 4), f32, written to y.npy\")\n"
-    "Every in/inout buffer and every scalar must be given. Exit status: 0\n"
+    "Every in/inout buffer and every scalar must be given; an option with\n"
+    "a value is given once (but --out, --axis, --plugins). Exit status: 0\n"
     "success, 1 a user error (named on stderr; a crash in a plugin kernel's\n"
-    "code too), 2 an internal failure (no system compiler for --tier opt).\n";
+    "code too, or its writing past the end of an out buffer, found before\n"
+    "anything is written), 2 an internal failure (no system compiler for\n"
+    "--tier opt).\n";
 
 /* ---- Output --------------------------------------------------------------- */
 
@@ -178,18 +186,18 @@ enum {
   OPT_QUIET
 };
 static const hk_cli_opt options[] = {
-    [OPT_OUT] = {"out", 0, "PARAM=FILE.npy"},
-    [OPT_BACKEND] = {"backend", 0, "a value"},
-    [OPT_TIER] = {"tier", 0, "a value"},
-    [OPT_N] = {"n", 0, "a value"},
-    [OPT_THREADS] = {"threads", 0, "a value"},
-    [OPT_PLUGINS] = {"plugins", 0, "a folder"},
-    [OPT_UNSAFE] = {"allow-unsafe-plugins", 0, NULL},
-    [OPT_NO_CACHE] = {"no-cache", 0, NULL},
-    [OPT_AXIS] = {"axis", 0, "a list of axes"},
-    [OPT_KEEPDIMS] = {"keepdims", 0, NULL},
-    [OPT_AS] = {"as", 0, "a type"},
-    [OPT_QUIET] = {"quiet", 'q', NULL},
+    [OPT_OUT] = {"out", 0, "PARAM=FILE.npy", HK_CLI_REPEAT},
+    [OPT_BACKEND] = {"backend", 0, "a value", HK_CLI_ONCE},
+    [OPT_TIER] = {"tier", 0, "a value", HK_CLI_ONCE},
+    [OPT_N] = {"n", 0, "a value", HK_CLI_ONCE},
+    [OPT_THREADS] = {"threads", 0, "a value", HK_CLI_ONCE},
+    [OPT_PLUGINS] = {"plugins", 0, "a folder", HK_CLI_REPEAT},
+    [OPT_UNSAFE] = {"allow-unsafe-plugins", 0, NULL, 0},
+    [OPT_NO_CACHE] = {"no-cache", 0, NULL, 0},
+    [OPT_AXIS] = {"axis", 0, "a list of axes", HK_CLI_REPEAT},
+    [OPT_KEEPDIMS] = {"keepdims", 0, NULL, 0},
+    [OPT_AS] = {"as", 0, "a type", HK_CLI_ONCE},
+    [OPT_QUIET] = {"quiet", 'q', NULL, 0},
 };
 
 /* --axis A[,A...]: appends to o->axes. */
@@ -314,6 +322,16 @@ static int is_kernel_file(const char *name) {
   size_t len = colon ? (size_t)(colon - name) : strlen(name);
   return strchr(name, '/') || (len > 5 && !strncmp(name + len - 5, ".json", 5)) ||
          (len > 3 && !strncmp(name + len - 3, ".so", 3));
+}
+
+/* The file of KERNEL when it names one (FILE.json of FILE.json:NAME),
+ * malloc'ed; NULL on no memory. */
+static char *kernel_path(const char *name) {
+  char *path = strdup(name);
+  if (!path) return NULL;
+  char *colon = whole_file(path) ? NULL : strrchr(path, ':');
+  if (colon && !strchr(colon, '/')) *colon = '\0';
+  return path;
 }
 
 static int list_file_kernels(hk_kernel_t *k, void *user) {
@@ -543,14 +561,11 @@ static hk_kernel_t *find_kernel(hk_context_t *ctx, const run_opts *o) {
   const char *name = o->kernel;
   hk_kernel_t *k;
   if (is_kernel_file(name)) {
-    char *path = strdup(name);
+    char *path = kernel_path(name);
     if (!path) return NULL;
-    char *colon = whole_file(path) ? NULL : strrchr(path, ':');
-    const char *want = NULL;
-    if (colon && !strchr(colon, '/')) {
-      *colon = '\0';
-      want = colon + 1;
-    }
+    /* FILE.json:NAME: the kernel NAME of it */
+    const char *want = strlen(path) < strlen(name) ? name + strlen(path) + 1
+                                                   : NULL;
     if (hk_load_file(ctx, path) != HK_OK) {
       fputs(hk_last_error(), stderr);
       free(path);
@@ -696,6 +711,110 @@ static int check_modes(hk_kernel_t *kh, const run_opts *o, const char *backend,
                           o->threads_text);
   }
   return HK_EXIT_OK;
+}
+
+/* ---- Where the outputs go -------------------------------------------------- */
+
+/* Where an output to path lands, as one string for every spelling of a
+ * file not made yet ("a.npy", "./a.npy", "d/../a.npy"): links followed,
+ * the folder as its real path. malloc'ed; NULL on no memory. */
+static char *output_place(const char *path) {
+  char *real = hku_follow_links(path);
+  if (!real) return strdup(path); /* a loop of links: its write fails */
+  char *slash = strrchr(real, '/');
+  const char *base = slash ? slash + 1 : real;
+  char *dir = slash ? strndup(real, slash == real ? 1 : (size_t)(slash - real))
+                    : strdup(".");
+  char *rdir = dir ? realpath(dir, NULL) : NULL;
+  char *place = NULL;
+  if (!rdir) { /* no such folder: its write fails; the path as it is */
+    place = real;
+    real = NULL;
+  } else if ((place = malloc(strlen(rdir) + strlen(base) + 2))) {
+    sprintf(place, "%s/%s", rdir, base);
+  }
+  free(rdir);
+  free(dir);
+  free(real);
+  return place;
+}
+
+/* 1 when outputs to a and b would land in one file: the same regular
+ * file when either exists (device and inode), else the same place. */
+static int same_output(const char *a, const char *b) {
+  struct stat sa, sb;
+  int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+  if (ea || eb)
+    return ea && eb && S_ISREG(sa.st_mode) && S_ISREG(sb.st_mode) &&
+           sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  char *pa = output_place(a), *pb = output_place(b);
+  int same = pa && pb && !strcmp(pa, pb);
+  free(pa);
+  free(pb);
+  return same;
+}
+
+/* The plugin file in folder dir that path is (device and inode), or NULL;
+ * malloc'ed. */
+static char *plugin_file_at(const char *dir, const char *path) {
+  static const char *const suffixes[] = {".json", ".so", NULL};
+  char **files;
+  int n = hku_list_dir(dir, suffixes, &files);
+  char *hit = NULL;
+  for (int f = 0; f < n && !hit; f++)
+    if (hk_cli_same_file(files[f], path)) hit = strdup(files[f]);
+  if (n > 0) hku_free_list(files, n);
+  return hit;
+}
+
+/* Checks the --out files before anything runs: none may be the kernel
+ * file or a plugin file (--plugins DIR, else HK_PLUGIN_PATH's folders),
+ * which the .npy would replace, and no two outputs may go to one file,
+ * where the second rename would drop the first output without a word. */
+static int check_outputs(const run_call *c, const run_opts *o) {
+  const hk_kernel_info_t *k = c->k;
+  char *kfile = is_kernel_file(o->kernel) ? kernel_path(o->kernel) : NULL;
+  const char *env = o->nplugins ? NULL : getenv("HK_PLUGIN_PATH");
+  int rc = HK_EXIT_OK;
+  for (int i = 0; i < k->nparams && !rc; i++) {
+    const char *out = c->ps[i].out_path, *name = k->params[i].name;
+    if (!out) continue;
+    if (kfile && hk_cli_same_file(kfile, out)) {
+      rc = hk_cli_error("run", "--out %s=%s is the kernel file itself; it "
+                               "would be overwritten",
+                        name, out);
+      break;
+    }
+    for (int d = 0; d < o->nplugins && !rc; d++) {
+      char *hit = plugin_file_at(o->plugins[d], out);
+      if (hit)
+        rc = hk_cli_error("run", "--out %s=%s is %s, a plugin file of "
+                                 "--plugins %s; it would be overwritten",
+                          name, out, hit, o->plugins[d]);
+      free(hit);
+    }
+    if (env && *env) {
+      char *list = strdup(env), *s = list;
+      for (char *dir; !rc && s && (dir = strsep(&s, ":"));) {
+        char *hit = *dir ? plugin_file_at(dir, out) : NULL;
+        if (hit)
+          rc = hk_cli_error("run", "--out %s=%s is %s, a plugin file of "
+                                   "HK_PLUGIN_PATH's folder %s; it would be "
+                                   "overwritten",
+                            name, out, hit, dir);
+        free(hit);
+      }
+      free(list);
+    }
+    for (int j = 0; j < i && !rc; j++)
+      if (c->ps[j].out_path && same_output(c->ps[j].out_path, out))
+        rc = hk_cli_error("run", "--out %s=%s and --out %s=%s are one file: "
+                                 "one output would replace the other (give "
+                                 "each its own file)",
+                          k->params[j].name, c->ps[j].out_path, name, out);
+  }
+  free(kfile);
+  return rc;
 }
 
 /* Writes the out and inout buffers of the call made: to their --out files
@@ -855,6 +974,7 @@ static int run_kernel(hk_context_t *ctx, const run_opts *o) {
   run_call c;
   rc = run_call_init(&c, kh);
   if (!rc) rc = run_call_bind(&c, o->assigns, o->nassigns, o->outs, o->nouts);
+  if (!rc) rc = check_outputs(&c, o);
   int arrays = 0;
   if (!rc) rc = choose_path(&c, o, backend, &arrays);
   hk_call_opts_t co = {.axes = o->naxes ? o->axes : NULL,
@@ -888,6 +1008,9 @@ static int run_kernel(hk_context_t *ctx, const run_opts *o) {
     }
   }
   hk_cli_running(NULL, 0);
+  /* a body that wrote past an out buffer: its results are not to be
+   * trusted, so nothing is written */
+  if (!rc) rc = run_call_check_guards(&c, crash_status);
   if (!rc) rc = write_outputs(&c, o->quiet);
   run_call_free(&c);
   return rc;

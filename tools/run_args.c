@@ -338,6 +338,13 @@ static int load_buffer(const hk_kernel_info_t *k, run_param *p,
   int rc = HK_EXIT_OK;
   if (p->info->role == HK_ROLE_IN && hk_run_is_value(p->value))
     return value_buffer(p);
+  /* an inout buffer is updated in place, which a number cannot be: say
+   * that, rather than "1.5: cannot open" as if a file had been meant */
+  if (p->info->role == HK_ROLE_INOUT && hk_run_is_value(p->value))
+    return hk_cli_error("run", "%s=%s: %s is an inout buffer of %s, which "
+                               "needs a .npy file (a number is taken only "
+                               "for in buffers)",
+                        p->info->name, p->value, p->info->name, k->name);
   if (read_npy(p->value, &p->npy, &diags) != HK_OK)
     rc = hk_cli_error("run", "%s=%s: %s", p->info->name, p->value,
                       hk_npy_error(&diags, &err));
@@ -490,30 +497,68 @@ static int compute_lens(run_call *c) {
                       k->name);
 }
 
-/* Allocates out buffer i (want elements, zeroed) into c->args[i]. */
+/* Every out buffer is followed by a guard zone: from its end, rounded up
+ * to 64 bytes (the next buffer's alignment), GUARD_SIZE bytes more, all
+ * GUARD_BYTE. A kernel body that writes a little past its out buffer
+ * (y[j + 8]) then changes the guard rather than malloc's bookkeeping, which
+ * glibc would find only at free() ("double free or corruption", after hk
+ * had said the results were written); run_call_check_guards finds it
+ * first. A write far past the end still faults, for hk.c's crash handler.
+ * The cost is one page set and compared per out buffer. */
+#define GUARD_SIZE 4096
+#define GUARD_BYTE 0xA5
+
+/* Where out buffer p's guard zone starts: the end of its data. */
+static size_t guard_start(const run_param *p) {
+  return p->count * hk_dtype_size(p->info->dtype);
+}
+/* Its length: to the next 64-byte boundary, then GUARD_SIZE bytes. */
+static size_t guard_len(const run_param *p) {
+  size_t bytes = guard_start(p);
+  return (bytes + 63) / 64 * 64 - bytes + GUARD_SIZE;
+}
+
+/* Allocates out buffer i (want elements, zeroed, then its guard zone) into
+ * c->args[i]. */
 static int alloc_out(run_call *c, int i, size_t want) {
   run_param *p = &c->ps[i];
   p->count = want;
   size_t bytes = want * hk_dtype_size(p->info->dtype);
-  if (want && bytes / want != hk_dtype_size(p->info->dtype))
+  if ((want && bytes / want != hk_dtype_size(p->info->dtype)) ||
+      bytes > SIZE_MAX - 64 - GUARD_SIZE)
     return hk_cli_error("run", "%s: %zu elements is too many", p->info->name,
                         want);
-  if (bytes) {
-    /* more than the machine holds is the request's fault (--n 1e17), not
-     * an internal failure */
-    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && psz > 0 &&
-        bytes / (size_t)psz > (size_t)pages)
-      return hk_cli_error("run", "%s: %zu elements need %zu bytes, more than "
-                                 "this machine's memory (%zu bytes)",
-                          p->info->name, want, bytes,
-                          (size_t)pages * (size_t)psz);
-    if (posix_memalign(&p->owned, 64, bytes))
-      return hk_cli_internal("run", "out of memory for %s (%zu bytes)",
-                             p->info->name, bytes);
-    memset(p->owned, 0, bytes);
+  /* more than the machine holds is the request's fault (--n 1e17), not an
+   * internal failure */
+  long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && psz > 0 && bytes / (size_t)psz > (size_t)pages)
+    return hk_cli_error("run", "%s: %zu elements need %zu bytes, more than "
+                               "this machine's memory (%zu bytes)",
+                        p->info->name, want, bytes,
+                        (size_t)pages * (size_t)psz);
+  /* an empty buffer gets its guard too: a raw kernel may write into it */
+  if (posix_memalign(&p->owned, 64, bytes + guard_len(p)))
+    return hk_cli_internal("run", "out of memory for %s (%zu bytes)",
+                           p->info->name, bytes);
+  memset(p->owned, 0, bytes);
+  memset((unsigned char *)p->owned + bytes, GUARD_BYTE, guard_len(p));
+  c->args[i] = p->owned;
+  return HK_EXIT_OK;
+}
+
+int run_call_check_guards(const run_call *c, int status) {
+  for (int i = 0; i < c->k->nparams; i++) {
+    const run_param *p = &c->ps[i];
+    if (p->info->role != HK_ROLE_OUT || !p->owned) continue;
+    const unsigned char *g = (const unsigned char *)p->owned + guard_start(p);
+    for (size_t j = 0, n = guard_len(p); j < n; j++)
+      if (g[j] != GUARD_BYTE) {
+        hk_cli_error("run", "%s wrote past the end of out buffer %s (%zu "
+                            "elements)",
+                     c->k->name, p->info->name, p->count);
+        return status;
+      }
   }
-  c->args[i] = p->owned ? p->owned : empty_buffer;
   return HK_EXIT_OK;
 }
 

@@ -91,6 +91,11 @@ int run_call_arrays(run_call *c);
  * memory is copied to the device (its strides kept), the call runs there
  * with hk_call_arrays, and the out and inout arrays are copied back. */
 int run_call_arrays_gpu(run_call *c);
+/* After the call: checks the guard zone after each out buffer (see
+ * alloc_out in run_args.c). HK_EXIT_OK when none was written to; else
+ * says "KERNEL wrote past the end of out buffer Y (N elements)" and
+ * returns status (the exit status a crash of this kernel has: hk.c). */
+int run_call_check_guards(const run_call *c, int status);
 /* hk run's exit status for the library's error code (hk_last_error says
  * what): HK_EINVAL, HK_EUNSUPPORTED and HK_ENOTFOUND are the user's
  * (1), anything else hk's (2). */
