@@ -516,6 +516,23 @@ chmod +x "$T/markcc"
 run 0 env HK_CC="$T/markcc" "$HK" run "$T/dir/good.json" "x=$T/x.npy" --no-cache -q
 checks=$((checks + 1))
 [ ! -e "$T/cc-ran" ] || { echo "FAIL: hk run --no-cache (tier auto) ran the compiler"; fails=$((fails + 1)); }
+# a pipe is read once: picking the instance by its dtype and loading it
+# (the load found the pipe drained)
+run 0 sh -c "cat '$T/x.npy' | '$HK' run abs x=/dev/stdin -q"
+out_has '{"out": [0, 0.5, 1, 1.5, 2, 2.5]}'
+# a plugin kernel named exp (f32) beside the stdlib's exp_f32, exp_f64:
+# f64 data picks exp_f64, as hk_kernel_select does; f32 data the plugin
+mkdir -p "$T/shadow"
+cat >"$T/shadow/exp.json" <<'EOF2'
+{"schema_version": 1, "name": "exp", "kind": "elementwise",
+ "params": [{"name": "x", "type": "f32", "role": "in"},
+            {"name": "out", "type": "f32", "role": "out"}],
+ "body": "out = x * 2;"}
+EOF2
+run 0 "$HK" run exp --plugins "$T/shadow" "x=$T/d.npy" --no-cache -q
+out_has '{"out": [1, 2.7182818284590451, 7.3890560989306504'
+run 0 "$HK" run exp --plugins "$T/shadow" "x=$T/x.npy" --tier jit --no-cache -q
+out_is '{"out": [0, 1, 2, 3, 4, 5]}'
 run 0 "$HK" gen --target=cuda "$T/dir/good.json"
 out_has "extern \"C\" __global__ void hk_cuda__twice("
 run 0 "$HK" gen -o"$T/gen2.c" "$T/dir/good.json" --target cpu
