@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "codegen.h"
 #include "fsutil.h"
 #include "registry.h"
 #include "sha256.h"
@@ -515,9 +516,33 @@ HK_API int hk_kernel_find(hk_context_t *ctx, const char *name,
     return hk__fail(HK_EINVAL, "hk_kernel_find: NULL argument");
   pthread_rwlock_rdlock(&ctx->map_lock);
   hk_kernel_t *k = hk__map_get(&ctx->names, name);
+  if (!k) {
+    /* the name of a kernel with placeholders (conv2d for conv2d_f32,
+     * conv2d_f64): say so, and how to have one */
+    hku_buf inst = HKU_BUF_INIT;
+    int count = 0;
+    for (size_t i = 0; i < ctx->names.cap; i++) {
+      const hk_kernel_t *c = ctx->names.slots[i];
+      if (!c) continue;
+      const char *cn = atomic_load(&c->info)->name;
+      if (!hkc_is_instance_of(cn, name)) continue;
+      if (count < 8) hku_buf_printf(&inst, "%s%s", count ? ", " : "", cn);
+      count++;
+    }
+    pthread_rwlock_unlock(&ctx->map_lock);
+    *out = NULL;
+    int rc = count
+        ? hk__fail(HK_ENOTFOUND,
+                   "no kernel named '%s', but it has instances (%s%s): name "
+                   "one, or let hk_kernel_select pick one by the arrays' "
+                   "dtypes",
+                   name, hku_buf_str(&inst), count > 8 ? ", ..." : "")
+        : hk__fail(HK_ENOTFOUND, "no kernel named '%s'", name);
+    hku_buf_free(&inst);
+    return rc;
+  }
   pthread_rwlock_unlock(&ctx->map_lock);
   *out = k;
-  if (!k) return hk__fail(HK_ENOTFOUND, "no kernel named '%s'", name);
   return HK_OK;
 }
 

@@ -468,6 +468,13 @@ static void test_select(void) {
   hk_array_init(&a[1], x, HK_F32, 1, (int64_t[]){3});
   hk_array_init(&a[2], y, HK_F32, 2, (int64_t[]){2, 3});
   hk_kernel_t *k = NULL;
+  /* the name of instances is no kernel: hk_kernel_find says what it is */
+  CHECK_INT_EQ(hk_kernel_find(ctx, "add", &k), HK_ENOTFOUND);
+  CHECK_CONTAINS(hk_last_error(), "no kernel named 'add', but it has "
+                                  "instances (add_");
+  CHECK_CONTAINS(hk_last_error(), "hk_kernel_select");
+  CHECK_INT_EQ(hk_kernel_find(ctx, "no_such_kernel", &k), HK_ENOTFOUND);
+  CHECK_STR_EQ(hk_last_error(), "no kernel named 'no_such_kernel'");
   CHECK_INT_EQ(hk_kernel_select(ctx, "add", a, 3, &k), HK_OK);
   CHECK_STR_EQ(k ? hk_kernel_info(k)->name : NULL, "add_f32");
   CHECK_INT_EQ(hk_call_arrays(k, a, NULL), HK_OK);
