@@ -500,6 +500,13 @@ static int run(const hkj_doc *doc, const hkc_src *src, const hkc_kernel *k,
       rc = HK_ESCHEMA;
     }
   }
+  /* a len or an extent of literals and consts alone that is negative:
+   * every call would fail, said then without the value ("is negative,
+   * too large, ...") */
+  if (rc == HK_OK && !L.errors && !value && !out && L.known && L.v < 0)
+    lerr(&L, first, "is %lld whatever the scalars and n: a length or an "
+                    "extent cannot be negative",
+         (long long)L.v);
   free(text);
   free(map);
   if (value) *value = L.v;

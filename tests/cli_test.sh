@@ -703,6 +703,10 @@ sed 's|"len": "m"|"len": "m / (2 - 2)"|' "$T/rawmut.json" >"$T/divz.json"
 run 1 "$HK" check "$T/divz.json"
 err_has "divz.json:2:69:"
 err_has "len: divides by zero"
+# and one that is negative whatever the scalars
+sed 's|"len": "m"|"len": "2 - 3"|' "$T/rawmut.json" >"$T/negl.json"
+run 1 "$HK" check "$T/negl.json"
+err_has "len: is -1 whatever the scalars and n: a length or an extent cannot be negative"
 # helpers (and rows and grid bodies) run for many elements at once: no
 # state that outlives a call, but constant tables
 for decl in 'static float c = 0;' '_Thread_local float c = 0;' 'static const float c = 2;'; do
