@@ -408,6 +408,22 @@ static void settle_raw_targets(hkc_parser *P, const hkj_node *obj,
             "targets that have a body, and give a body for each)");
 }
 
+const char *hkc_want_doc(hkc_parser *P, const hkj_node *v, const char *f) {
+  const char *s = hkc_want_string(P, v, f, "a one-line string");
+  if (!s) return NULL;
+  for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+    if (*c < 0x20 || *c == 0x7f) {
+      if (*c == '\n' || *c == '\r')
+        hkc_err(P, v, f, "must be one line (it is shown by hk list)");
+      else
+        hkc_err(P, v, f, "holds a control character (U+%04X): a doc is "
+                         "one line of text (hk list shows it)",
+                *c);
+      return NULL;
+    }
+  return s;
+}
+
 /* Reads the kernel's "name" and "doc". HK_OK or HK_ENOMEM. */
 static int parse_name_doc(hkc_parser *P, const hkj_node *obj,
                           const char *prefix, hkc_kernel *k) {
@@ -429,11 +445,8 @@ static int parse_name_doc(hkc_parser *P, const hkj_node *obj,
   }
   v = hkj_get(obj, "doc");
   if (v) {
-    const char *f = hkc_fld(prefix, "doc");
-    const char *s = hkc_want_string(P, v, f, "a one-line string");
-    if (s && strpbrk(s, "\n\r")) {
-      hkc_err(P, v, f, "must be one line (it is shown by hk list)");
-    } else if (s) {
+    const char *s = hkc_want_doc(P, v, hkc_fld(prefix, "doc"));
+    if (s) {
       free(k->doc);
       if (!(k->doc = hku_strdup(s))) return HK_ENOMEM;
     }
@@ -714,8 +727,7 @@ static int parse_kernel_list(hkc_parser *P, const hkj_node *root, hkc_file *f) {
   check_version(P, root, "", "file", 1);
   const hkj_node *fdoc = hkj_get(root, "doc");
   if (fdoc) {
-    const char *fs = hkc_want_string(P, fdoc, "doc", "a one-line string");
-    if (fs && strpbrk(fs, "\n\r")) hkc_err(P, fdoc, "doc", "must be one line");
+    (void)hkc_want_doc(P, fdoc, "doc");
   }
   const hkj_node *ks = hkj_get(root, "kernels");
   if (ks->type != HKJ_ARRAY || ks->nkids == 0) {
