@@ -984,15 +984,20 @@ if command -v "${HK_CC:-cc}" >/dev/null 2>&1; then
 fi
 
 # the environment variables libhk reads: the library ignores a value it
-# cannot use; the command refuses it, naming it and what it expects
+# cannot use; the commands that would use it refuse it, naming it and
+# what it expects (HK_THREADS and HK_PAR_MIN where kernels run, HK_JOBS
+# where they compile); --threads N sets the count instead
 for v in abc 0 257 -1 " 2"; do
-  run 1 env HK_THREADS="$v" "$HK" list
-  err_has "hk list: HK_THREADS='$v': expected a whole number from 1 to 256 (unset it to use every CPU)"
+  run 1 env HK_THREADS="$v" "$HK" run fill_f32 value=1 --n 2
+  err_has "hk run: HK_THREADS='$v': expected a whole number from 1 to 256 (unset it to use every CPU)"
 done
+run 0 env HK_THREADS=abc "$HK" run fill_f32 value=1 --n 2 --threads 2 -q
+run 0 env HK_THREADS=abc "$HK" list
+run 0 env HK_THREADS=abc HK_JOBS=x HK_PAR_MIN=x "$HK" cache --cache-dir="$T/c2" list
 run 1 env HK_JOBS=1x "$HK" check "$SRC/plugins/saxpy.json"
 err_has "hk check: HK_JOBS='1x': expected a whole number from 1 to 256"
-run 1 env HK_PAR_MIN=100,x "$HK" list
-err_has "hk list: HK_PAR_MIN='100,x': expected N or CHEAP,HEAVY"
+run 1 env HK_PAR_MIN=100,x "$HK" run fill_f32 value=1 --n 2
+err_has "hk run: HK_PAR_MIN='100,x': expected N or CHEAP,HEAVY"
 run 0 env HK_THREADS=2 HK_JOBS=256 HK_PAR_MIN=100,50 "$HK" check "$SRC/plugins/saxpy.json"
 run 0 env HK_THREADS= HK_PAR_MIN= "$HK" check "$SRC/plugins/saxpy.json"
 

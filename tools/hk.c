@@ -40,8 +40,17 @@ static void usage(FILE *f) {
 
 /* The environment variables libhk reads. The library ignores a value it
  * cannot use (it never prints); the command refuses it, so that a typo
- * does not silently run on every CPU. HK_EXIT_OK or HK_EXIT_USER. */
-static int check_env(const char *cmd) {
+ * does not silently run on every CPU: HK_THREADS where kernels run (run
+ * and bench), unless --threads sets the count instead; HK_JOBS where they
+ * are compiled; HK_PAR_MIN where they run. HK_EXIT_OK or HK_EXIT_USER. */
+static int check_env(const char *cmd, int argc, char **argv) {
+  int runs = !strcmp(cmd, "run") || !strcmp(cmd, "bench");
+  int compiles = runs || !strcmp(cmd, "build") || !strcmp(cmd, "list") ||
+                 !strcmp(cmd, "check");
+  int threads_given = 0;
+  for (int a = 2; a < argc && runs; a++)
+    threads_given |= !strcmp(argv[a], "--threads") ||
+                     !strncmp(argv[a], "--threads=", 10);
   static const struct {
     const char *name;
     int max;
@@ -50,6 +59,7 @@ static int check_env(const char *cmd) {
                 {"HK_JOBS", HK_MAX_JOBS, "for one compiler process per CPU"}};
   for (size_t i = 0; i < sizeof counts / sizeof *counts; i++) {
     const char *v = getenv(counts[i].name);
+    if (i == 0 ? !runs || threads_given : !compiles) continue;
     if (hk__env_count(v, counts[i].max) < 0)
       return hk_cli_error(cmd,
                           "%s='%s': expected a whole number from 1 to %d "
@@ -58,7 +68,7 @@ static int check_env(const char *cmd) {
   }
   const char *v = getenv("HK_PAR_MIN");
   size_t cheap, heavy;
-  if (v && *v && hk__par_parse(v, &cheap, &heavy) != 0)
+  if (runs && v && *v && hk__par_parse(v, &cheap, &heavy) != 0)
     return hk_cli_error(cmd,
                         "HK_PAR_MIN='%s': expected N or CHEAP,HEAVY, whole "
                         "numbers of elements (unset it for the defaults)",
@@ -206,7 +216,7 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
     if (!strcmp(argv[1], commands[i].name)) {
-      int rc = check_env(commands[i].name);
+      int rc = check_env(commands[i].name, argc, argv);
       if (rc != HK_EXIT_OK) return rc;
       g_command = commands[i].name;
       catch_signals();
