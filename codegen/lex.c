@@ -611,11 +611,14 @@ static void check_tokens(checker *c, hkc_code_mode mode,
             name);
         continue;
       }
-      if (!strcmp(name, "static") || !strcmp(name, "_Thread_local") ||
-          !strcmp(name, "__thread")) {
+      /* a static const table cannot carry state from one element to
+       * another (as in rows bodies and helpers) */
+      if ((!strcmp(name, "static") && !(next && tok_is(c, next, "const"))) ||
+          !strcmp(name, "_Thread_local") || !strcmp(name, "__thread")) {
         err(c, k->off,
             "'%s' variables are not allowed in an elementwise body: elements "
-            "run in any order, on any thread",
+            "run in any order, on any thread (a static const table is "
+            "allowed)",
             name);
         continue;
       }

@@ -88,6 +88,13 @@ run 1 "$HK" check --frob x.json
 err_has "unknown option '--frob'"
 run 1 "$HK" check "$T/nope.json"
 err_has "$T/nope.json: error: cannot read"
+# nothing to check is no success; an object file is not a kernel file
+mkdir -p "$T/nojson"
+run 1 "$HK" check "$T/nojson"
+err_has "$T/nojson: error: no kernel files (*.json) in this folder: nothing to check"
+printf '\177ELF\002\001\001' >"$T/obj.so"
+run 1 "$HK" check "$T/obj.so"
+err_has "$T/obj.so: error: an object file (a prebuilt plugin?): hk check checks kernel files (.json)"
 # a neighbour read in an elementwise body: the compiler's words, and what
 # to do instead (tcc here; hk build's gcc says "subscripted value")
 printf '%s\n' '{"schema_version": 1, "name": "nb", "kind": "elementwise",' \

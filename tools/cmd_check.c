@@ -1,9 +1,11 @@
 /* cmd_check.c — hk check: validate kernel files, report every problem. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "build.h"
 #include "cli.h"
@@ -162,6 +164,18 @@ static int check_across(hkc_file **files, int n, hku_diags *d) {
 
 static const char *const kernel_files[] = {".json", NULL};
 
+/* 1 when path is a regular file that begins as an ELF object does. */
+static int is_elf(const char *path) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct stat st;
+  unsigned char m[4] = {0};
+  int elf = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+            read(fd, m, 4) == 4 && !memcmp(m, "\177ELF", 4);
+  close(fd);
+  return elf;
+}
+
 /* A file's identity, to check each file once however it is named. */
 typedef struct file_id {
   dev_t dev;
@@ -244,6 +258,11 @@ int hk_cmd_check(int argc, char **argv) {
                      strerror(errno));
         continue;
       }
+      /* nothing checked is no "all is well" */
+      if (n == 0)
+        hku_diag_add(&d, HKU_ERROR, args[i], 0, 0,
+                     "no kernel files (*.json) in this folder: nothing to "
+                     "check");
     }
     for (int j = 0; j < n; j++) {
       const char *path = paths ? paths[j] : args[i];
@@ -255,6 +274,13 @@ int hk_cmd_check(int argc, char **argv) {
         for (int q = 0; q < nfiles && !seen; q++)
           seen = ids[q].dev == st.st_dev && ids[q].ino == st.st_ino;
       if (seen) continue;
+      if (is_elf(path)) { /* not "a NUL byte" */
+        hku_diag_add(&d, HKU_ERROR, path, 0, 0,
+                     "an object file (a prebuilt plugin?): hk check checks "
+                     "kernel files (.json); hk list --plugins DIR shows what "
+                     "a prebuilt plugin holds");
+        continue;
+      }
       hkc_file *f;
       if (hkc_file_load(path, &f, &d) != 0) continue;
       size_t before = d.nerrors;
