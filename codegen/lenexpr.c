@@ -284,6 +284,13 @@ static int primary_name(lp *L) {
     return HK_OK;
   }
   if (p) return scalar_operand(L, p, s);
+  for (int i = 0; i < L->k->nsetup; i++)
+    if (L->k->setup[i].name && !strcmp(L->k->setup[i].name, name)) {
+      lerr(L, s, "'%s' is a setup value, which the kernel's code computes: "
+                 "lengths and extents are known before it runs (integer "
+                 "scalars, consts and n)", name);
+      return HK_ESCHEMA;
+    }
   lerr(L, s, "'%s' is not one of the kernel's integer scalars%s and n", name,
        L->k->nconsts ? ", consts" : "");
   return HK_ESCHEMA;

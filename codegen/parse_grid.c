@@ -53,8 +53,12 @@ static const char *bad_decl_name(const char *name, const hkc_kernel *k,
   if (!hkc_is_identifier(name))
     return "is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)";
   if (strlen(name) > HKC_NAME_MAX) return "is too long (at most 63 characters)";
-  for (const char *const *r = reserved; *r; r++)
-    if (!strcmp(*r, name) && (!is_index || !strcmp(name, "n")))
+  if (is_index && !strcmp(name, "n"))
+    return "is reserved: n is the element count in kernel code (an index "
+           "may be called i, a, b, acc, row or rows, which mean nothing in "
+           "a grid)";
+  for (const char *const *r = reserved; *r && !is_index; r++)
+    if (!strcmp(*r, name))
       return "is reserved: i, n, acc, a, b, row and rows have a meaning in "
              "kernel code";
   const char *why = hkc_bad_code_name(name, k->targets, k);

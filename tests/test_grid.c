@@ -534,6 +534,17 @@ static const bad_case bad_cases[] = {
      "<bad.json>:4:11: error: grid.y: \"y\" is already the name of a "
      "parameter or of another declaration of this kernel; choose another "
      "name"},
+    {"an index named n",
+     G P " \"grid\": {\"n\": \"N\"},\n \"body\": \"y[n] = 1;\"}",
+     "<bad.json>:4:11: error: grid.n: \"n\" is reserved: n is the element "
+     "count in kernel code (an index may be called i, a, b, acc, row or "
+     "rows, which mean nothing in a grid)"},
+    {"an extent from a setup value",
+     G P " \"setup\": [{\"name\": \"h\", \"type\": \"i64\", \"value\": \"N / 2\"}],\n"
+     " \"grid\": {\"i\": \"h\"},\n" BODY,
+     "<bad.json>:5:17: error: grid.i: 'h' is a setup value, which the "
+     "kernel's code computes: lengths and extents are known before it runs "
+     "(integer scalars, consts and n)"},
     {"a setup value naming a buffer",
      G P GRID " \"setup\": [{\"name\": \"v\", \"type\": \"f32\", \"value\": \"y[0]\"}],\n" BODY,
      "<bad.json>:5:51: error: setup[0].value: 'y' is not one of the kernel's "
