@@ -11,6 +11,7 @@
  * the call graph is walked here, so a cycle is a located error and not a
  * stack overflow on some thread.
  */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,6 +351,61 @@ static void src_err(hkc_parser *P, const hkc_src *s, size_t off,
   va_end(ap);
 }
 
+/* 1 when the identifier t[0..n) is a type word (a C type keyword or
+ * qualifier, a <stdint.h> or <stddef.h> type, a placeholder letter of
+ * k). */
+static int is_type_word(const hkc_kernel *k, const char *t, size_t n) {
+  static const char *const words[] = {
+      "void",     "char",     "short",     "int",      "long",     "float",
+      "double",   "signed",   "unsigned",  "const",    "volatile", "restrict",
+      "_Bool",    "bool",     "int8_t",    "int16_t",  "int32_t",  "int64_t",
+      "uint8_t",  "uint16_t", "uint32_t",  "uint64_t", "size_t",   "ptrdiff_t",
+      "__restrict", "__restrict__", NULL};
+  for (const char *const *w = words; *w; w++)
+    if (strlen(*w) == n && !memcmp(*w, t, n)) return 1;
+  for (int h = 0; h < k->nholders && n == 1; h++)
+    if (k->holders[h].letter == *t) return 1;
+  return 0;
+}
+
+/* Reports a parameter of a helper's params without a name ("float",
+ * "const T *"): the compiler's words for it named the helper's
+ * "returns". 1 when one was reported. */
+static int unnamed_param(hkc_parser *P, const hkc_kernel *k,
+                         const hkc_src *s) {
+  const char *t = s->text;
+  size_t start = 0, len = strlen(t);
+  if (!strcmp(t, "void")) return 0; /* (void): none */
+  for (size_t i = 0; i <= len; i++) {
+    if (i < len && t[i] != ',') continue;
+    /* the piece [start, i): its last identifier, before any [...] */
+    size_t e = i;
+    while (e > start && (t[e - 1] == ' ' || t[e - 1] == '\t' ||
+                         t[e - 1] == '\n'))
+      e--;
+    if (e > start && t[e - 1] == ']') { /* an array's brackets */
+      while (e > start && t[e - 1] != '[') e--;
+      if (e > start) e--;
+      while (e > start && (t[e - 1] == ' ' || t[e - 1] == '\t')) e--;
+    }
+    size_t b = e;
+    while (b > start && (isalnum((unsigned char)t[b - 1]) || t[b - 1] == '_'))
+      b--;
+    int named = b < e && !isdigit((unsigned char)t[b]) &&
+                !is_type_word(k, t + b, e - b);
+    if (!named && (e > start || len)) {
+      size_t at = start;
+      while (at < i && (t[at] == ' ' || t[at] == '\t' || t[at] == '\n')) at++;
+      src_err(P, s, at < len ? at : (len ? len - 1 : 0),
+              "a parameter has no name: each is a type and a name "
+              "(\"float v\", \"const T *x\")");
+      return 1;
+    }
+    start = i + 1;
+  }
+  return 0;
+}
+
 /* A helper's "returns" or "params": a C type or parameter list, which
  * only type words, names, '*', ',', '[', ']' and numbers may make. */
 static int check_signature(hkc_parser *P, const hkc_kernel *k,
@@ -365,6 +421,7 @@ static int check_signature(hkc_parser *P, const hkc_kernel *k,
                          : "a C type (\"float\", \"T\", \"void\")");
     return HK_OK;
   }
+  if (is_params && unnamed_param(P, k, s)) return HK_OK;
   return counted(P, hkc_check_code(P->doc, s, HKC_CODE_ROWS, NULL, NULL,
                                    k->targets, P->d));
 }

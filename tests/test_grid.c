@@ -557,6 +557,10 @@ static const bad_case bad_cases[] = {
      G P GRID " \"consts\": {\"tile\": 4},\n" BODY,
      "<bad.json>:5:13: error: consts.tile: \"tile\" is not a const name: "
      "capitals, digits and '_'"},
+    {"a helper's parameter without a name",
+     G P GRID " \"helpers\": [{\"name\": \"f\", \"params\": \"float v, const float *\", \"body\": \"\"}],\n" BODY,
+     "<bad.json>:5:48: error: helpers[0].params: a parameter has no name: "
+     "each is a type and a name"},
     {"a helper's params with a body",
      G P GRID " \"helpers\": [{\"name\": \"f\", \"params\": \"int v) { return; } void q(int w\", \"body\": \"\"}],\n" BODY,
      "<bad.json>:5:44: error: helpers[0].params: ')' is not allowed in a "
