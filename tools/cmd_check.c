@@ -258,11 +258,6 @@ int hk_cmd_check(int argc, char **argv) {
                      strerror(errno));
         continue;
       }
-      /* nothing checked is no "all is well" */
-      if (n == 0)
-        hku_diag_add(&d, HKU_ERROR, args[i], 0, 0,
-                     "no kernel files (*.json) in this folder: nothing to "
-                     "check");
     }
     for (int j = 0; j < n; j++) {
       const char *path = paths ? paths[j] : args[i];
