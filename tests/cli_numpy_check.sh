@@ -279,17 +279,19 @@ if src:
     run("bias_add", "--plugins", os.path.join(src, "plugins"), "x=acts.npy",
         "bias=bias.npy", "--out", "x=acts.npy")
     check("bias_add plugin (B,T,C)+(C,)", np.load("acts.npy"), acts + bias)
-    # raw kernels: the scalars from the in arrays' shapes (lens BT * C,
-    # OC * C, OC), the out (BT, OC) as its len BT * OC reads
+    # raw kernels: the out (BT, OC) as its len BT * OC reads; every scalar
+    # must be given (SPEC), a missing one said with the value the in
+    # files' shapes give it
     inp = rng.standard_normal((6, 16)).astype(np.float32)
     w = rng.standard_normal((5, 16)).astype(np.float32)
     b = rng.standard_normal(5).astype(np.float32)
     np.save("inp.npy", inp); np.save("w.npy", w); np.save("b.npy", b)
     run("matmul_forward", "--plugins", os.path.join(src, "plugins"),
-        "inp=inp.npy", "weight=w.npy", "bias=b.npy", "--out", "out=mm.npy")
-    check("matmul_forward plugin, scalars from shapes", np.load("mm.npy"),
+        "inp=inp.npy", "weight=w.npy", "bias=b.npy", "BT=6", "C=16", "OC=5",
+        "--out", "out=mm.npy")
+    check("matmul_forward plugin, out (BT, OC)", np.load("mm.npy"),
           inp @ w.T + b, rtol=1e-5, atol=1e-5)
-    # given, they must agree with the counts (not the shapes: flat buffers)
+    # the scalars agree with the counts, not the shapes (flat buffers)
     w2 = rng.standard_normal((10, 16)).astype(np.float32)
     np.save("w2.npy", w2)
     run("matmul_forward", "--plugins", os.path.join(src, "plugins"),
@@ -297,14 +299,15 @@ if src:
         "--out", "out=mm.npy")
     check("matmul_forward plugin, scalars given", np.load("mm.npy"),
           inp.reshape(3, 32) @ w2.reshape(5, 32).T + b, rtol=1e-5, atol=1e-5)
-    p = subprocess.run([hk, "run", "matvec", "--plugins",
-                        os.path.join(src, "plugins"), "A=inp.npy", "x=b.npy"],
+    p = subprocess.run([hk, "run", "matmul_forward", "--plugins",
+                        os.path.join(src, "plugins"), "inp=inp.npy",
+                        "weight=w.npy", "bias=b.npy", "BT=6", "C=16"],
                        capture_output=True, text=True)
-    want = ("hk run: matvec_f32: scalar 'cols' is 16 by axis 1 of A (6, 16) "
-            "(len rows * cols), but 5 by axis 0 of x (5,) (len cols)\n")
+    want = ("hk run: missing OC, a scalar of matmul_forward (i64): give "
+            "OC=NUMBER (the in files' shapes give OC=5)\n")
     if p.returncode != 1 or p.stderr != want:
         fails += 1
-        print(f"FAIL: matvec with disagreeing shapes: exit {p.returncode}, "
+        print(f"FAIL: matmul_forward without OC: exit {p.returncode}, "
               f"{p.stderr!r}")
 
 # ---- every dtype, random shapes with 0- and 1-length axes ----

@@ -223,9 +223,9 @@ static int missing(const run_call *c, int i) {
                       pi->role == HK_ROLE_SCALAR ? "NUMBER" : "FILE.npy");
 }
 
-/* 1 for a scalar that may be left out: a raw or grid kernel's integer
- * scalar, which an in buffer's shape may give (infer_scalars). */
-static int may_infer(const run_call *c, int i) {
+/* 1 for a scalar whose value an in buffer's shape may hint at, when it
+ * is not given: a raw or grid kernel's integer scalar (missing_scalar). */
+static int may_hint(const run_call *c, int i) {
   const hk_param_info_t *pi = c->ps[i].info;
   return pi->role == HK_ROLE_SCALAR &&
          (c->k->kind == HK_KIND_RAW || c->k->kind == HK_KIND_GRID) &&
@@ -238,10 +238,11 @@ int run_call_bind(run_call *c, const char *const *assigns, int nassigns,
   int rc = HK_EXIT_OK;
   for (int a = 0; a < nassigns && !rc; a++) rc = bind_assign(c, assigns[a]);
   for (int a = 0; a < nouts && !rc; a++) rc = bind_out(c, outs[a]);
-  /* every in, inout and scalar must be given */
+  /* every in, inout and scalar must be given (SPEC §3; those that may_hint
+   * are said to be missing once the files are read) */
   for (int i = 0; i < c->k->nparams && !rc; i++)
     if (c->ps[i].info->role != HK_ROLE_OUT && !c->ps[i].value &&
-        !may_infer(c, i))
+        !may_hint(c, i))
       rc = missing(c, i);
   return rc;
 }
@@ -400,27 +401,26 @@ static int flat_arrays(const run_call *c, hk_array_t *a) {
   return HK_EXIT_OK;
 }
 
-/* The scalars left out (may_infer): their values from the in buffers'
- * shapes, parsed as if given (so checked against their type's range). */
-static int infer_scalars(run_call *c) {
+/* The first scalar not given (may_hint): missing, as every scalar must be
+ * given (SPEC §3), with the value the in files' shapes give it where
+ * they do (hk_kernel_scalar_from_shapes: x of shape (3, 4), len rows *
+ * cols, gives rows=3), as the Python module would take it. */
+static int missing_scalar(run_call *c) {
   hk_array_t *a = calloc((size_t)c->k->nparams + 1, sizeof *a);
   if (!a) return hk_cli_internal("run", "out of memory");
   int rc = flat_arrays(c, a);
   for (int i = 0; i < c->k->nparams && !rc; i++) {
-    run_param *p = &c->ps[i];
+    const run_param *p = &c->ps[i];
     if (p->info->role != HK_ROLE_SCALAR || p->value) continue;
     int64_t v;
-    int lrc = hk_kernel_scalar_from_shapes(c->kh, a, i, &v);
-    if (lrc == HK_ENOTFOUND) {
+    if (hk_kernel_scalar_from_shapes(c->kh, a, i, &v) != HK_OK) {
       rc = missing(c, i);
-    } else if (lrc) {
-      rc = run_lib_error(lrc);
-    } else {
-      snprintf(p->inferred, sizeof p->inferred, "%lld", (long long)v);
-      p->value = p->inferred;
-      rc = parse_scalar(p);
-      c->args[i] = &p->s;
+      break;
     }
+    rc = hk_cli_error("run", "missing %s, a scalar of %s (%s): give %s=NUMBER "
+                             "(the in files' shapes give %s=%lld)",
+                      p->info->name, c->k->name, hk_dtype_name(p->info->dtype),
+                      p->info->name, p->info->name, (long long)v);
   }
   free(a);
   return rc;
@@ -433,7 +433,7 @@ static int load_inputs(run_call *c, int any_order) {
     run_param *p = &c->ps[i];
     int rc;
     if (p->info->role == HK_ROLE_SCALAR && !p->value) {
-      left_out = 1; /* may_infer: after the buffers */
+      left_out = 1; /* may_hint: said after the buffers are read */
     } else if (p->info->role == HK_ROLE_SCALAR) {
       if ((rc = parse_scalar(p))) return rc;
       c->args[i] = &p->s;
@@ -443,7 +443,7 @@ static int load_inputs(run_call *c, int any_order) {
       if (c->first < 0) c->first = i;
     }
   }
-  return left_out ? infer_scalars(c) : HK_EXIT_OK;
+  return left_out ? missing_scalar(c) : HK_EXIT_OK;
 }
 
 /* Sets c->n: the first buffer's element count (--n, when given, must agree),

@@ -35,9 +35,6 @@ typedef struct run_param {
   int shaped;
   int ndim;
   size_t shape[HK_MAX_DIMS];
-  /* a scalar left out, whose value an in buffer's shape gave (value
-   * points here) */
-  char inferred[24];
 } run_param;
 
 /* The call being prepared. */
@@ -63,13 +60,13 @@ int run_call_init(run_call *c, hk_kernel_t *kh);
 void run_call_free(run_call *c);
 /* Binds the PARAM=VALUE arguments (assigns) and the --out PARAM=FILE ones
  * (outs) to parameters, and checks that every in, inout and scalar
- * parameter was given (but a raw or grid kernel's integer scalars, which
- * run_call_prepare may take from the in buffers' shapes:
- * hk_kernel_scalar_from_shapes). */
+ * parameter was given (a raw or grid kernel's integer scalars once the
+ * files are read, by run_call_prepare, so as to say the value their
+ * shapes give: hk_kernel_scalar_from_shapes). */
 int run_call_bind(run_call *c, const char *const *assigns, int nassigns,
                   const char *const *outs, int nouts);
-/* After run_call_bind: loads the .npy inputs, parses the scalars (those
- * left out from the buffers' shapes), settles n (from the first in/inout
+/* After run_call_bind: loads the .npy inputs, parses the scalars, settles
+ * n (from the first in/inout
  * buffer, or from n_text, --n, when there is none), checks every buffer's
  * element count against n or its len expression, and allocates the out
  * buffers (zeroed); a raw or grid kernel's outputs are shaped as
