@@ -355,6 +355,25 @@ static int tok_is(const checker *c, const token *k, const char *s) {
   return k->len == l && memcmp(c->src->text + k->off, s, l) == 0;
 }
 
+/* 1 when the declaration at token i ("static") is a static const table:
+ * const follows, and every '*' before the declarator's end (=, [, ;, a
+ * comma) is itself const ("static const float *const p" is constant;
+ * "static const float *p" is a pointer the code may change, state that
+ * outlives an element or a row). */
+static int static_const_table(const checker *c, size_t i) {
+  if (i + 1 >= c->ntoks || !tok_is(c, &c->toks[i + 1], "const")) return 0;
+  for (size_t j = i + 2; j < c->ntoks; j++) {
+    const token *t = &c->toks[j];
+    if (tok_is(c, t, "=") || tok_is(c, t, "[") || tok_is(c, t, ";") ||
+        tok_is(c, t, ","))
+      return 1;
+    if (tok_is(c, t, "*") &&
+        !(j + 1 < c->ntoks && tok_is(c, &c->toks[j + 1], "const")))
+      return 0;
+  }
+  return 1;
+}
+
 /* Reports brackets that do not pair up. HK_OK or HK_ENOMEM. */
 static int check_balance(checker *c) {
   size_t *stack = malloc((c->ntoks + 1) * sizeof *stack);
@@ -613,7 +632,7 @@ static void check_tokens(checker *c, hkc_code_mode mode,
       }
       /* a static const table cannot carry state from one element to
        * another (as in rows bodies and helpers) */
-      if ((!strcmp(name, "static") && !(next && tok_is(c, next, "const"))) ||
+      if ((!strcmp(name, "static") && !static_const_table(c, i)) ||
           !strcmp(name, "_Thread_local") || !strcmp(name, "__thread")) {
         err(c, k->off,
             "'%s' variables are not allowed in an elementwise body: elements "
@@ -624,7 +643,7 @@ static void check_tokens(checker *c, hkc_code_mode mode,
       }
     }
     if ((mode == HKC_CODE_ROWS || mode == HKC_CODE_ROWS_CUDA) &&
-        ((!strcmp(name, "static") && !(next && tok_is(c, next, "const"))) ||
+        ((!strcmp(name, "static") && !static_const_table(c, i)) ||
          !strcmp(name, "_Thread_local") || !strcmp(name, "__thread"))) {
       /* rows and index-space bodies and the helpers: rows and indices run
        * on any thread, in any order, so a variable that outlives one

@@ -410,17 +410,10 @@ static void settle_raw_targets(hkc_parser *P, const hkj_node *obj,
 
 const char *hkc_want_doc(hkc_parser *P, const hkj_node *v, const char *f) {
   const char *s = hkc_want_string(P, v, f, "a one-line string");
-  if (!s) return NULL;
-  for (const unsigned char *c = (const unsigned char *)s; *c; c++)
-    if (*c < 0x20 || *c == 0x7f) {
-      if (*c == '\n' || *c == '\r')
-        hkc_err(P, v, f, "must be one line (it is shown by hk list)");
-      else
-        hkc_err(P, v, f, "holds a control character (U+%04X): a doc is "
-                         "one line of text (hk list shows it)",
-                *c);
-      return NULL;
-    }
+  if (s && strpbrk(s, "\n\r")) {
+    hkc_err(P, v, f, "must be one line (it is shown by hk list)");
+    return NULL;
+  }
   return s;
 }
 

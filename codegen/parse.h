@@ -40,11 +40,9 @@ void hkc_check_keys(hkc_parser *P, const hkj_node *obj, const char *prefix,
 int hkc_is_identifier(const char *s);
 /* v's text when it is a string; otherwise reports that `expected` was
  * expected and returns NULL. */
-/* A "doc" (the file's, a kernel's, a parameter's): the string of v, or
- * NULL after reporting it (field f) when it is not a string or is not one
- * line of text: a line break or another control character (an escape
- * sequence, a bell, a tab) would reach the terminal of hk list, or break
- * its table. */
+/* The file's or a kernel's "doc": the string of v, or NULL after
+ * reporting it (field f) when it is not a string or is not one line (hk
+ * list shows it; other control characters it shows as '?'). */
 const char *hkc_want_doc(hkc_parser *P, const hkj_node *v, const char *f);
 const char *hkc_want_string(hkc_parser *P, const hkj_node *v,
                             const char *field, const char *expected);

@@ -163,7 +163,7 @@ static int parse_param(hkc_parser *P, const hkj_node *po, size_t i,
   hkc_param_row(P, po, ppre, k, p);
   const hkj_node *v = hkj_get(po, "doc");
   if (v) {
-    const char *s = hkc_want_doc(P, v, hkc_fld(ppre, "doc"));
+    const char *s = hkc_want_string(P, v, hkc_fld(ppre, "doc"), "a string");
     if (s && !(p->doc = hku_strdup(s))) return HK_ENOMEM;
   }
   /* len is read here and checked once every parameter is known */

@@ -306,8 +306,9 @@ int hk__par_rows(hk_range_fn range, void *const *args, size_t rows, size_t n,
  * (contiguous runs of indices per task; each index writes its own
  * elements, so results never depend on the thread count), or inline when
  * the space is small. HK_ABI_HEAVY: each index is much work (the body
- * loops), so the space is split from 2 indices, but when its last index,
- * run first and timed, says the rest is short. HK_OK, or HK_EINVAL when an
+ * loops), so the space is split from 2 indices, but when its first and
+ * last index, run first and timed, say the rest is short. HK_OK, or
+ * HK_EINVAL when an
  * extent is negative or the index count overflows (nothing runs). */
 int hk__par_grid(hk_range_fn range, void *const *args, size_t n,
                  unsigned flags);

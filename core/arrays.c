@@ -39,6 +39,7 @@
 #include "cuda.h"
 #include "dispatch.h"
 #include "hk.h"
+#include "hk_lens.h"
 #include "internal.h"
 #include "registry.h"
 #include "threadpool.h"
@@ -2448,11 +2449,11 @@ HK_API int hk_call_out_shape(const hk_kernel_t *k, const hk_array_t *args,
       return hk__arrays_rows_shape(k, args, opts, param, ndim, shape);
     default: {
       /* raw and grid: the len of the parameter for n = the first in or
-       * inout buffer's size (as call_flat), shaped by its factors
-       * (lens.c), or, without a len, the first's shape */
+       * inout buffer's size (as call_flat): the first's shape without a
+       * len, else shaped by its factors (lens.c) */
       size_t n = 0;
       int first = -1;
-      void *ptrs[ARR_MAX_ARGS];
+      void *ptrs[ARR_MAX_ARGS] = {0};
       for (int i = 0; i < c.nargs; i++) {
         ptrs[i] = args[i].data;
         if (first < 0 && is_buffer(&c, i) &&
@@ -2464,10 +2465,17 @@ HK_API int hk_call_out_shape(const hk_kernel_t *k, const hk_array_t *args,
       int64_t lens[ARR_MAX_ARGS];
       int rc = hk_kernel_lens(k, n, ptrs, lens);
       if (rc) return rc;
-      if (hk__len_shape(c.info, param, args, n, lens[param], ndim, shape))
+      /* no len (or "n"): n elements, the first's shape (SPEC §3: hk
+       * run's outputs have it). A len that only happens to equal n
+       * (a histogram's B bins of B values) is its own shape. */
+      const char *len = c.info->params[param].len;
+      while (len && *len == ' ') len++;
+      int is_n = !len || (len[0] == 'n' && !len[1 + strspn(len + 1, " ")]);
+      int as_first = first >= 0 && is_n && args[first].ndim <= HK_MAX_DIMS;
+      if (!as_first &&
+          hk__len_shape(c.info, param, args, n, lens[param], ndim, shape))
         return HK_OK;
-      if (!c.info->params[param].len && first >= 0 &&
-          args[first].ndim <= HK_MAX_DIMS) {
+      if (as_first) {
         *ndim = args[first].ndim;
         memcpy(shape, args[first].shape, sizeof(int64_t) * (size_t)*ndim);
         return HK_OK;
@@ -2532,7 +2540,7 @@ HK_API int hk_kernel_select(hk_context_t *ctx, const char *name,
    * instances NAME_TYPE... (a plugin kernel named add takes f64 arrays,
    * and f32 arrays still find the stdlib's add_f32) */
   hk_kernel_t *k;
-  int exact = hk_kernel_find(ctx, name, &k) == HK_OK;
+  int exact = (k = hk__kernel_lookup(ctx, name)) != NULL;
   int bad = -1; /* the exact kernel's first parameter the arrays miss */
   if (exact) {
     const hk_kernel_info_t *in = hk_kernel_info(k);

@@ -510,6 +510,13 @@ HK_API int hk_context_wait(hk_context_t *ctx) {
 
 /* ---- Kernels --------------------------------------------------------------------- */
 
+hk_kernel_t *hk__kernel_lookup(hk_context_t *ctx, const char *name) {
+  pthread_rwlock_rdlock(&ctx->map_lock);
+  hk_kernel_t *k = hk__map_get(&ctx->names, name);
+  pthread_rwlock_unlock(&ctx->map_lock);
+  return k;
+}
+
 HK_API int hk_kernel_find(hk_context_t *ctx, const char *name,
                           hk_kernel_t **out) {
   if (!ctx || !name || !out)

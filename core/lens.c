@@ -16,6 +16,7 @@
 
 #include "hk.h"
 #include "internal.h"
+#include "hk_lens.h"
 #include "registry.h"
 
 /* One factor of a len: a literal (param -1, value lit), n (param -2) or
@@ -48,6 +49,7 @@ static int factors(const hk_kernel_info_t *in, const char *len, factor *f) {
     while (*s == ' ' || *s == '\t') s++;
     factor x = {-1, 0};
     if (*s >= '0' && *s <= '9') {
+      if (*s == '0' && s[1] >= '0' && s[1] <= '9') return 0; /* octal */
       for (; *s >= '0' && *s <= '9'; s++)
         if (__builtin_mul_overflow(x.lit, 10, &x.lit) ||
             __builtin_add_overflow(x.lit, *s - '0', &x.lit))
@@ -101,6 +103,8 @@ static int64_t scalar_value(const hk_array_t *a, hk_dtype_t t) {
   }
 }
 
+/* hk_lens.h (hk run shapes with it the outputs of kernels without an in
+ * buffer, whose n is --n) */
 int hk__len_shape(const hk_kernel_info_t *in, int param,
                   const hk_array_t *args, size_t n, int64_t count, int *ndim,
                   int64_t *shape) {

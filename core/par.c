@@ -32,9 +32,9 @@
 #define PAR_MIN_CHEAP 131072u
 #define PAR_MIN_HEAVY 16384u
 /* A grid whose indices each loop (HK_ABI_HEAVY) runs inline when its
- * last index, timed, says the rest takes less than this: waking
+ * first and last index, timed, say the rest takes less than this: waking
  * the pool costs a few microseconds (a 4 x 16 segment sum took 20 times
- * a C loop's time on 2 threads; 2.4 times with this). */
+ * a C loop's time on 2 threads; 3 times with this). */
 #define PAR_GRID_INLINE_NS 20000
 
 
@@ -86,17 +86,17 @@ static size_t div_up(size_t a, size_t b) { return a / b + (a % b != 0); }
 
 /* ---- elementwise ------------------------------------------------------- */
 
-/* Chunks of [0, count): elementwise elements (count = n), or a grid
- * kernel's flattened indices. */
+/* Chunks of [first, count): elementwise elements (count = n, first 0),
+ * or a grid kernel's flattened indices. */
 typedef struct ew_job {
   hk_range_fn range;
   void *const *args;
-  size_t n, count, chunk;
+  size_t n, count, chunk, first;
 } ew_job;
 
 static void ew_task(void *ctx, size_t t) {
   const ew_job *j = ctx;
-  size_t begin = t * j->chunk;
+  size_t begin = j->first + t * j->chunk;
   size_t end = j->count - begin > j->chunk ? begin + j->chunk : j->count;
   j->range(j->args, j->n, begin, end, NULL);
 }
@@ -139,7 +139,7 @@ HK_INTERNAL void hk__par_elementwise(hk_range_fn range, void *const *args,
   size_t chunk = div_up(n, (size_t)threads * PAR_TASKS_PER_THREAD);
   chunk = (chunk + PAR_ALIGN - 1) & ~(size_t)(PAR_ALIGN - 1);
   if (chunk < PAR_CHUNK_MIN) chunk = PAR_CHUNK_MIN;
-  ew_job j = {range, args, n, n, chunk};
+  ew_job j = {range, args, n, n, chunk, 0};
   hk__tpool_run(ew_task, &j, div_up(n, chunk));
 }
 
@@ -307,30 +307,38 @@ HK_INTERNAL int hk__par_grid(hk_range_fn range, void *const *args, size_t n,
     if (count) range(args, n, 0, count, NULL);
     return HK_OK;
   }
+  size_t first = 0; /* indices [0, first) and [count, ...) ran, timed */
   if (heavy) {
-    /* the last index inline, timed (a triangular loop's, a causal
-     * attention's, is the longest): the rest too when that says it is
-     * short. Indices write their own elements: the order changes
-     * nothing. */
-    struct timespec t0, t1;
+    /* the first and the last index inline, timed (the last of a lower
+     * triangular loop, a causal attention's, is the longest; the first of
+     * an upper triangular one): the rest too when the longer says it is
+     * short. A grid whose ends are both near-empty (padding) may still be
+     * run inline, correctly, on one thread. Indices write their own
+     * elements: the order changes nothing. */
+    struct timespec t0, t1, t2;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    range(args, n, count - 1, count, NULL);
+    range(args, n, 0, 1, NULL);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    double one = (double)(t1.tv_sec - t0.tv_sec) * 1e9 +
-                 (double)(t1.tv_nsec - t0.tv_nsec);
-    if (one * (double)(count - 1) < PAR_GRID_INLINE_NS) {
-      range(args, n, 0, count - 1, NULL);
+    range(args, n, count - 1, count, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t2);
+    double a = (double)(t1.tv_sec - t0.tv_sec) * 1e9 +
+               (double)(t1.tv_nsec - t0.tv_nsec);
+    double b = (double)(t2.tv_sec - t1.tv_sec) * 1e9 +
+               (double)(t2.tv_nsec - t1.tv_nsec);
+    if ((a > b ? a : b) * (double)(count - 2) < PAR_GRID_INLINE_NS) {
+      if (count > 2) range(args, n, 1, count - 1, NULL);
       return HK_OK;
     }
-    count--; /* [0, count - 1) left */
+    first = 1;
+    count--; /* [1, count - 1) left */
   }
-  size_t chunk = div_up(count, (size_t)threads * PAR_TASKS_PER_THREAD);
+  size_t chunk = div_up(count - first, (size_t)threads * PAR_TASKS_PER_THREAD);
   if (!heavy) {
     chunk = (chunk + PAR_ALIGN - 1) & ~(size_t)(PAR_ALIGN - 1);
     if (chunk < PAR_CHUNK_MIN) chunk = PAR_CHUNK_MIN;
   }
-  size_t nchunks = div_up(count, chunk);
-  grid_job g = {{range, args, n, count, chunk}, nchunks, 0, 0, {0}};
+  size_t nchunks = div_up(count - first, chunk);
+  grid_job g = {{range, args, n, count, chunk, first}, nchunks, 0, 0, {0}};
   g.nregions = (size_t)threads;
   g.per = div_up(nchunks, g.nregions);
   hk__tpool_run(grid_task, &g, nchunks);

@@ -134,15 +134,11 @@ struct hk_context {
   _Atomic int watch_cancel;
 };
 
-/* ---- lens.c ---- */
-/* When params[param]'s len is a product of literals, n and
- * integer scalars (values in args' 0-d arrays) of count elements, its
- * factors' values as a shape: 1 with *ndim and shape; 0 otherwise. */
-HK_INTERNAL int hk__len_shape(const hk_kernel_info_t *in, int param,
-                              const hk_array_t *args, size_t n, int64_t count,
-                              int *ndim, int64_t *shape);
-
 /* ---- context.c ---- */
+/* The kernel registered as name, or NULL (no error recorded: the miss of
+ * hk_kernel_find, which scans for instances to name, is for users). */
+HK_INTERNAL hk_kernel_t *hk__kernel_lookup(hk_context_t *ctx,
+                                           const char *name);
 /* Records msg as this thread's last error and returns code. */
 HK_INTERNAL int hk__fail(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -697,14 +697,14 @@ typedef struct hk_call_opts {
 HK_API int hk_call_arrays(const hk_kernel_t *k, const hk_array_t *args,
                           const hk_call_opts_t *opts);
 /* The shape parameter `param` (an out or inout) must have for a call of k
- * with these arrays (only the in arrays and scalars are looked at) and
- * opts: *ndim and shape[0..*ndim). HK_OK or HK_EINVAL as
- * hk_call_arrays(). A raw or grid kernel's buffers are flat (any shape of
- * the right element count): the shape given is its len read as one axis
- * per factor when the len is a product of integer literals, integer
- * scalars and n ("M * N": (M, N); "B * T * 3 * C": (B, T, 3, C)), the
- * first in or inout array's shape when it has no len (n elements), and
- * (len,) otherwise. */
+ * with these arrays (only the in arrays and scalars are looked at, and a
+ * raw or grid kernel's first inout array) and opts: *ndim and
+ * shape[0..*ndim). HK_OK or HK_EINVAL as hk_call_arrays(). A raw or grid
+ * kernel's buffers are flat (any shape of the right element count): the
+ * shape given is the first in or inout array's when the parameter has no
+ * len (n elements), else its len read as one axis per factor when the len
+ * is a product of integer literals, integer scalars and n ("M * N":
+ * (M, N); "B * T * 3 * C": (B, T, 3, C)), else (len,). */
 HK_API int hk_call_out_shape(const hk_kernel_t *k, const hk_array_t *args,
                              const hk_call_opts_t *opts, int param, int *ndim,
                              int64_t *shape);
@@ -714,10 +714,10 @@ HK_API int hk_call_out_shape(const hk_kernel_t *k, const hk_array_t *args,
  * axis per factor gives each scalar factor its axis's length (x of shape
  * (3, 4): rows = 3, cols = 4). Only the in and inout arrays of args are
  * read. HK_OK with *value; HK_ENOTFOUND when no in or inout buffer's len
- * names the scalar (its value must be given); HK_EINVAL when one does but
- * its array has another number of axes (the message says which, and
- * how many it needs), or when two axes give different values (the
- * message names both). */
+ * names the scalar (its value must be given); HK_EINVAL when two axes give
+ * different values (the message names both), or when the buffers whose
+ * lens name it all have another number of axes (the message names one,
+ * and how many it needs). */
 HK_API int hk_kernel_scalar_from_shapes(const hk_kernel_t *k,
                                         const hk_array_t *args, int param,
                                         int64_t *value);

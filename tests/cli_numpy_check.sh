@@ -299,6 +299,16 @@ if src:
         "--out", "out=mm.npy")
     check("matmul_forward plugin, scalars given", np.load("mm.npy"),
           inp.reshape(3, 32) @ w2.reshape(5, 32).T + b, rtol=1e-5, atol=1e-5)
+    # a file of more axes than arrays have (9): a raw kernel takes it flat
+    np.save("x9.npy", np.arange(3, dtype=np.float32).reshape((1,) * 8 + (3,)))
+    with open("raw9.json", "w") as f:
+        f.write('{"schema_version": 1, "name": "raw9", "kind": "raw", '
+                '"targets": ["cpu"], "params": [{"name": "x", "type": "f32", '
+                '"role": "in"}, {"name": "y", "type": "f32", "role": "out"}],'
+                ' "cpu": "for (size_t i = 0; i < n; i++) y[i] = x[i] * 2;"}')
+    run("raw9.json", "x=x9.npy", "--out", "y=y9.npy", "--no-cache")
+    check("raw kernel, 9 axes", np.load("y9.npy"),
+          np.arange(3, dtype=np.float32).reshape((1,) * 8 + (3,)) * 2)
     p = subprocess.run([hk, "run", "matmul_forward", "--plugins",
                         os.path.join(src, "plugins"), "inp=inp.npy",
                         "weight=w.npy", "bias=b.npy", "BT=6", "C=16"],

@@ -528,6 +528,19 @@ checks=$((checks + 1))
 # (the load found the pipe drained)
 run 0 sh -c "cat '$T/x.npy' | '$HK' run abs x=/dev/stdin -q"
 out_has '{"out": [0, 0.5, 1, 1.5, 2, 2.5]}'
+# a raw kernel without an in buffer: n is --n, and its outputs are shaped
+# by it (their len's factors, or n elements flat)
+cat >"$T/rfill.json" <<'EOF2'
+{"schema_version": 1, "name": "rfill", "kind": "raw", "targets": ["cpu"],
+ "params": [{"name": "v", "type": "f32", "role": "scalar"},
+            {"name": "y", "type": "f32", "role": "out"},
+            {"name": "z", "type": "f32", "role": "out", "len": "n * 2"}],
+ "cpu": ["for (size_t i = 0; i < n; i++) y[i] = v;",
+         "for (size_t i = 0; i < 2 * n; i++) z[i] = (float)i;"]}
+EOF2
+run 0 "$HK" run "$T/rfill.json" v=2 --n 3 --no-cache
+out_is '{"y": [2, 2, 2], "z": [[0, 1], [2, 3], [4, 5]]}'
+err_has "hk run: z: shape (3, 2), f32, printed on stdout"
 # a plugin kernel named exp (f32) beside the stdlib's exp_f32, exp_f64:
 # f64 data picks exp_f64, as hk_kernel_select does; f32 data the plugin
 mkdir -p "$T/shadow"
@@ -541,6 +554,18 @@ run 0 "$HK" run exp --plugins "$T/shadow" "x=$T/d.npy" --no-cache -q
 out_has '{"out": [1, 2.7182818284590451, 7.3890560989306504'
 run 0 "$HK" run exp --plugins "$T/shadow" "x=$T/x.npy" --tier jit --no-cache -q
 out_is '{"out": [0, 1, 2, 3, 4, 5]}'
+# both at once: the pipe, read to try the kernel named exp and then to
+# pick the instance, is read once
+run 0 sh -c "cat '$T/d.npy' | '$HK' run exp --plugins '$T/shadow' x=/dev/stdin --no-cache -q"
+out_has '{"out": [1, 2.7182818284590451, 7.3890560989306504'
+# hk list shows a doc's control characters as '?': an escape sequence,
+# a tab (they reached the terminal, and broke the table)
+mkdir -p "$T/ctl"
+printf '{"schema_version": 1, "name": "ctl", "kind": "elementwise", "doc": "a\\u001b[31mb\\tc",\n "params": [{"name": "x", "type": "f32", "role": "in"}, {"name": "y", "type": "f32", "role": "out"}], "body": "y = x;"}\n' >"$T/ctl/ctl.json"
+run 0 "$HK" list --plugins "$T/ctl"
+out_has "a?[31mb?c"
+checks=$((checks + 1))
+if grep -q "$(printf '\033')" "$T/out"; then echo "FAIL: hk list printed an escape character"; fails=$((fails + 1)); fi
 run 0 "$HK" gen --target=cuda "$T/dir/good.json"
 out_has "extern \"C\" __global__ void hk_cuda__twice("
 run 0 "$HK" gen -o"$T/gen2.c" "$T/dir/good.json" --target cpu

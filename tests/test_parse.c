@@ -425,10 +425,6 @@ static const pcase kernel_cases[] = {
      "{" SV ", \"name\": \"k\",\n  \"doc\": \"one\\r\", \"kind\": "
      "\"elementwise\",\n" KBODY "}",
      1, NULL, 0, 2, 10, "doc: must be one line", NULL},
-    {"doc with an escape sequence",
-     "{" SV ", \"name\": \"k\",\n  \"doc\": \"\\u001b[31mred\", \"kind\": "
-     "\"elementwise\",\n" KBODY "}",
-     1, NULL, 0, 2, 10, "doc: holds a control character (U+001B)", NULL},
     {"kind missing", "{" SV ", \"name\": \"k\",\n" KBODY "}", 1, NULL, 0, 1,
      1, "missing required field \"kind\"", "\"elementwise\", \"reduction\""},
     {"kind unknown", KINDED("\"map\""), 1, NULL, 0, 1, 44,
@@ -623,7 +619,7 @@ static const pcase param_cases[] = {
      "params[0].role: expected a role, got a boolean", NULL},
     {"param doc a number",
      PARAMS("{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\", \"doc\": 3}"),
-     1, "3}", 0, 2, 64, "params[0].doc: expected a one-line string, got a number",
+     1, "3}", 0, 2, 64, "params[0].doc: expected a string, got a number",
      NULL},
     {"param unknown field (did you mean)",
      PARAMS("{\"name\": \"x\", \"type\": \"f32\", \"role\": \"in\", \"dtype\": "
@@ -1113,6 +1109,12 @@ static const pcase body_cases[] = {
     {"a static const table in an elementwise body",
      EW("\"static const float t[2] = {1, 2}; y = x * t[1];\""), 0, NULL, 0, 0,
      0, NULL, NULL},
+    {"a static pointer to const in an elementwise body (state)",
+     EW("\"static const float *p = 0; y = p ? *p : x;\""), 1, NULL, 0, 3, 12,
+     "'static' variables are not allowed", NULL},
+    {"a static const pointer to const in an elementwise body",
+     EW("\"static const float *const p = 0; y = p ? *p : x;\""), 0, NULL, 0,
+     0, 0, NULL, NULL},
     {"_Thread_local in an elementwise body",
      EW("\"_Thread_local float t; y = x;\""), 1, NULL, 0, 3, 12,
      "'_Thread_local' variables are not allowed", NULL},
@@ -1273,12 +1275,8 @@ static const pcase valid_cases[] = {
      0, NULL, 0, 0, 0, NULL, NULL},
     {"doc with UTF-8 and escapes",
      "{" SV ", \"name\": \"k\", \"doc\": \"caf\xc3\xa9 \xf0\x9f\x98\x80 "
-     "\\u00e9 \\\"q\\\" \\/\", \"kind\": \"elementwise\",\n" KBODY "}",
+     "\\u00e9 \\\"q\\\" \\t\", \"kind\": \"elementwise\",\n" KBODY "}",
      0, NULL, 0, 0, 0, NULL, NULL},
-    {"doc with a tab (which breaks hk list's table)",
-     "{" SV ", \"name\": \"k\", \"doc\": \"a\\tb\", \"kind\": "
-     "\"elementwise\",\n" KBODY "}",
-     1, NULL, 0, 1, 43, "doc: holds a control character (U+0009)", NULL},
     {"an escaped backslash before u0000 is no NUL",
      "{" SV ", \"name\": \"k\", \"doc\": \"a\\\\u0000\", \"kind\": "
      "\"elementwise\",\n" KBODY "}",

@@ -74,6 +74,24 @@ static void print_json_string(const char *s) {
   putchar('"');
 }
 
+/* doc as the table shows it: control characters (an escape sequence, a
+ * bell, a tab that would break the columns; C1's in UTF-8 too) as '?'. */
+static const char *doc_text(const char *doc, hku_buf *b) {
+  b->len = 0;
+  hku_buf_put(b, "");
+  for (const unsigned char *p = (const unsigned char *)doc; *p; p++) {
+    if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+      hku_buf_put(b, "?");
+      p++;
+    } else if (*p < 0x20 || *p == 0x7f) {
+      hku_buf_put(b, "?");
+    } else {
+      hku_buf_putc(b, (char)*p);
+    }
+  }
+  return hku_buf_str(b);
+}
+
 /* The GPU column: "yes" when the kernel can run on the GPU here, "no" when
  * it targets cuda but cannot (no device, or no GPU code), "-" otherwise. */
 static const char *gpu_str(const hk_kernel_t *k) {
@@ -152,7 +170,7 @@ static void print_table(const listing *l) {
   printf("%-*s  %-*s  %-*s  %-6s  %-6s  %-3s  %-*s  %s\n", wn, "NAME", wk,
          "KIND", wt, "TARGETS", "ORIGIN", "TIER", "GPU", wp, "PARAMS", "DOC");
   int gpu_missing = 0;
-  hku_buf notes = HKU_BUF_INIT;
+  hku_buf notes = HKU_BUF_INIT, d = HKU_BUF_INIT;
   for (int i = 0; i < l->n; i++) {
     const hk_kernel_info_t *k = hk_kernel_info(l->v[i]);
     char t[16], note[2048];
@@ -163,7 +181,7 @@ static void print_table(const listing *l) {
     printf("%-*s  %-*s  %-*s  %-6s  %-6s  %-3s  %-*s  %s\n", wn, k->name, wk,
            hk_kind_name(k->kind), wt, t, k->origin,
            hk_tier_name(hk_kernel_tier(l->v[i])), gpu, wp, hku_buf_str(&p),
-           k->doc);
+           doc_text(k->doc, &d));
     hku_buf_free(&p);
     if (*hk_kernel_note(l->v[i], note, sizeof note))
       hku_buf_printf(&notes, "note: %s: %s\n", k->name, note);
@@ -171,6 +189,7 @@ static void print_table(const listing *l) {
   if (gpu_missing) gpu_note(&notes);
   fputs(hku_buf_str(&notes), stdout);
   hku_buf_free(&notes);
+  hku_buf_free(&d);
 }
 
 enum { OPT_PLUGINS, OPT_JSON, OPT_UNSAFE };

@@ -390,6 +390,7 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
     for (int i = 0; i < k0->nparams && !found; i++)
       found = strlen(k0->params[i].name) == l &&
               !strncmp(o->assigns[a], k0->params[i].name, l);
+    if (!found && quiet) return 0;
     if (!found) {
       hku_buf ps = HKU_BUF_INIT;
       for (int i = 0; i < k0->nparams; i++)

@@ -47,10 +47,13 @@ static int check_env(const char *cmd, int argc, char **argv) {
   int runs = !strcmp(cmd, "run") || !strcmp(cmd, "bench");
   int compiles = runs || !strcmp(cmd, "build") || !strcmp(cmd, "list") ||
                  !strcmp(cmd, "check");
+  /* --threads, or a prefix of it that getopt takes (--th, --thr=2) */
   int threads_given = 0;
-  for (int a = 2; a < argc && runs; a++)
-    threads_given |= !strcmp(argv[a], "--threads") ||
-                     !strncmp(argv[a], "--threads=", 10);
+  for (int a = 2; a < argc && runs; a++) {
+    if (!strcmp(argv[a], "--")) break;
+    size_t l = strcspn(argv[a], "=");
+    threads_given |= l >= 4 && l <= 9 && !strncmp(argv[a], "--threads", l);
+  }
   static const struct {
     const char *name;
     int max;

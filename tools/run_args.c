@@ -17,6 +17,7 @@
 
 #include "buf.h"
 #include "cli.h"
+#include "hk_lens.h"
 
 /* A non-NULL address for empty buffers: kernels never read it, and pointer
  * arithmetic on NULL is undefined even by zero. */
@@ -292,11 +293,21 @@ static struct peeked {
 static int g_npeeked;
 
 int run_npy_peek(const char *path, hk_npy_t *f, hku_diags *d) {
+  /* read before (an instance picked twice): a copy of what was kept, as
+   * a pipe holds nothing the second time */
+  for (int i = 0; i < g_npeeked; i++)
+    if (!strcmp(g_peeked[i].path, path)) {
+      size_t bytes = g_peeked[i].f.count * g_peeked[i].f.itemsize;
+      *f = g_peeked[i].f;
+      f->data = NULL;
+      if (bytes && posix_memalign(&f->data, 64, bytes))
+        return hk_npy_read(path, f, d);
+      if (bytes) memcpy(f->data, g_peeked[i].f.data, bytes);
+      return HK_OK;
+    }
   int rc = hk_npy_read(path, f, d);
   if (rc != HK_OK || g_npeeked == (int)(sizeof g_peeked / sizeof g_peeked[0]))
     return rc;
-  for (int i = 0; i < g_npeeked; i++)
-    if (!strcmp(g_peeked[i].path, path)) return rc; /* kept already */
   struct peeked *k = &g_peeked[g_npeeked];
   size_t bytes = f->count * f->itemsize;
   k->path = strdup(path);
@@ -388,15 +399,21 @@ static int load_buffer(const hk_kernel_info_t *k, run_param *p,
 static int npy_array(const run_param *p, hk_array_t *a);
 
 /* Descriptors of the scalars (0-d) and the loaded in/inout buffers into
- * a[0..nparams), for the library's shape functions. */
+ * a[0..nparams), for the library's shape functions (a file of more axes
+ * than an array has, which raw and grid kernels take, as one axis). */
 static int flat_arrays(const run_call *c, hk_array_t *a) {
   for (int i = 0; i < c->k->nparams; i++) {
     const run_param *p = &c->ps[i];
     memset(&a[i], 0, sizeof a[i]);
-    if (p->info->role == HK_ROLE_SCALAR)
+    if (p->info->role == HK_ROLE_SCALAR) {
       hk_array_init(&a[i], (void *)&p->s, p->info->dtype, 0, NULL);
-    else if (p->info->role != HK_ROLE_OUT && npy_array(p, &a[i]))
+    } else if (p->info->role != HK_ROLE_OUT && p->npy.ndim > HK_MAX_DIMS) {
+      int64_t count = (int64_t)p->npy.count;
+      hk_array_init(&a[i], p->npy.data ? p->npy.data : empty_buffer,
+                    p->info->dtype, 1, &count);
+    } else if (p->info->role != HK_ROLE_OUT && npy_array(p, &a[i])) {
       return HK_EXIT_USER;
+    }
   }
   return HK_EXIT_OK;
 }
@@ -600,17 +617,35 @@ static int shape_outputs(run_call *c) {
     run_param *p = &c->ps[i];
     int nd = 0;
     int64_t shape[HK_MAX_DIMS];
+    if (p->info->role != HK_ROLE_OUT && p->info->role != HK_ROLE_INOUT)
+      continue;
+    /* a file of more axes than a shape here holds: write_outputs gives
+     * an output of n elements the first file's shape (SPEC §3) */
+    if (p->npy.ndim > HK_MAX_DIMS ||
+        (c->first >= 0 && c->ps[c->first].npy.ndim > HK_MAX_DIMS))
+      continue;
     if (p->info->role == HK_ROLE_INOUT) {
       nd = a[i].ndim;
       memcpy(shape, a[i].shape, sizeof(int64_t) * (size_t)nd);
-    } else if (p->info->role != HK_ROLE_OUT) {
-      continue;
+    } else if (c->first < 0) {
+      /* no in buffer: n is --n, which hk_call_out_shape cannot know */
+      if (!hk__len_shape(k, i, a, c->n, (int64_t)p->count, &nd, shape)) {
+        nd = 1;
+        shape[0] = (int64_t)p->count;
+      }
     } else {
       int lrc = hk_call_out_shape(c->kh, a, NULL, i, &nd, shape);
       if (lrc) {
         rc = run_lib_error(lrc);
         break;
       }
+    }
+    /* whatever the shape, it holds the elements allocated: else flat */
+    int64_t total = 1;
+    for (int d = 0; d < nd; d++) total *= shape[d];
+    if (total != (int64_t)p->count) {
+      nd = 1;
+      shape[0] = (int64_t)p->count;
     }
     p->shaped = 1;
     p->ndim = nd;
