@@ -351,6 +351,11 @@ run 1 "$HK" run softmax_f32 "x=$T/x.npy" rows=2
 err_has "softmax_f32 has no parameter 'rows'"
 run 1 "$HK" run scale_f32 "x=$T/x.npy" alpha=abc
 err_has "alpha=abc: the value is not a number"
+# a space before a number as after it (strtod skipped the one before)
+run 1 "$HK" run scale_f32 "x=$T/x.npy" "alpha= 2"
+err_has "alpha= 2: the value begins with a space"
+run 1 "$HK" run scale_f32 "x=$T/x.npy" "alpha=2 "
+err_has "alpha=2 : the value is not a number"
 run 1 "$HK" run scale_f32 "x=$T/x.npy" alpha=1e39
 err_has "too large for f32"
 # beyond a double too: still named by the scalar's own type

@@ -111,6 +111,9 @@ static int parse_scalar(run_param *p) {
   const char *text = p->value;
   hk_dtype_t t = p->info->dtype;
   if (!*text) return scalar_error(p, "is empty");
+  /* " 1" as "1 ": strtod would skip the leading space only */
+  if (*text == ' ' || *text == '\t' || *text == '\n')
+    return scalar_error(p, "begins with a space");
   if (t == HK_F32 || t == HK_F64 || t == HK_F16 || t == HK_BF16)
     return parse_float(p);
   if (t == HK_BOOL) {
