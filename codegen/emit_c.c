@@ -1920,7 +1920,8 @@ static void put_table_entry(hku_buf *o, const hkc_file *f,
                                                 : "RAW",
                  hkc_instance_targets(in), k->nparams, nm);
   hkc_emit_c_string(o, f->path);
-  hku_buf_printf(o, "},\n     " HK_ABI_RANGE "%s, ", nm);
+  hku_buf_printf(o, ", %d},\n     " HK_ABI_RANGE "%s, ", hkc_kernel_uses_n(k),
+                 nm);
   if (k->kind == HK_KIND_REDUCTION)
     hku_buf_printf(o, HK_ABI_MERGE "%s, ", nm);
   else

@@ -19,6 +19,28 @@ static char *put(char **at, const char *s) {
   return p;
 }
 
+int hkc_kernel_uses_n(const hkc_kernel *k) {
+  if (k->kind != HK_KIND_RAW && k->kind != HK_KIND_GRID) return 1;
+  const hkc_src *code[] = {&k->body, &k->cpu, &k->cuda};
+  for (size_t i = 0; i < sizeof code / sizeof *code; i++)
+    if (code[i]->text && hkc_code_uses(code[i], "n")) return 1;
+  for (int i = 0; i < k->nhelpers; i++) {
+    const hkc_helper *h = &k->helpers[i];
+    const hkc_src *hs[] = {&h->returns, &h->params, &h->body};
+    for (int j = 0; j < 3; j++)
+      if (hs[j]->text && hkc_code_uses(hs[j], "n")) return 1;
+  }
+  for (int i = 0; i < k->nsetup; i++)
+    if (k->setup[i].value.text && hkc_code_uses(&k->setup[i].value, "n"))
+      return 1;
+  for (int i = 0; i < k->nparams; i++)
+    if (k->params[i].len.text && hkc_code_uses(&k->params[i].len, "n"))
+      return 1;
+  for (int i = 0; i < k->grid_rank; i++)
+    if (k->grid[i].ext.text && hkc_code_uses(&k->grid[i].ext, "n")) return 1;
+  return 0;
+}
+
 hk_kernel_info_t *hkc_instance_info_new(const hkc_instance *in,
                                         const char *origin,
                                         const char *source) {
@@ -50,6 +72,7 @@ hk_kernel_info_t *hkc_instance_info_new(const hkc_instance *in,
     info->params = params;
     info->origin = put(&at, origin);
     info->source = put(&at, source);
+    info->uses_n = hkc_kernel_uses_n(k);
     for (int i = 0; i < k->nparams; i++) {
       const hkc_param *p = &k->params[i];
       params[i].name = put(&at, p->name);

@@ -305,6 +305,9 @@ long hkc_code_find(const hkc_src *src, const char *id);
 size_t hkc_code_int_counters(const hkc_src *src, size_t **offs);
 /* 1 when the code names identifier id outside comments and literals. */
 int hkc_code_uses(const hkc_src *src, const char *id);
+/* 1 unless k is a raw or grid kernel whose code, lens and extents do not
+ * name n (hk_kernel_info_t.uses_n; info.c). */
+int hkc_kernel_uses_n(const hkc_kernel *k);
 /* 1 when the code calls a math function (a hint to split work sooner). */
 int hkc_code_calls_math(const hkc_src *src);
 /* 1 when it calls one that is more than a few instructions (not fabs,

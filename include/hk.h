@@ -202,6 +202,11 @@ typedef struct hk_kernel_info_s {
   const hk_param_info_t *params; /* in calling order */
   const char *origin;            /* "stdlib", "json" or "so" */
   const char *source;            /* the kernel file it was described in */
+  /* Raw and grid kernels: 0 when neither their code nor their lens and
+   * extents name n, so that n changes nothing (hk run needs no --n for
+   * one without an in buffer); 1 otherwise, and for every other kind,
+   * whose code runs n elements. */
+  int uses_n;
 } hk_kernel_info_t;
 
 /* ---- Contexts: the registry of kernels ------------------------------------

@@ -546,6 +546,19 @@ EOF2
 run 0 "$HK" run "$T/rfill.json" v=2 --n 3 --no-cache
 out_is '{"y": [2, 2, 2], "z": [[0, 1], [2, 3], [4, 5]]}'
 err_has "hk run: z: shape (3, 2), f32, printed on stdout"
+run 1 "$HK" run "$T/rfill.json" v=2 --no-cache
+err_has "rfill has no in/inout buffer to take n from: give --n N"
+# a grid kernel whose code and lens do not use n needs no --n
+cat >"$T/iota2.json" <<'EOF2'
+{"schema_version": 1, "name": "iota2", "kind": "grid", "targets": ["cpu"],
+ "params": [{"name": "out", "type": "i64", "role": "out", "len": "R * C"},
+            {"name": "R", "type": "i64", "role": "scalar"},
+            {"name": "C", "type": "i64", "role": "scalar"}],
+ "grid": {"r": "R", "c": "C"},
+ "body": "out[r * C + c] = r * 100 + c;"}
+EOF2
+run 0 "$HK" run "$T/iota2.json" R=2 C=3 --no-cache
+out_is '{"out": [[0, 1, 2], [100, 101, 102]]}'
 # a plugin kernel named exp (f32) beside the stdlib's exp_f32, exp_f64:
 # f64 data picks exp_f64, as hk_kernel_select does; f32 data the plugin
 mkdir -p "$T/shadow"

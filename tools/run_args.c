@@ -483,6 +483,10 @@ static int settle_n(run_call *c, const char *n_text) {
     }
     return HK_EXIT_OK;
   }
+  if (!n_text && !c->k->uses_n) { /* n changes nothing: 0 */
+    c->n = 0;
+    return HK_EXIT_OK;
+  }
   if (!n_text)
     return hk_cli_error("run", "%s has no in/inout buffer to take n from: give "
                                "--n N",
