@@ -374,6 +374,50 @@ static int pick_fn(hk_kernel_t *k, void *user) {
   return 0;
 }
 
+/* The dtypes of the .npy files PARAM=FILE gives to k's first np buffer
+ * parameters: given[i] (as --as reads them; HK_DTYPE_INVALID for a dtype
+ * hk has none for, said in words in what[i] when what is not NULL) and
+ * file[i]; file[i] NULL where no file is given (a scalar, a number for an
+ * in buffer) or it cannot be read. 1 when one could not be read (its own
+ * error comes with the load), else 0. */
+static int file_dtypes(const run_opts *o, const hk_kernel_info_t *k, int np,
+                       hk_dtype_t *given, const char **file,
+                       char (*what)[112]) {
+  int unread = 0;
+  for (int i = 0; i < np; i++) {
+    given[i] = HK_DTYPE_INVALID;
+    file[i] = NULL;
+    if (k->params[i].role == HK_ROLE_SCALAR) continue;
+    size_t l = strlen(k->params[i].name);
+    for (int a = 0; a < o->nassigns; a++)
+      if (!strncmp(o->assigns[a], k->params[i].name, l) &&
+          o->assigns[a][l] == '=') {
+        hk_npy_t f;
+        hku_diags d = HKU_DIAGS_INIT;
+        file[i] = o->assigns[a] + l + 1;
+        /* a number for an in buffer (run_args.c): no file, so it decides
+         * no type */
+        if (hk_run_is_value(file[i])) {
+          file[i] = NULL;
+          continue;
+        }
+        if (run_npy_peek(file[i], &f, &d) == HK_OK) {
+          given[i] = f.dtype == HK_U16 && o->as ? HK_BF16 : f.dtype;
+          if (!given[i] && what) { /* named in words if no instance fits */
+            char words[40];
+            snprintf(what[i], sizeof what[i], "%s ('%s')",
+                     hk_npy_describe(&f, words, sizeof words), f.descr);
+          }
+        } else {
+          file[i] = NULL, unread = 1;
+        }
+        hk_npy_free(&f);
+        hku_diags_free(&d);
+      }
+  }
+  return unread;
+}
+
 /* KERNEL names a kernel with placeholders (saxpy for saxpy_f32, ...): picks
  * the instance whose buffer types are the dtypes of the .npy files given.
  * 1 and *out, 0 when name has no instances, -1 after printing why none
@@ -407,38 +451,8 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
   hk_dtype_t given[256];
   const char *file[256];
   char what[256][112]; /* a dtype hk has no type for, in words */
-  int unread = 0;
   int np = k0->nparams < 256 ? k0->nparams : 256;
-  for (int i = 0; i < np; i++) {
-    given[i] = HK_DTYPE_INVALID;
-    file[i] = NULL;
-    if (k0->params[i].role == HK_ROLE_SCALAR) continue;
-    size_t l = strlen(k0->params[i].name);
-    for (int a = 0; a < o->nassigns; a++)
-      if (!strncmp(o->assigns[a], k0->params[i].name, l) &&
-          o->assigns[a][l] == '=') {
-        hk_npy_t f;
-        hku_diags d = HKU_DIAGS_INIT;
-        file[i] = o->assigns[a] + l + 1;
-        /* a number for an in buffer (run_args.c): no file, so it decides
-         * no type */
-        if (hk_run_is_value(file[i])) {
-          file[i] = NULL;
-          continue;
-        }
-        if (run_npy_peek(file[i], &f, &d) == HK_OK) {
-          given[i] = f.dtype == HK_U16 && o->as ? HK_BF16 : f.dtype;
-          if (!given[i]) { /* no hk type: named in words if no instance fits */
-            char words[40];
-            snprintf(what[i], sizeof what[i], "%s ('%s')",
-                     hk_npy_describe(&f, words, sizeof words), f.descr);
-          }
-        } else
-          file[i] = NULL, unread = 1; /* its own error comes later */
-        hk_npy_free(&f);
-        hku_diags_free(&d);
-      }
-  }
+  int unread = file_dtypes(o, k0, np, given, file, what);
   int hit = -1, nhit = 0;
   char fits[64];
   for (int c = 0; c < pc.n; c++) {
@@ -525,24 +539,12 @@ static int pick_instance(hk_context_t *ctx, const run_opts *o,
  * than the buffer's type (a file that cannot be read fits: its own error
  * comes with the load). */
 static int files_fit(const run_opts *o, const hk_kernel_info_t *k) {
-  for (int i = 0; i < k->nparams; i++) {
-    if (k->params[i].role == HK_ROLE_SCALAR) continue;
-    size_t l = strlen(k->params[i].name);
-    for (int a = 0; a < o->nassigns; a++) {
-      const char *v = o->assigns[a] + l + 1;
-      if (strncmp(o->assigns[a], k->params[i].name, l) ||
-          o->assigns[a][l] != '=' || hk_run_is_value(v))
-        continue;
-      hk_npy_t f;
-      hku_diags d = HKU_DIAGS_INIT;
-      int fits = run_npy_peek(v, &f, &d) != HK_OK ||
-                 (f.dtype == HK_U16 && o->as ? HK_BF16 : f.dtype) ==
-                     k->params[i].dtype;
-      hk_npy_free(&f);
-      hku_diags_free(&d);
-      if (!fits) return 0;
-    }
-  }
+  hk_dtype_t given[256];
+  const char *file[256];
+  int np = k->nparams < 256 ? k->nparams : 256;
+  (void)file_dtypes(o, k, np, given, file, NULL);
+  for (int i = 0; i < np; i++)
+    if (file[i] && given[i] != k->params[i].dtype) return 0;
   return 1;
 }
 
@@ -771,6 +773,19 @@ static char *plugin_file_at(const char *dir, const char *path) {
   return hit;
 }
 
+/* Refuses --out PARAM=out when it is a plugin file of folder dir (named
+ * in the message after whose: "--plugins"); the exit status. */
+static int plugin_clash(const char *param, const char *out, const char *dir,
+                        const char *whose) {
+  char *hit = plugin_file_at(dir, out);
+  int rc = hit ? hk_cli_error("run", "--out %s=%s is %s, a plugin file of "
+                                     "%s %s; it would be overwritten",
+                              param, out, hit, whose, dir)
+               : HK_EXIT_OK;
+  free(hit);
+  return rc;
+}
+
 /* Checks the --out files before anything runs: none may be the kernel
  * file or a plugin file (--plugins DIR, else HK_PLUGIN_PATH's folders),
  * which the .npy would replace, and no two outputs may go to one file,
@@ -789,25 +804,12 @@ static int check_outputs(const run_call *c, const run_opts *o) {
                         name, out);
       break;
     }
-    for (int d = 0; d < o->nplugins && !rc; d++) {
-      char *hit = plugin_file_at(o->plugins[d], out);
-      if (hit)
-        rc = hk_cli_error("run", "--out %s=%s is %s, a plugin file of "
-                                 "--plugins %s; it would be overwritten",
-                          name, out, hit, o->plugins[d]);
-      free(hit);
-    }
+    for (int d = 0; d < o->nplugins && !rc; d++)
+      rc = plugin_clash(name, out, o->plugins[d], "--plugins");
     if (env && *env) {
       char *list = strdup(env), *s = list;
-      for (char *dir; !rc && s && (dir = strsep(&s, ":"));) {
-        char *hit = *dir ? plugin_file_at(dir, out) : NULL;
-        if (hit)
-          rc = hk_cli_error("run", "--out %s=%s is %s, a plugin file of "
-                                   "HK_PLUGIN_PATH's folder %s; it would be "
-                                   "overwritten",
-                            name, out, hit, dir);
-        free(hit);
-      }
+      for (char *dir; !rc && s && (dir = strsep(&s, ":"));)
+        if (*dir) rc = plugin_clash(name, out, dir, "HK_PLUGIN_PATH's folder");
       free(list);
     }
     for (int j = 0; j < i && !rc; j++)

@@ -218,13 +218,15 @@ static int bind_out(run_call *c, const char *out) {
   return HK_EXIT_OK;
 }
 
-/* Says that parameter i was not given; returns the exit status. */
-static int missing(const run_call *c, int i) {
+/* Says that parameter i was not given, and hint after it (may be ""):
+ * returns the exit status. */
+static int missing(const run_call *c, int i, const char *hint) {
   const hk_param_info_t *pi = c->ps[i].info;
-  return hk_cli_error("run", "missing %s, %s of %s (%s): give %s=%s",
+  return hk_cli_error("run", "missing %s, %s of %s (%s): give %s=%s%s",
                       pi->name, role_word(pi->role), c->k->name,
                       hk_dtype_name(pi->dtype), pi->name,
-                      pi->role == HK_ROLE_SCALAR ? "NUMBER" : "FILE.npy");
+                      pi->role == HK_ROLE_SCALAR ? "NUMBER" : "FILE.npy",
+                      hint);
 }
 
 /* 1 for a scalar whose value an in buffer's shape may hint at, when it
@@ -247,7 +249,7 @@ int run_call_bind(run_call *c, const char *const *assigns, int nassigns,
   for (int i = 0; i < c->k->nparams && !rc; i++)
     if (c->ps[i].info->role != HK_ROLE_OUT && !c->ps[i].value &&
         !may_hint(c, i))
-      rc = missing(c, i);
+      rc = missing(c, i, "");
   return rc;
 }
 
@@ -295,32 +297,32 @@ static struct peeked {
 } g_peeked[64];
 static int g_npeeked;
 
+/* *dst = a copy of src with data of its own, as hk_npy_read's (64-byte
+ * aligned, NULL when empty); -1 when there is no memory for it. */
+static int npy_copy(hk_npy_t *dst, const hk_npy_t *src) {
+  size_t bytes = src->count * src->itemsize;
+  *dst = *src;
+  dst->data = NULL;
+  if (bytes && posix_memalign(&dst->data, 64, bytes)) return -1;
+  if (bytes) memcpy(dst->data, src->data, bytes);
+  return 0;
+}
+
 int run_npy_peek(const char *path, hk_npy_t *f, hku_diags *d) {
   /* read before (an instance picked twice): a copy of what was kept, as
    * a pipe holds nothing the second time */
   for (int i = 0; i < g_npeeked; i++)
-    if (!strcmp(g_peeked[i].path, path)) {
-      size_t bytes = g_peeked[i].f.count * g_peeked[i].f.itemsize;
-      *f = g_peeked[i].f;
-      f->data = NULL;
-      if (bytes && posix_memalign(&f->data, 64, bytes))
-        return hk_npy_read(path, f, d);
-      if (bytes) memcpy(f->data, g_peeked[i].f.data, bytes);
-      return HK_OK;
-    }
+    if (!strcmp(g_peeked[i].path, path))
+      return npy_copy(f, &g_peeked[i].f) ? hk_npy_read(path, f, d) : HK_OK;
   int rc = hk_npy_read(path, f, d);
   if (rc != HK_OK || g_npeeked == (int)(sizeof g_peeked / sizeof g_peeked[0]))
     return rc;
   struct peeked *k = &g_peeked[g_npeeked];
-  size_t bytes = f->count * f->itemsize;
-  k->path = strdup(path);
-  k->f = *f;
-  k->f.data = NULL; /* as hk_npy_read's: aligned, NULL when empty */
-  if (!k->path || (bytes && posix_memalign(&k->f.data, 64, bytes))) {
-    free(k->path); /* the load reads the file again */
+  if (!(k->path = strdup(path))) return rc; /* the load reads it again */
+  if (npy_copy(&k->f, f)) {
+    free(k->path);
     return rc;
   }
-  if (bytes) memcpy(k->f.data, f->data, bytes);
   g_npeeked++;
   return rc;
 }
@@ -433,14 +435,11 @@ static int missing_scalar(run_call *c) {
     const run_param *p = &c->ps[i];
     if (p->info->role != HK_ROLE_SCALAR || p->value) continue;
     int64_t v;
-    if (hk_kernel_scalar_from_shapes(c->kh, a, i, &v) != HK_OK) {
-      rc = missing(c, i);
-      break;
-    }
-    rc = hk_cli_error("run", "missing %s, a scalar of %s (%s): give %s=NUMBER "
-                             "(the in files' shapes give %s=%lld)",
-                      p->info->name, c->k->name, hk_dtype_name(p->info->dtype),
-                      p->info->name, p->info->name, (long long)v);
+    char hint[160] = "";
+    if (hk_kernel_scalar_from_shapes(c->kh, a, i, &v) == HK_OK)
+      snprintf(hint, sizeof hint, " (the in files' shapes give %s=%lld)",
+               p->info->name, (long long)v);
+    rc = missing(c, i, hint);
   }
   free(a);
   return rc;
