@@ -1171,26 +1171,8 @@ static void stage_cols(const red_plan *P, void **args, ptrdiff_t *steps,
     const size_t es = P->kops[o].es;
     const ptrdiff_t rst = steps[o];
     const unsigned char *src = args[o];
-    for (size_t r = b0; r < b1; r++) {
-      const unsigned char *s = src + (ptrdiff_t)r * rst;
-      unsigned char *d = room + (r - b0) * g * es;
-      switch (es) {
-#define FILL(T)                                                        \
-  {                                                                    \
-    T *dt = (T *)(void *)d;                                            \
-    const T v = *(const T *)(const void *)s;                           \
-    for (size_t c = 0; c < g; c++) dt[c] = v;                          \
-    break;                                                             \
-  }
-        case 1: FILL(uint8_t)
-        case 2: FILL(uint16_t)
-        case 4: FILL(uint32_t)
-        case 8: FILL(uint64_t)
-#undef FILL
-        default:
-          for (size_t c = 0; c < g; c++) memcpy(d + c * es, s, es);
-      }
-    }
+    for (size_t r = b0; r < b1; r++) /* gather's stride 0: a fill */
+      gather(room + (r - b0) * g * es, src + (ptrdiff_t)r * rst, 0, es, g);
     args[o] = shift_back(room, b0 * g, es);
     steps[o] = (ptrdiff_t)(g * es);
     room += ((b1 - b0) * g * es + 63) & ~(size_t)63;
